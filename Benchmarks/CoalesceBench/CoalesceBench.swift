@@ -1,0 +1,171 @@
+import ArgumentParser
+import CoalesceTestSupport
+import Foundation
+import Varlink
+
+/// Measures the daemon as a user meets it: how fast it is ready, what it holds idle, and what a Varlink round trip
+/// costs next to a bare Unix-socket echo measured by the same client code in the same run.
+@main
+struct CoalesceBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coalesced-bench",
+        abstract: "Benchmark coalesced: start-up, idle memory, Varlink round trips against a bare socket echo."
+    )
+
+    @Option(help: "How many times to start the daemon.")
+    var starts = 20
+
+    @Option(help: "Round trips per measurement.")
+    var calls = 50_000
+
+    func run() throws {
+        let binary = BuildProducts.path(of: "coalesced")
+        print("coalesced-bench: \(binary)")
+        print("")
+
+        var startups: [Double] = []
+        var residentKiB: [Int] = []
+        for _ in 0..<self.starts {
+            let clockStart = ContinuousClock.now
+            let daemon = try DaemonProcess()
+            try daemon.waitUntilReady()
+            startups.append((ContinuousClock.now - clockStart).milliseconds)
+            if residentKiB.count < 3 {
+                // Idle: ready, no client, after a second to settle.
+                Thread.sleep(forTimeInterval: 1)
+                if let kib = daemon.residentKiB { residentKiB.append(kib) }
+            }
+            daemon.signal(SIGTERM)
+            _ = daemon.waitForExit()
+        }
+        startups.sort()
+        print("| measure | value |")
+        print("|---|---|")
+        print("| start-up to READY=1, median of \(self.starts) | \(Self.format(startups.percentile(0.5))) ms |")
+        print("| start-up to READY=1, min / max | \(Self.format(startups.first!)) / \(Self.format(startups.last!)) ms |")
+        print("| idle RSS after READY=1 | \(residentKiB.sorted()[residentKiB.count / 2] / 1024) MiB (\(residentKiB.sorted()[residentKiB.count / 2]) KiB) |")
+        print("")
+
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilReady()
+        let varlink = try self.measureVarlink(socket: daemon.socketPath)
+        daemon.signal(SIGTERM)
+        _ = daemon.waitForExit()
+
+        let directory = try TemporaryDirectory()
+        let echo = try EchoServer(path: directory.file("echo.sock"))
+        let bare = try self.measureEcho(socket: echo.path)
+
+        print("| round trips, 1 client, \(self.calls) calls | calls/s | p50 | p99 |")
+        print("|---|---|---|---|")
+        print(varlink.row("Varlink io.coalesced.System.Stats"))
+        print(bare.row("bare Unix-socket echo, same message"))
+    }
+
+    private func measureVarlink(socket: String) throws -> RoundTrips {
+        let client = try VarlinkClient(path: socket)
+        for _ in 0..<1000 { _ = try client.call("io.coalesced.System.Stats") }
+        return try RoundTrips.measure(count: self.calls) {
+            _ = try client.call("io.coalesced.System.Stats")
+        }
+    }
+
+    private func measureEcho(socket: String) throws -> RoundTrips {
+        let client = try VarlinkClient(path: socket)
+        var request: [UInt8] = []
+        VarlinkCall(method: "io.coalesced.System.Stats").message.write(to: &request)
+        request.append(0)
+        for _ in 0..<1000 {
+            try client.sendRaw(request)
+            _ = try client.receiveFrame()
+        }
+        return try RoundTrips.measure(count: self.calls) {
+            try client.sendRaw(request)
+            _ = try client.receiveFrame()
+        }
+    }
+
+    static func format(_ value: Double) -> String {
+        String(format: "%.1f", value)
+    }
+}
+
+struct RoundTrips {
+    var perSecond: Double
+    var p50: Double
+    var p99: Double
+
+    static func measure(count: Int, _ body: () throws -> Void) throws -> RoundTrips {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        let clock = ContinuousClock()
+        let start = clock.now
+        for _ in 0..<count {
+            let before = clock.now
+            try body()
+            latencies.append((clock.now - before).microseconds)
+        }
+        let total = (clock.now - start).milliseconds / 1000
+        latencies.sort()
+        return RoundTrips(perSecond: Double(count) / total, p50: latencies.percentile(0.5), p99: latencies.percentile(0.99))
+    }
+
+    func row(_ name: String) -> String {
+        "| \(name) | \(Int(self.perSecond)) | \(String(format: "%.1f", self.p50)) µs | \(String(format: "%.1f", self.p99)) µs |"
+    }
+}
+
+extension Array where Element == Double {
+    /// The value below which `fraction` of the sorted values lie.
+    func percentile(_ fraction: Double) -> Double {
+        self[Swift.min(self.count - 1, Int(Double(self.count) * fraction))]
+    }
+}
+
+extension Duration {
+    var milliseconds: Double { Double(self.components.seconds) * 1000 + Double(self.components.attoseconds) / 1e15 }
+    var microseconds: Double { Double(self.components.seconds) * 1e6 + Double(self.components.attoseconds) / 1e12 }
+}
+
+/// A bare Unix-socket echo: one thread, blocking calls, every NUL-terminated message written straight back.
+final class EchoServer: @unchecked Sendable {
+    let path: String
+    private let listener: CInt
+
+    init(path: String) throws {
+        self.path = path
+        self.listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(self.listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(self.listener, 16) == 0 else { throw SupportError("echo server: bind/listen failed") }
+        let listener = self.listener
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                    if count <= 0 { break }
+                    // The client waits for each reply, so whatever arrived is whole messages: echo it as it is.
+                    var offset = 0
+                    while offset < count {
+                        let sent = buffer.withUnsafeBytes { send(connection, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL)) }
+                        if sent <= 0 { break }
+                        offset += sent
+                    }
+                }
+                close(connection)
+            }
+        }
+    }
+}

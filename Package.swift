@@ -1,0 +1,134 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Hummingbird's upcoming features: no implicit existentials, imports that are visible only where written,
+// and internal imports unless a module's types are part of our public API.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "coalesced",
+    products: [
+        .executable(name: "coalesced", targets: ["CoalesceDaemon"]),
+        .executable(name: "coalescectl", targets: ["CoalesceCtl"]),
+        .executable(name: "coalesced-bench", targets: ["CoalesceBench"]),
+        .library(name: "Varlink", targets: ["Varlink"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        .target(
+            name: "Systemd",
+            dependencies: [
+                "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Varlink",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "VarlinkEmbed",
+            swiftSettings: swiftSettings
+        ),
+        .plugin(
+            name: "VarlinkInterfaces",
+            capability: .buildTool(),
+            dependencies: ["VarlinkEmbed"]
+        ),
+        .target(
+            name: "CoalesceServer",
+            dependencies: [
+                "Varlink",
+                "Systemd",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            exclude: ["Interfaces"],
+            swiftSettings: swiftSettings,
+            plugins: ["VarlinkInterfaces"]
+        ),
+        .executableTarget(
+            name: "CoalesceDaemon",
+            dependencies: [
+                "CoalesceServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "CoalesceCtl",
+            dependencies: [
+                "Varlink",
+                "CoalesceServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "CoalesceBench",
+            dependencies: [
+                "Varlink",
+                "CoalesceTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/CoalesceBench",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoalesceTestSupport",
+            dependencies: ["Varlink"],
+            path: "Tests/CoalesceTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "VarlinkTests",
+            dependencies: [
+                "Varlink",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoalesceServerTests",
+            dependencies: ["CoalesceServer", "Varlink"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ProcessTests",
+            dependencies: ["CoalesceTestSupport", "Varlink", "CoalesceDaemon", "CoalesceCtl"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SandboxTests",
+            dependencies: ["CoalesceTestSupport", "Varlink", "CoalesceDaemon", "CoalesceCtl"],
+            exclude: [],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

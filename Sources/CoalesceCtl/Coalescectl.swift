@@ -1,0 +1,105 @@
+import ArgumentParser
+import CoalesceServer
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Coalescectl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coalescectl",
+        abstract: "Query and control the coalesced daemon.",
+        discussion: """
+            Exit status: 0 success; 1 the daemon answered with an error; 64 bad usage; \
+            69 the daemon cannot be reached; 76 the daemon's answer was not Varlink.
+            """,
+        version: CoalescedVersion.string,
+        subcommands: [Status.self, Introspect.self, Call.self]
+    )
+
+    @OptionGroup var global: GlobalOptions
+}
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .customLong("socket"), help: ArgumentHelp("Talk to the daemon on this socket.", valueName: "path"))
+    var socket: String?
+
+    @Flag(name: .customLong("user"), help: "Talk to the user instance ($XDG_RUNTIME_DIR/coalesced/io.coalesced).")
+    var user = false
+
+    @Flag(name: .customLong("system"), help: "Talk to the system instance (/run/coalesced/io.coalesced).")
+    var system = false
+
+    @Flag(name: .customLong("json"), help: "Print replies as JSON, one line each.")
+    var json = false
+
+    func validate() throws {
+        if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
+    }
+
+    var socketPath: String {
+        if let socket { return socket }
+        let instance: DaemonInstance = self.system ? .system : (self.user ? .user : (geteuid() == 0 ? .system : .user))
+        return InstancePaths(instance: instance).socket
+    }
+
+    /// Connects, or exits with a line that says what to check.
+    func connect() throws -> VarlinkClient {
+        do {
+            return try VarlinkClient(path: self.socketPath)
+        } catch {
+            let check = self.socketPath.hasPrefix("/run/coalesced/")
+                ? "systemctl status coalesced.socket" : "systemctl --user status coalesced.socket"
+            CtlOutput.fail(
+                "\(error); is coalesced running? Check '\(check)', or pass --socket PATH.",
+                status: CtlExit.unavailable
+            )
+        }
+    }
+}
+
+enum CtlExit {
+    static let varlinkError: Int32 = 1
+    static let unavailable: Int32 = 69
+    static let protocolError: Int32 = 76
+}
+
+enum CtlOutput {
+    static func print(_ text: String) {
+        let line = text + "\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }
+    }
+
+    static func fail(_ message: String, status: Int32) -> Never {
+        let line = "coalescectl: \(message)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+        exit(status)
+    }
+
+    /// Runs a client call, turning each failure into its message and exit status.
+    static func perform<T>(_ body: () throws -> T) -> T {
+        do {
+            return try body()
+        } catch let error as VarlinkError {
+            self.fail("the daemon answered with an error: \(error)", status: CtlExit.varlinkError)
+        } catch let error as VarlinkClientError {
+            switch error {
+            case .protocolViolation: self.fail("\(error)", status: CtlExit.protocolError)
+            default: self.fail("\(error)", status: CtlExit.unavailable)
+            }
+        } catch {
+            self.fail("\(error)", status: CtlExit.varlinkError)
+        }
+    }
+
+    /// Label-value rows with the labels right-aligned, as `systemctl status` lays them out.
+    static func table(_ rows: [(String, String)]) -> String {
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { label, value in
+            String(repeating: " ", count: width - label.count) + label + ": " + value
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Varlink
+
+struct Introspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the daemon's interfaces, or print one interface's definition."
+    )
+
+    @ParentCommand var root: Coalescectl
+    var global: GlobalOptions { self.root.global }
+
+    @Argument(help: "An interface name, such as io.coalesced.System.")
+    var interface: String?
+
+    func run() throws {
+        let client = try self.global.connect()
+        client.setReceiveTimeout(.seconds(30))
+        if let interface = self.interface {
+            let reply = CtlOutput.perform {
+                try client.call("org.varlink.service.GetInterfaceDescription", ["interface": .string(interface)])
+            }
+            if self.global.json {
+                CtlOutput.print(JSONValue.object(reply).jsonText)
+            } else {
+                let text = reply["description"]?.stringValue ?? ""
+                CtlOutput.print(text.hasSuffix("\n") ? String(text.dropLast()) : text)
+            }
+            return
+        }
+        let reply = CtlOutput.perform { try client.call("org.varlink.service.GetInfo") }
+        if self.global.json {
+            CtlOutput.print(JSONValue.object(reply).jsonText)
+            return
+        }
+        let interfaces = reply["interfaces"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        var rows: [(String, String)] = [
+            ("Vendor", reply["vendor"]?.stringValue ?? "?"),
+            ("Product", reply["product"]?.stringValue ?? "?"),
+            ("Version", reply["version"]?.stringValue ?? "?"),
+            ("URL", reply["url"]?.stringValue ?? "?"),
+        ]
+        for (index, name) in interfaces.enumerated() {
+            rows.append((index == 0 ? "Interfaces" : "", name))
+        }
+        CtlOutput.print(CtlOutput.table(rows).replacingBlankLabels())
+    }
+}
+
+extension String {
+    /// Continuation rows of a table have no label and no colon.
+    fileprivate func replacingBlankLabels() -> String {
+        self.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            let trimmed = line.drop { $0 == " " }
+            return trimmed.hasPrefix(": ") ? String(repeating: " ", count: line.count - trimmed.count + 2) + trimmed.dropFirst(2) : String(line)
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import Varlink
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show what the daemon is doing (io.coalesced.System.Stats).")
+
+    @ParentCommand var root: Coalescectl
+    var global: GlobalOptions { self.root.global }
+
+    func run() throws {
+        let client = try self.global.connect()
+        client.setReceiveTimeout(.seconds(30))
+        let reply = CtlOutput.perform { try client.call("io.coalesced.System.Stats") }
+        if self.global.json {
+            CtlOutput.print(JSONValue.object(reply).jsonText)
+            return
+        }
+        let stats = reply["stats"] ?? .null
+        func int(_ key: String) -> String { stats[key]?.intValue.map { String($0) } ?? "?" }
+        let limits = stats["limits"] ?? .null
+        CtlOutput.print(
+            CtlOutput.table([
+                ("Socket", self.global.socketPath),
+                ("Version", stats["version"]?.stringValue ?? "?"),
+                ("Uptime", Self.format(seconds: stats["uptimeSec"]?.doubleValue ?? 0)),
+                ("Connections", "\(int("connections")) open, \(int("connectionsTotal")) since start, \(int("connectionsRefused")) refused"),
+                ("Calls", int("calls")),
+                ("Protocol errors", int("protocolErrors")),
+                ("Reloads", "\(int("reloads")) done, \(int("failedReloads")) refused"),
+                (
+                    "Limits",
+                    "\(limits["maxMessageSize"]?.intValue.map { String($0) } ?? "?") bytes per message, "
+                        + "\(limits["maxConnections"]?.intValue.map { String($0) } ?? "?") connections"
+                ),
+            ])
+        )
+    }
+
+    /// "2d 3h 4min 5s", as systemd prints time spans.
+    static func format(seconds: Double) -> String {
+        var rest = Int(seconds)
+        var parts: [String] = []
+        for (unit, size) in [("d", 86400), ("h", 3600), ("min", 60)] where rest >= size {
+            parts.append("\(rest / size)\(unit)")
+            rest %= size
+        }
+        if rest > 0 || parts.isEmpty { parts.append("\(rest)s") }
+        return parts.joined(separator: " ")
+    }
+}

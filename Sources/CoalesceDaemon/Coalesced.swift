@@ -1,0 +1,65 @@
+import ArgumentParser
+import CoalesceServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Coalesced: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coalesced",
+        abstract: "Gives Linux programs the iOS app lifecycle: states, coalesced events, local notifications.",
+        discussion: """
+            Serves Varlink on a Unix socket: the one systemd passes (socket activation), or one it creates. \
+            Root runs the system instance (/run/coalesced/io.coalesced, /var/lib/coalesced, \
+            /etc/coalesced/coalesced.conf); anyone else a user instance under $XDG_RUNTIME_DIR, $XDG_STATE_HOME \
+            and $XDG_CONFIG_HOME. SIGHUP reloads the configuration; SIGTERM stops.
+            """,
+        version: CoalescedVersion.string
+    )
+
+    @Flag(name: .customLong("system"), help: "Run the system instance, whoever runs it.")
+    var system = false
+
+    @Flag(name: .customLong("user"), help: "Run a user instance, even as root.")
+    var user = false
+
+    @Option(name: .customLong("socket"), help: ArgumentHelp("Serve this socket path.", valueName: "path"))
+    var socket: String?
+
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("Keep durable state here.", valueName: "dir"))
+    var stateDirectory: String?
+
+    @Option(
+        name: .customLong("config"),
+        help: ArgumentHelp("Read this configuration file (and its .d/ drop-ins).", valueName: "file")
+    )
+    var config: String?
+
+    func validate() throws {
+        if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
+        if self.instance == .user, self.socket == nil, getenv("XDG_RUNTIME_DIR") == nil {
+            throw ValidationError("XDG_RUNTIME_DIR is not set; pass --socket PATH for a user instance")
+        }
+    }
+
+    var instance: DaemonInstance {
+        if self.system { return .system }
+        if self.user { return .user }
+        return geteuid() == 0 ? .system : .user
+    }
+
+    func run() async throws {
+        let paths = InstancePaths(instance: self.instance)
+        let options = DaemonOptions(
+            instance: self.instance,
+            socketPath: self.socket ?? paths.socket,
+            stateDirectory: self.stateDirectory ?? paths.stateDirectory,
+            configPath: self.config ?? paths.config,
+            configRequired: self.config != nil
+        )
+        let status = await Daemon.run(options: options)
+        if status != 0 { throw ExitCode(status) }
+    }
+}

@@ -1,0 +1,228 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Systemd
+import UnixSignals
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Journal MESSAGE_IDs of the entries an operator acts on; `systemd/coalesced.catalog` explains each.
+public enum MessageID {
+    public static let started = "d2415ccfc6e24ad782ec5497e5865f79"
+    public static let stopping = "8df312b557454b32bedd5d08e8f73c12"
+    public static let reloaded = "6ab1dea5eea941e2a65c779e0a3dcd9b"
+    public static let reloadFailed = "c398ef5e1e3547eb8e9b1e6b98eda402"
+    public static let startFailed = "396691b1f9ab41ed8e993c2c06b4dee4"
+}
+
+/// Which instance runs: the system one (root, /run and /var/lib) or a user's (XDG directories).
+public enum DaemonInstance: String, Sendable {
+    case system
+    case user
+}
+
+/// What the command line decided.
+public struct DaemonOptions: Sendable {
+    public var instance: DaemonInstance
+    public var socketPath: String
+    public var stateDirectory: String
+    public var configPath: String
+    /// Whether the configuration file must exist (it was named explicitly).
+    public var configRequired: Bool
+
+    public init(
+        instance: DaemonInstance,
+        socketPath: String,
+        stateDirectory: String,
+        configPath: String,
+        configRequired: Bool
+    ) {
+        self.instance = instance
+        self.socketPath = socketPath
+        self.stateDirectory = stateDirectory
+        self.configPath = configPath
+        self.configRequired = configRequired
+    }
+}
+
+/// Exit statuses, from sysexits(3) where one fits, so `RestartPreventExitStatus=` can tell a configuration error
+/// (restarting will not help) from a crash.
+public enum DaemonExit {
+    public static let success: Int32 = 0
+    public static let failure: Int32 = 1
+    public static let configuration: Int32 = 78
+    public static let cannotCreate: Int32 = 73
+}
+
+/// The daemon from start-up to exit.
+public enum Daemon {
+    /// Runs until SIGTERM or SIGINT and returns the exit status.
+    public static func run(options: DaemonOptions) async -> Int32 {
+        let configuration: Configuration
+        do {
+            configuration = try ConfigurationLoader.load(path: options.configPath, required: options.configRequired)
+        } catch {
+            printError("\(error); fix the configuration and start again")
+            return DaemonExit.configuration
+        }
+        let levelControl = LogLevelControl(configuration.logLevel)
+        DaemonLogging.bootstrap(identifier: "coalesced", control: levelControl)
+        let logger = Logger(label: "coalesced")
+
+        if let failure = makeDirectory(options.stateDirectory, mode: 0o700) {
+            logger.critical(
+                "Cannot create the state directory",
+                metadata: ["path": "\(options.stateDirectory)", "reason": "\(failure)", "message_id": "\(MessageID.startFailed)"]
+            )
+            printError("cannot create state directory \(options.stateDirectory): \(failure); pass --state-dir or fix permissions")
+            return DaemonExit.cannotCreate
+        }
+
+        let address: VarlinkListenAddress
+        do {
+            address = try listenAddress(options: options)
+        } catch {
+            logger.critical("Cannot use the sockets passed by systemd", metadata: ["reason": "\(error)"])
+            printError("\(error)")
+            return DaemonExit.failure
+        }
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let state = DaemonState(configuration: configuration)
+        let statistics = VarlinkServerStatistics()
+        let service = VarlinkService(
+            info: VarlinkServiceInfo(
+                vendor: "coalesced",
+                product: "coalesced",
+                version: CoalescedVersion.string,
+                url: "https://github.com/coalesced/coalesced"
+            ),
+            interfaces: [
+                SystemInterface.make(daemon: state, statistics: statistics),
+                SystemInterface.protocolInterface(),
+            ]
+        )
+        let server = VarlinkServer(
+            service: service,
+            limits: limits(configuration),
+            statistics: statistics,
+            group: group,
+            logger: logger
+        )
+
+        do {
+            try await server.start(address)
+        } catch {
+            logger.critical(
+                "Cannot serve the socket",
+                metadata: ["socket": "\(address)", "reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
+            )
+            printError("cannot serve \(address): \(error)")
+            await server.shutdown()
+            try? await group.shutdownGracefully()  // exiting anyway; nothing is left to report a failure to
+            return DaemonExit.failure
+        }
+
+        let notifier = SystemdNotifier()
+        let status = StatusReporter(notifier: notifier, server: server, address: address)
+        let eventLoop = group.next()
+        // The watchdog is fed from the serving loop itself: if that loop hangs, the pings stop and systemd acts.
+        let watchdogTask = notifier.watchdogTimeout.map { timeout in
+            eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: .nanoseconds(timeout.nanoseconds / 2)) { _ in
+                notifier.watchdog()
+            }
+        }
+        let statusTask = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            status.refresh()
+        }
+        notifier.ready(status: status.line())
+        logger.notice(
+            "Serving",
+            metadata: [
+                "socket": "\(address)", "instance": "\(options.instance.rawValue)",
+                "version": "\(CoalescedVersion.string)", "message_id": "\(MessageID.started)",
+            ]
+        )
+
+        let reloader = Reloader(
+            options: options,
+            state: state,
+            server: server,
+            levelControl: levelControl,
+            notifier: notifier,
+            status: status,
+            logger: logger
+        )
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [
+                .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup)
+            ],
+            logger: logger
+        )
+        groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
+        let serviceGroup = ServiceGroup(configuration: groupConfiguration)
+        var exitStatus = DaemonExit.success
+        do {
+            try await serviceGroup.run()
+        } catch {
+            logger.error("Service group failed", metadata: ["error": "\(error)"])
+            exitStatus = DaemonExit.failure
+        }
+
+        notifier.stopping(status: "Shutting down")
+        logger.notice("Stopping", metadata: ["message_id": "\(MessageID.stopping)"])
+        watchdogTask?.cancel()
+        statusTask.cancel()
+        await server.shutdown()
+        try? await group.shutdownGracefully()  // exiting anyway; nothing is left to report a failure to
+        return exitStatus
+    }
+
+    static func limits(_ configuration: Configuration) -> VarlinkServerLimits {
+        VarlinkServerLimits(
+            maximumMessageSize: configuration.maxMessageSize,
+            maximumConnections: configuration.maxConnections
+        )
+    }
+
+    private static func listenAddress(options: DaemonOptions) throws -> VarlinkListenAddress {
+        let sockets = try ListenFDs.take()
+        guard !sockets.isEmpty else { return .path(options.socketPath) }
+        // One socket is expected; when several are passed, the one named io.coalesced (FileDescriptorName=) wins.
+        let chosen = sockets.first { $0.name == "io.coalesced" } ?? sockets[0]
+        for unused in sockets where unused.descriptor != chosen.descriptor {
+            close(unused.descriptor)
+        }
+        return .descriptor(chosen.descriptor, path: chosen.path)
+    }
+}
+
+/// Writes one line to stderr: for problems the person starting the daemon must see before logging is set up.
+func printError(_ message: String) {
+    let line = "coalesced: \(message)\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+/// Creates a directory and its parents; `nil` on success, the reason otherwise.
+func makeDirectory(_ path: String, mode: mode_t) -> String? {
+    var prefix = ""
+    for component in path.split(separator: "/") {
+        prefix += "/" + component
+        if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+            return "\(prefix): \(String(cString: strerror(errno)))"
+        }
+    }
+    if chmod(path, mode) != 0 { return "\(path): \(String(cString: strerror(errno)))" }
+    return nil
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

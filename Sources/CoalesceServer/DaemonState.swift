@@ -1,0 +1,44 @@
+import NIOConcurrencyHelpers
+
+/// What the daemon knows about itself: when it started, the configuration in force, and its reloads.
+final class DaemonState: Sendable {
+    struct Snapshot: Sendable {
+        var configuration: Configuration
+        var uptime: Duration
+        var reloads: Int
+        var failedReloads: Int
+    }
+
+    private struct Stored {
+        var configuration: Configuration
+        var reloads = 0
+        var failedReloads = 0
+    }
+
+    private let started = ContinuousClock.now
+    private let stored: NIOLockedValueBox<Stored>
+
+    init(configuration: Configuration) {
+        self.stored = NIOLockedValueBox(Stored(configuration: configuration))
+    }
+
+    var snapshot: Snapshot {
+        let uptime = ContinuousClock.now - self.started
+        return self.stored.withLockedValue {
+            Snapshot(configuration: $0.configuration, uptime: uptime, reloads: $0.reloads, failedReloads: $0.failedReloads)
+        }
+    }
+
+    var configuration: Configuration { self.stored.withLockedValue { $0.configuration } }
+
+    func reloaded(_ configuration: Configuration) {
+        self.stored.withLockedValue {
+            $0.configuration = configuration
+            $0.reloads += 1
+        }
+    }
+
+    func reloadFailed() {
+        self.stored.withLockedValue { $0.failedReloads += 1 }
+    }
+}

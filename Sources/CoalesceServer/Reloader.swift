@@ -1,0 +1,49 @@
+import Logging
+import ServiceLifecycle
+import Systemd
+import UnixSignals
+import Varlink
+
+/// Reloads the configuration on SIGHUP, telling systemd RELOADING=1 then READY=1 around it. A configuration
+/// with errors is refused as a whole and the one in force stays.
+struct Reloader: Service {
+    let options: DaemonOptions
+    let state: DaemonState
+    let server: VarlinkServer
+    let levelControl: LogLevelControl
+    let notifier: SystemdNotifier
+    let status: StatusReporter
+    let logger: Logger
+
+    func run() async throws {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in hangups.cancelOnGracefulShutdown() {
+            self.reload()
+        }
+    }
+
+    func reload() {
+        self.notifier.reloading()
+        do {
+            let configuration = try ConfigurationLoader.load(
+                path: self.options.configPath,
+                required: self.options.configRequired
+            )
+            self.levelControl.current = configuration.logLevel
+            self.server.limits = Daemon.limits(configuration)
+            self.state.reloaded(configuration)
+            self.logger.notice(
+                "Configuration reloaded",
+                metadata: ["config": "\(self.options.configPath)", "message_id": "\(MessageID.reloaded)"]
+            )
+            self.notifier.ready(status: self.status.line())
+        } catch {
+            self.state.reloadFailed()
+            self.logger.error(
+                "Configuration reload failed, keeping the configuration in force",
+                metadata: ["reason": "\(error)", "message_id": "\(MessageID.reloadFailed)"]
+            )
+            self.notifier.ready(status: "Reload failed, old configuration in force: \(error)")
+        }
+    }
+}

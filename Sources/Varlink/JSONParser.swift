@@ -1,0 +1,277 @@
+/// Why a byte sequence is not the JSON text we accept.
+public struct JSONParseError: Error, Hashable, CustomStringConvertible {
+    /// Byte offset of the problem within the message.
+    public var offset: Int
+    /// What was wrong, for a person.
+    public var reason: String
+
+    public var description: String { "invalid JSON at byte \(self.offset): \(self.reason)" }
+}
+
+/// A strict RFC 8259 parser over UTF-8 bytes.
+///
+/// Written here rather than taken from Foundation so that errors name the byte where the text went wrong, integers
+/// stay integers, and nesting is bounded: a peer can send `[[[[…` a million deep without overflowing our stack.
+public struct JSONParser {
+    /// Deeper nesting than this is refused; Varlink messages are shallow.
+    public static let maximumDepth = 128
+
+    private let bytes: [UInt8]
+    private var index: Int = 0
+    private var depth: Int = 0
+
+    private init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Parses one JSON value that must fill the whole input, surrounding white space aside.
+    public static func parse<Bytes: Collection<UInt8>>(_ input: Bytes) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: Array(input))
+        parser.skipWhitespace()
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        if parser.index != parser.bytes.count {
+            throw parser.error("unexpected data after the JSON value")
+        }
+        return value
+    }
+
+    /// Parses a JSON text given as a string.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        try self.parse(Array(text.utf8))
+    }
+
+    private func error(_ reason: String) -> JSONParseError {
+        JSONParseError(offset: self.index, reason: reason)
+    }
+
+    private mutating func skipWhitespace() {
+        while self.index < self.bytes.count {
+            switch self.bytes[self.index] {
+            case 0x20, 0x0A, 0x0D, 0x09: self.index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard self.index < self.bytes.count else { throw self.error("unexpected end of input") }
+        switch self.bytes[self.index] {
+        case UInt8(ascii: "{"): return try self.parseObject()
+        case UInt8(ascii: "["): return try self.parseArray()
+        case UInt8(ascii: "\""): return .string(try self.parseString())
+        case UInt8(ascii: "t"): try self.expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try self.expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try self.expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try self.parseNumber()
+        default: throw self.error("unexpected character '\(Self.printable(self.bytes[self.index]))'")
+        }
+    }
+
+    private static func printable(_ byte: UInt8) -> String {
+        (0x20..<0x7F).contains(byte) ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let expected = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        guard self.bytes.count - self.index >= expected.count,
+            self.bytes[self.index..<self.index + expected.count].elementsEqual(expected)
+        else { throw self.error("expected '\(literal)'") }
+        self.index += expected.count
+    }
+
+    private mutating func enterContainer() throws(JSONParseError) {
+        self.depth += 1
+        if self.depth > Self.maximumDepth {
+            throw self.error("nesting deeper than \(Self.maximumDepth) levels")
+        }
+        self.index += 1
+    }
+
+    private mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try self.enterContainer()
+        defer { self.depth -= 1 }
+        var members: [String: JSONValue] = [:]
+        self.skipWhitespace()
+        if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
+            self.index += 1
+            return .object(members)
+        }
+        while true {
+            self.skipWhitespace()
+            guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\"") else {
+                throw self.error("expected a member name in quotes")
+            }
+            let key = try self.parseString()
+            self.skipWhitespace()
+            guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: ":") else {
+                throw self.error("expected ':' after member name")
+            }
+            self.index += 1
+            self.skipWhitespace()
+            members[key] = try self.parseValue()
+            self.skipWhitespace()
+            guard self.index < self.bytes.count else { throw self.error("unexpected end of input in object") }
+            switch self.bytes[self.index] {
+            case UInt8(ascii: ","): self.index += 1
+            case UInt8(ascii: "}"): self.index += 1; return .object(members)
+            default: throw self.error("expected ',' or '}' in object")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try self.enterContainer()
+        defer { self.depth -= 1 }
+        var elements: [JSONValue] = []
+        self.skipWhitespace()
+        if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "]") {
+            self.index += 1
+            return .array(elements)
+        }
+        while true {
+            self.skipWhitespace()
+            elements.append(try self.parseValue())
+            self.skipWhitespace()
+            guard self.index < self.bytes.count else { throw self.error("unexpected end of input in array") }
+            switch self.bytes[self.index] {
+            case UInt8(ascii: ","): self.index += 1
+            case UInt8(ascii: "]"): self.index += 1; return .array(elements)
+            default: throw self.error("expected ',' or ']' in array")
+            }
+        }
+    }
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        self.index += 1  // opening quote
+        var scalars = String.UnicodeScalarView()
+        var runStart = self.index
+        // Runs of plain bytes are decoded as UTF-8 in one go; escapes are handled one by one.
+        func flushRun(_ parser: JSONParser, upTo end: Int) throws(JSONParseError) {
+            guard end > runStart else { return }
+            let run = parser.bytes[runStart..<end]
+            guard let text = String(validating: run, as: UTF8.self) else {
+                throw JSONParseError(offset: runStart, reason: "string is not valid UTF-8")
+            }
+            scalars.append(contentsOf: text.unicodeScalars)
+        }
+        while true {
+            guard self.index < self.bytes.count else { throw self.error("unterminated string") }
+            let byte = self.bytes[self.index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                try flushRun(self, upTo: self.index)
+                self.index += 1
+                return String(scalars)
+            case UInt8(ascii: "\\"):
+                try flushRun(self, upTo: self.index)
+                self.index += 1
+                scalars.append(try self.parseEscape())
+                runStart = self.index
+            case 0x00..<0x20:
+                throw self.error("control character in string")
+            default:
+                self.index += 1
+            }
+        }
+    }
+
+    private mutating func parseEscape() throws(JSONParseError) -> Unicode.Scalar {
+        guard self.index < self.bytes.count else { throw self.error("unterminated escape") }
+        let byte = self.bytes[self.index]
+        self.index += 1
+        switch byte {
+        case UInt8(ascii: "\""): return "\""
+        case UInt8(ascii: "\\"): return "\\"
+        case UInt8(ascii: "/"): return "/"
+        case UInt8(ascii: "b"): return "\u{08}"
+        case UInt8(ascii: "f"): return "\u{0C}"
+        case UInt8(ascii: "n"): return "\n"
+        case UInt8(ascii: "r"): return "\r"
+        case UInt8(ascii: "t"): return "\t"
+        case UInt8(ascii: "u"):
+            let unit = try self.parseHex4()
+            if (0xD800..<0xDC00).contains(unit) {
+                guard self.bytes.count - self.index >= 6, self.bytes[self.index] == UInt8(ascii: "\\"),
+                    self.bytes[self.index + 1] == UInt8(ascii: "u")
+                else { throw self.error("unpaired high surrogate") }
+                self.index += 2
+                let low = try self.parseHex4()
+                guard (0xDC00..<0xE000).contains(low) else { throw self.error("invalid low surrogate") }
+                let value = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
+                return Unicode.Scalar(value)!  // in range by construction
+            }
+            guard let scalar = Unicode.Scalar(UInt32(unit)) else { throw self.error("unpaired low surrogate") }
+            return scalar
+        default:
+            throw self.error("invalid escape '\\\(Self.printable(byte))'")
+        }
+    }
+
+    private mutating func parseHex4() throws(JSONParseError) -> UInt16 {
+        guard self.bytes.count - self.index >= 4 else { throw self.error("truncated \\u escape") }
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            let byte = self.bytes[self.index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw self.error("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | UInt16(digit)
+            self.index += 1
+        }
+        return value
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = self.index
+        var isInteger = true
+        if self.bytes[self.index] == UInt8(ascii: "-") { self.index += 1 }
+        guard self.index < self.bytes.count, Self.isDigit(self.bytes[self.index]) else {
+            throw self.error("expected a digit")
+        }
+        if self.bytes[self.index] == UInt8(ascii: "0") {
+            self.index += 1
+        } else {
+            self.skipDigits()
+        }
+        if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: ".") {
+            isInteger = false
+            self.index += 1
+            guard self.index < self.bytes.count, Self.isDigit(self.bytes[self.index]) else {
+                throw self.error("expected a digit after '.'")
+            }
+            self.skipDigits()
+        }
+        if self.index < self.bytes.count, self.bytes[self.index] | 0x20 == UInt8(ascii: "e") {
+            isInteger = false
+            self.index += 1
+            if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "+") || self.bytes[self.index] == UInt8(ascii: "-") {
+                self.index += 1
+            }
+            guard self.index < self.bytes.count, Self.isDigit(self.bytes[self.index]) else {
+                throw self.error("expected a digit in exponent")
+            }
+            self.skipDigits()
+        }
+        let text = String(decoding: self.bytes[start..<self.index], as: UTF8.self)
+        if isInteger, let value = Int64(text) {
+            return .int(value)
+        }
+        guard let value = Double(text), value.isFinite else {
+            throw JSONParseError(offset: start, reason: "number out of range")
+        }
+        return .double(value)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    private mutating func skipDigits() {
+        while self.index < self.bytes.count, Self.isDigit(self.bytes[self.index]) { self.index += 1 }
+    }
+}

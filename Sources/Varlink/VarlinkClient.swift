@@ -1,0 +1,147 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a client call did not get an answer.
+public enum VarlinkClientError: Error, Hashable, CustomStringConvertible {
+    /// The socket could not be connected.
+    case cannotConnect(path: String, errno: CInt)
+    /// Reading or writing failed, or the server hung up before answering.
+    case connectionLost(String)
+    /// The server's bytes are not a Varlink reply.
+    case protocolViolation(String)
+
+    public var description: String {
+        switch self {
+        case .cannotConnect(let path, let code): return "cannot connect to \(path): \(String(cString: strerror(code)))"
+        case .connectionLost(let reason): return "connection lost: \(reason)"
+        case .protocolViolation(let reason): return "not a Varlink reply: \(reason)"
+        }
+    }
+}
+
+/// A blocking Varlink client over a Unix socket: one call at a time, replies read as they come.
+///
+/// Meant for command-line tools, tests and benchmarks; not for use from an event loop.
+public final class VarlinkClient {
+    public let path: String
+    private let fd: CInt
+    private var buffer: [UInt8] = []
+    private var closed = false
+    private let maximumMessageSize: Int
+
+    /// Connects to the server at `path`.
+    /// - Throws: ``VarlinkClientError/cannotConnect(path:errno:)``.
+    public init(path: String, maximumMessageSize: Int = 16 << 20) throws(VarlinkClientError) {
+        do {
+            self.fd = try UnixSocket.connect(path: path)
+        } catch {
+            throw .cannotConnect(path: path, errno: error.errno)
+        }
+        self.path = path
+        self.maximumMessageSize = maximumMessageSize
+    }
+
+    deinit {
+        close(self.fd)
+    }
+
+    /// Bounds how long a read waits for the server.
+    public func setReceiveTimeout(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        _ = setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Calls a method and returns its reply parameters.
+    /// - Throws: the server's error reply as ``VarlinkError``, or ``VarlinkClientError``.
+    public func call(_ method: String, _ parameters: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+        try self.send(VarlinkCall(method: method, parameters: parameters))
+        let reply = try self.receiveReply()
+        if let error = reply.error { throw VarlinkError(name: error, parameters: reply.parameters) }
+        return reply.parameters
+    }
+
+    /// Calls a method with `more` and hands each reply to `body` until the last one.
+    /// - Throws: the server's error reply as ``VarlinkError``, or ``VarlinkClientError``.
+    public func callMore(
+        _ method: String,
+        _ parameters: [String: JSONValue] = [:],
+        body: ([String: JSONValue]) throws -> Void
+    ) throws {
+        try self.send(VarlinkCall(method: method, parameters: parameters, more: true))
+        while true {
+            let reply = try self.receiveReply()
+            if let error = reply.error { throw VarlinkError(name: error, parameters: reply.parameters) }
+            try body(reply.parameters)
+            if !reply.continues { return }
+        }
+    }
+
+    /// Sends a call without waiting for anything.
+    public func send(_ call: VarlinkCall) throws(VarlinkClientError) {
+        var bytes: [UInt8] = []
+        call.message.write(to: &bytes)
+        bytes.append(0)
+        try self.sendRaw(bytes)
+    }
+
+    /// Sends bytes as they are: for tests that speak broken Varlink on purpose.
+    public func sendRaw(_ bytes: [UInt8]) throws(VarlinkClientError) {
+        if let code = UnixSocket.writeAll(self.fd, bytes) {
+            throw .connectionLost("write: \(String(cString: strerror(code)))")
+        }
+    }
+
+    /// Reads the next reply.
+    public func receiveReply() throws(VarlinkClientError) -> VarlinkReply {
+        let frame = try self.receiveFrame()
+        do {
+            return try VarlinkReply(message: try JSONParser.parse(frame))
+        } catch let error as JSONParseError {
+            throw .protocolViolation(error.description)
+        } catch {
+            throw .protocolViolation("\(error)")
+        }
+    }
+
+    /// Reads the next NUL-terminated message, without its NUL.
+    public func receiveFrame() throws(VarlinkClientError) -> [UInt8] {
+        var searchFrom = 0
+        while true {
+            if let nul = self.buffer[searchFrom...].firstIndex(of: 0) {
+                let frame = Array(self.buffer[..<nul])
+                self.buffer.removeSubrange(...nul)
+                return frame
+            }
+            searchFrom = self.buffer.count
+            guard self.buffer.count <= self.maximumMessageSize else {
+                throw .protocolViolation("reply larger than \(self.maximumMessageSize) bytes")
+            }
+            guard !self.closed else { throw .connectionLost("the server closed the connection") }
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let count = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { throw .connectionLost("timed out waiting for a reply") }
+                throw .connectionLost("read: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { self.closed = true; continue }
+            self.buffer.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    /// Whether the server has closed the connection; waits up to `timeout` for it to happen.
+    public func waitForClose(timeout: Duration) -> Bool {
+        self.setReceiveTimeout(timeout)
+        while true {
+            do {
+                _ = try self.receiveFrame()
+            } catch .connectionLost(let reason) {
+                return !reason.contains("timed out")
+            } catch {
+                return false
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+/// An error that knows how it travels as a Varlink error reply.
+public protocol VarlinkErrorConvertible: Error, Sendable {
+    /// Fully qualified error name, such as `org.varlink.service.MethodNotFound`.
+    var varlinkName: String { get }
+    /// The error's parameters, as its interface declares them.
+    var varlinkParameters: [String: JSONValue] { get }
+}
+
+/// A Varlink error by name and parameters: the standard `org.varlink.service` errors, and any error a peer
+/// replied with.
+public struct VarlinkError: VarlinkErrorConvertible, Hashable, CustomStringConvertible {
+    public var varlinkName: String
+    public var varlinkParameters: [String: JSONValue]
+
+    public init(name: String, parameters: [String: JSONValue] = [:]) {
+        self.varlinkName = name
+        self.varlinkParameters = parameters
+    }
+
+    public var description: String {
+        self.varlinkParameters.isEmpty
+            ? self.varlinkName
+            : "\(self.varlinkName) \(JSONValue.object(self.varlinkParameters).jsonText)"
+    }
+
+    /// The call named an interface this service does not have.
+    public static func interfaceNotFound(_ interface: String) -> VarlinkError {
+        VarlinkError(name: "org.varlink.service.InterfaceNotFound", parameters: ["interface": .string(interface)])
+    }
+
+    /// The interface exists but has no such method.
+    public static func methodNotFound(_ method: String) -> VarlinkError {
+        VarlinkError(name: "org.varlink.service.MethodNotFound", parameters: ["method": .string(method)])
+    }
+
+    /// The method exists but is not implemented by this service.
+    public static func methodNotImplemented(_ method: String) -> VarlinkError {
+        VarlinkError(name: "org.varlink.service.MethodNotImplemented", parameters: ["method": .string(method)])
+    }
+
+    /// A parameter is missing, of the wrong type, or out of range.
+    public static func invalidParameter(_ parameter: String) -> VarlinkError {
+        VarlinkError(name: "org.varlink.service.InvalidParameter", parameters: ["parameter": .string(parameter)])
+    }
+
+    /// The caller may not call this method.
+    public static let permissionDenied = VarlinkError(name: "org.varlink.service.PermissionDenied")
+
+    /// The method streams its replies and must be called with `more`.
+    public static let expectedMore = VarlinkError(name: "org.varlink.service.ExpectedMore")
+}
+
+/// Why a connection's bytes are not a Varlink conversation. The server answers these with an error in the
+/// `io.coalesced.Protocol` interface and then closes the connection.
+public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, CustomStringConvertible {
+    /// A message did not end within the size bound.
+    case messageTooLarge(limit: Int)
+    /// A message was not valid JSON, or not a well-formed call or reply.
+    case invalidMessage(String)
+
+    public var varlinkName: String {
+        switch self {
+        case .messageTooLarge: return "io.coalesced.Protocol.MessageTooLarge"
+        case .invalidMessage: return "io.coalesced.Protocol.InvalidMessage"
+        }
+    }
+
+    public var varlinkParameters: [String: JSONValue] {
+        switch self {
+        case .messageTooLarge(let limit): return ["limit": .int(Int64(limit))]
+        case .invalidMessage(let reason): return ["reason": .string(reason)]
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .messageTooLarge(let limit): return "message larger than the limit of \(limit) bytes"
+        case .invalidMessage(let reason): return "invalid message: \(reason)"
+        }
+    }
+}

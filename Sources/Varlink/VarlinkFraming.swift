@@ -1,0 +1,68 @@
+public import NIOCore
+
+/// The default bound on one message, NUL excluded.
+public let varlinkDefaultMaximumMessageSize = 1 << 20
+
+/// Splits a byte stream into Varlink messages: each is JSON text ended by a NUL byte.
+///
+/// Copes with a message split over many reads and with many messages in one read. A message that has not ended
+/// within `maximumMessageSize` bytes is refused with ``VarlinkProtocolError/messageTooLarge(limit:)`` before it is
+/// buffered further, so a peer cannot make us hold more than that.
+public struct VarlinkFrameDecoder: ByteToMessageDecoder {
+    public typealias InboundOut = ByteBuffer
+
+    public let maximumMessageSize: Int
+    /// Bytes already searched for a NUL, so a message dripping in byte by byte is scanned once, not quadratically.
+    private var scanned = 0
+
+    public init(maximumMessageSize: Int = varlinkDefaultMaximumMessageSize) {
+        self.maximumMessageSize = maximumMessageSize
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let frame = try self.nextFrame(from: &buffer) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
+        return .continue
+    }
+
+    public mutating func decodeLast(
+        context: ChannelHandlerContext,
+        buffer: inout ByteBuffer,
+        seenEOF: Bool
+    ) throws -> DecodingState {
+        // A truncated last message is dropped: its sender is gone and cannot be answered.
+        try self.decode(context: context, buffer: &buffer)
+    }
+
+    /// Takes the next whole message off `buffer`, without its NUL; `nil` until one has arrived.
+    public mutating func nextFrame(from buffer: inout ByteBuffer) throws(VarlinkProtocolError) -> ByteBuffer? {
+        let view = buffer.readableBytesView
+        let searchStart = view.index(view.startIndex, offsetBy: self.scanned)
+        guard let nul = view[searchStart...].firstIndex(of: 0) else {
+            self.scanned = view.count
+            if view.count > self.maximumMessageSize {
+                throw .messageTooLarge(limit: self.maximumMessageSize)
+            }
+            return nil
+        }
+        let length = view.distance(from: view.startIndex, to: nul)
+        if length > self.maximumMessageSize {
+            throw .messageTooLarge(limit: self.maximumMessageSize)
+        }
+        self.scanned = 0
+        let frame = buffer.readSlice(length: length)!  // length is within the readable bytes
+        buffer.moveReaderIndex(forwardBy: 1)
+        return frame
+    }
+}
+
+extension ByteBuffer {
+    /// Writes `message` as one Varlink frame: its compact JSON text and the closing NUL.
+    public mutating func writeVarlinkMessage(_ message: JSONValue) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(128)
+        message.write(to: &bytes)
+        bytes.append(0)
+        self.writeBytes(bytes)
+    }
+}

@@ -1,0 +1,156 @@
+/// A method call as a client sends it.
+public struct VarlinkCall: Sendable, Hashable {
+    /// Fully qualified method name: `interface.Method`.
+    public var method: String
+    public var parameters: [String: JSONValue]
+    /// The client wants no reply.
+    public var oneway: Bool
+    /// The client accepts several replies, the last without `continues`.
+    public var more: Bool
+    /// The client asks to leave Varlink and talk another protocol on this connection.
+    public var upgrade: Bool
+
+    public init(
+        method: String,
+        parameters: [String: JSONValue] = [:],
+        oneway: Bool = false,
+        more: Bool = false,
+        upgrade: Bool = false
+    ) {
+        self.method = method
+        self.parameters = parameters
+        self.oneway = oneway
+        self.more = more
+        self.upgrade = upgrade
+    }
+
+    /// The interface part of ``method``: everything before the last dot.
+    public var interface: String {
+        guard let dot = self.method.lastIndex(of: ".") else { return "" }
+        return String(self.method[..<dot])
+    }
+
+    /// The method's own name: everything after the last dot.
+    public var methodName: String {
+        guard let dot = self.method.lastIndex(of: ".") else { return self.method }
+        return String(self.method[self.method.index(after: dot)...])
+    }
+
+    /// Reads a call from a decoded message.
+    /// - Throws: ``VarlinkProtocolError/invalidMessage(_:)`` naming what is missing or malformed.
+    public init(message: JSONValue) throws(VarlinkProtocolError) {
+        guard let object = message.objectValue else {
+            throw .invalidMessage("a call must be a JSON object")
+        }
+        guard let method = object["method"]?.stringValue else {
+            throw .invalidMessage("a call needs a string member 'method'")
+        }
+        guard VarlinkNames.isValidQualifiedMethod(method) else {
+            throw .invalidMessage("'\(method)' is not an interface-qualified method name")
+        }
+        var parameters: [String: JSONValue] = [:]
+        switch object["parameters"] {
+        case nil, .null?: break
+        case .object(let members)?: parameters = members
+        default: throw .invalidMessage("'parameters' must be an object")
+        }
+        func flag(_ name: String) throws(VarlinkProtocolError) -> Bool {
+            switch object[name] {
+            case nil, .null?: return false
+            case .bool(let value)?: return value
+            default: throw .invalidMessage("'\(name)' must be a boolean")
+            }
+        }
+        self.init(
+            method: method,
+            parameters: parameters,
+            oneway: try flag("oneway"),
+            more: try flag("more"),
+            upgrade: try flag("upgrade")
+        )
+    }
+
+    /// The call as a JSON message.
+    public var message: JSONValue {
+        var object: [String: JSONValue] = ["method": .string(self.method)]
+        if !self.parameters.isEmpty { object["parameters"] = .object(self.parameters) }
+        if self.oneway { object["oneway"] = true }
+        if self.more { object["more"] = true }
+        if self.upgrade { object["upgrade"] = true }
+        return .object(object)
+    }
+}
+
+/// A reply as a server sends it: either parameters, or an error with parameters.
+public struct VarlinkReply: Sendable, Hashable {
+    public var parameters: [String: JSONValue]
+    /// Set on every reply of a streamed call but the last.
+    public var continues: Bool
+    /// The fully qualified error name, when the call failed.
+    public var error: String?
+
+    public init(parameters: [String: JSONValue] = [:], continues: Bool = false, error: String? = nil) {
+        self.parameters = parameters
+        self.continues = continues
+        self.error = error
+    }
+
+    /// An error reply for any error that knows its Varlink form.
+    public init(error: any VarlinkErrorConvertible) {
+        self.init(parameters: error.varlinkParameters, error: error.varlinkName)
+    }
+
+    /// Reads a reply from a decoded message.
+    public init(message: JSONValue) throws(VarlinkProtocolError) {
+        guard let object = message.objectValue else {
+            throw .invalidMessage("a reply must be a JSON object")
+        }
+        var parameters: [String: JSONValue] = [:]
+        switch object["parameters"] {
+        case nil, .null?: break
+        case .object(let members)?: parameters = members
+        default: throw .invalidMessage("'parameters' must be an object")
+        }
+        var error: String?
+        switch object["error"] {
+        case nil, .null?: break
+        case .string(let name)?: error = name
+        default: throw .invalidMessage("'error' must be a string")
+        }
+        self.init(parameters: parameters, continues: object["continues"]?.boolValue ?? false, error: error)
+    }
+
+    /// The reply as a JSON message.
+    public var message: JSONValue {
+        var object: [String: JSONValue] = ["parameters": .object(self.parameters)]
+        if self.continues { object["continues"] = true }
+        if let error = self.error { object["error"] = .string(error) }
+        return .object(object)
+    }
+}
+
+/// Naming rules from the Varlink specification.
+public enum VarlinkNames {
+    /// An interface name is reverse-domain: dot-separated labels of letters, digits and dashes, at least two.
+    public static func isValidInterface(_ name: String) -> Bool {
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2 else { return false }
+        return labels.allSatisfy { label in
+            guard let first = label.first, first.isASCII, first.isLetter, label.last != "-" else { return false }
+            return label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
+    }
+
+    /// A member (method, type, error) name starts with an upper-case letter and has letters and digits.
+    public static func isValidMemberName(_ name: Substring) -> Bool {
+        guard let first = name.first, first.isASCII, first.isUppercase else { return false }
+        return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
+    /// `interface.Method`.
+    public static func isValidQualifiedMethod(_ name: String) -> Bool {
+        guard let dot = name.lastIndex(of: ".") else { return false }
+        return self.isValidInterface(String(name[..<dot]))
+            && self.isValidMemberName(name[name.index(after: dot)...])
+    }
+}

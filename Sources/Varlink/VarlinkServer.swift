@@ -1,0 +1,201 @@
+public import Logging
+public import NIOCore
+import NIOConcurrencyHelpers
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a server listens.
+public enum VarlinkListenAddress: Sendable, Hashable, CustomStringConvertible {
+    /// A socket file the server creates (and removes when it stops).
+    case path(String)
+    /// A listening socket handed over already bound, as systemd's socket activation does.
+    case descriptor(CInt, path: String?)
+
+    public var description: String {
+        switch self {
+        case .path(let path): return path
+        case .descriptor(let fd, let path?): return "\(path) (fd \(fd) from socket activation)"
+        case .descriptor(let fd, nil): return "fd \(fd) from socket activation"
+        }
+    }
+}
+
+/// Why a server could not start listening.
+public enum VarlinkServerError: Error, Hashable, CustomStringConvertible {
+    /// Another live process answers on the socket file.
+    case alreadyServed(path: String)
+    /// Something that is not a socket is in the way.
+    case notASocket(path: String)
+    /// The path is too long for a Unix socket address.
+    case pathTooLong(path: String)
+    /// A system call failed.
+    case system(operation: String, path: String, errno: CInt)
+
+    public var description: String {
+        switch self {
+        case .alreadyServed(let path):
+            return "another instance is already serving \(path); stop it first or pass a different --socket"
+        case .notASocket(let path):
+            return "\(path) exists and is not a socket; remove it or pass a different --socket"
+        case .pathTooLong(let path):
+            return "socket path \(path) is longer than a Unix socket address allows (107 bytes)"
+        case .system(let operation, let path, let code):
+            return "\(operation) \(path): \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// A Varlink server on a Unix stream socket, built from SwiftNIO channel handlers.
+///
+/// Connections are served on the given event loop group; give it one thread to keep every connection, and the
+/// watchdog that the daemon schedules on the same loop, on one serving loop.
+public final class VarlinkServer: Sendable {
+    public let statistics: VarlinkServerStatistics
+    private let service: VarlinkService
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let limitsBox: NIOLockedValueBox<VarlinkServerLimits>
+    private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    private let listener = NIOLockedValueBox<(channel: any Channel, ownedPath: String?)?>(nil)
+
+    public init(
+        service: VarlinkService,
+        limits: VarlinkServerLimits,
+        statistics: VarlinkServerStatistics = VarlinkServerStatistics(),
+        group: any EventLoopGroup,
+        logger: Logger
+    ) {
+        self.service = service
+        self.statistics = statistics
+        self.group = group
+        self.logger = logger
+        self.limitsBox = NIOLockedValueBox(limits)
+    }
+
+    /// The limits in force; setting them affects connections accepted afterwards.
+    public var limits: VarlinkServerLimits {
+        get { self.limitsBox.withLockedValue { $0 } }
+        set { self.limitsBox.withLockedValue { $0 = newValue } }
+    }
+
+    /// Starts accepting connections.
+    /// - Throws: ``VarlinkServerError`` when the socket cannot be had, or the error of the bind.
+    public func start(_ address: VarlinkListenAddress) async throws {
+        let bootstrap = ServerBootstrap(group: self.group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .childChannelInitializer { [self] channel in
+                self.initialize(channel)
+            }
+        let channel: any Channel
+        var ownedPath: String?
+        switch address {
+        case .path(let path):
+            try VarlinkSocketFile.prepare(path)
+            channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            // Apps of every user connect; who may do what is decided per call from the peer's credentials.
+            if chmod(path, 0o666) != 0 {
+                throw VarlinkServerError.system(operation: "chmod", path: path, errno: errno)
+            }
+            ownedPath = path
+        case .descriptor(let fd, _):
+            channel = try await bootstrap.withBoundSocket(fd).get()
+        }
+        self.listener.withLockedValue { $0 = (channel, ownedPath) }
+    }
+
+    private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
+        let limits = self.limits
+        let id = ObjectIdentifier(channel)
+        var refused = false
+        self.statistics.update { statistics in
+            statistics.connectionsTotal += 1
+            if statistics.connections >= limits.maximumConnections {
+                statistics.connectionsRefused += 1
+                refused = true
+            } else {
+                statistics.connections += 1
+            }
+        }
+        if refused {
+            self.logger.warning(
+                "Connection limit reached, refusing a connection",
+                metadata: ["limit": "\(limits.maximumConnections)"]
+            )
+            return channel.close()
+        }
+        self.channels.withLockedValue { $0[id] = channel }
+        channel.closeFuture.whenComplete { [self] _ in
+            self.channels.withLockedValue { _ = $0.removeValue(forKey: id) }
+            self.statistics.update { $0.connections -= 1 }
+        }
+        return channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(
+                ByteToMessageHandler(VarlinkFrameDecoder(maximumMessageSize: limits.maximumMessageSize))
+            )
+            try channel.pipeline.syncOperations.addHandler(
+                VarlinkConnectionHandler(
+                    service: self.service,
+                    statistics: self.statistics,
+                    limits: limits,
+                    logger: self.logger
+                )
+            )
+        }
+    }
+
+    /// Stops accepting, closes every connection, and removes the socket file the server created.
+    public func shutdown() async {
+        guard let (listener, ownedPath) = self.listener.withLockedValue({ state in defer { state = nil }; return state })
+        else { return }
+        // Errors closing an already closed channel mean it is gone, which is what we want.
+        try? await listener.close()
+        let open = self.channels.withLockedValue { Array($0.values) }
+        for channel in open {
+            try? await channel.close()
+        }
+        if let ownedPath {
+            unlink(ownedPath)
+        }
+    }
+}
+
+/// The socket file of a server that binds its own address.
+enum VarlinkSocketFile {
+    /// Makes `path` free to bind: creates its directory, and removes a stale socket file that nobody answers on.
+    /// - Throws: ``VarlinkServerError/alreadyServed(path:)`` when a live server answers there.
+    static func prepare(_ path: String) throws {
+        guard path.utf8.count < 108 else { throw VarlinkServerError.pathTooLong(path: path) }
+        try self.makeDirectories(for: path)
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return }
+            throw VarlinkServerError.system(operation: "stat", path: path, errno: errno)
+        }
+        guard status.st_mode & S_IFMT == S_IFSOCK else { throw VarlinkServerError.notASocket(path: path) }
+        if self.answers(path) { throw VarlinkServerError.alreadyServed(path: path) }
+        if unlink(path) != 0, errno != ENOENT {
+            throw VarlinkServerError.system(operation: "remove stale socket", path: path, errno: errno)
+        }
+    }
+
+    private static func makeDirectories(for path: String) throws {
+        var prefix = ""
+        let components = path.split(separator: "/", omittingEmptySubsequences: true).dropLast()
+        for component in components {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+                throw VarlinkServerError.system(operation: "create directory", path: prefix, errno: errno)
+            }
+        }
+    }
+
+    /// Whether something accepts connections on the socket file.
+    private static func answers(_ path: String) -> Bool {
+        guard let connection = try? UnixSocket.connect(path: path) else { return false }
+        close(connection)
+        return true
+    }
+}

@@ -1,0 +1,112 @@
+/// Who is on the other end of a connection, from the kernel (`SO_PEERCRED`), not from anything the peer said.
+public struct VarlinkPeer: Sendable, Hashable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// One call as a method implementation sees it.
+public struct VarlinkRequest: Sendable {
+    public var call: VarlinkCall
+    /// `nil` only when the kernel could not tell (not a Unix socket).
+    public var peer: VarlinkPeer?
+
+    public init(call: VarlinkCall, peer: VarlinkPeer?) {
+        self.call = call
+        self.peer = peer
+    }
+
+    /// A required string parameter.
+    /// - Throws: `org.varlink.service.InvalidParameter` naming the parameter when it is missing or not a string.
+    public func string(_ name: String) throws(VarlinkError) -> String {
+        guard let value = self.call.parameters[name]?.stringValue else { throw .invalidParameter(name) }
+        return value
+    }
+}
+
+/// How a method answers.
+public enum VarlinkMethod: Sendable {
+    /// Answers at once with one reply, on the connection's event loop: for cheap methods that never wait.
+    case immediate(@Sendable (VarlinkRequest) throws -> [String: JSONValue])
+    /// Runs as a task and sends its replies through the responder: for methods that wait, or stream with `more`.
+    case streaming(@Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void)
+}
+
+/// An interface a service serves: its description and an implementation of every method it declares.
+public struct VarlinkInterface: Sendable {
+    public let description: VarlinkInterfaceDescription
+    public let methods: [String: VarlinkMethod]
+
+    /// - Important: The methods must be exactly those the description declares: an interface never advertises a
+    ///   method that does not work, nor serves one it does not document. A mismatch is a programming error.
+    public init(description: VarlinkInterfaceDescription, methods: [String: VarlinkMethod]) {
+        precondition(
+            Set(methods.keys) == description.methods,
+            "\(description.name): declared \(description.methods.sorted()), implemented \(methods.keys.sorted())"
+        )
+        self.description = description
+        self.methods = methods
+    }
+
+    /// Convenience for interfaces whose text is known to be valid (it ships inside the binary).
+    public init(text: String, methods: [String: VarlinkMethod]) {
+        do {
+            self.init(description: try VarlinkInterfaceDescription(text: text), methods: methods)
+        } catch {
+            preconditionFailure("built-in interface text does not parse: \(error)")
+        }
+    }
+}
+
+/// What `org.varlink.service.GetInfo` says about the service.
+public struct VarlinkServiceInfo: Sendable, Hashable {
+    public var vendor: String
+    public var product: String
+    public var version: String
+    public var url: String
+
+    public init(vendor: String, product: String, version: String, url: String) {
+        self.vendor = vendor
+        self.product = product
+        self.version = version
+        self.url = url
+    }
+}
+
+/// The interfaces a server serves, `org.varlink.service` among them, and the routing of calls to them.
+public struct VarlinkService: Sendable {
+    public let info: VarlinkServiceInfo
+    public let interfaces: [String: VarlinkInterface]
+
+    public init(info: VarlinkServiceInfo, interfaces: [VarlinkInterface]) {
+        self.info = info
+        var table: [String: VarlinkInterface] = [:]
+        for interface in interfaces {
+            precondition(table[interface.description.name] == nil, "\(interface.description.name) served twice")
+            table[interface.description.name] = interface
+        }
+        let names = (Array(table.keys) + [VarlinkServiceInterface.name]).sorted()
+        table[VarlinkServiceInterface.name] = VarlinkServiceInterface.make(info: info, interfaceNames: names) {
+            [table] name in table[name]?.description.text
+        }
+        self.interfaces = table
+    }
+
+    /// The implementation a call goes to.
+    /// - Throws: `InterfaceNotFound` or `MethodNotFound`, as the specification asks.
+    public func method(for call: VarlinkCall) throws(VarlinkError) -> VarlinkMethod {
+        guard let interface = self.interfaces[call.interface] else {
+            throw .interfaceNotFound(call.interface)
+        }
+        guard let method = interface.methods[call.methodName] else {
+            throw .methodNotFound(call.method)
+        }
+        return method
+    }
+}

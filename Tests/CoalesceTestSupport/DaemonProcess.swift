@@ -1,0 +1,123 @@
+public import Foundation
+
+/// A temporary directory removed when the value goes away.
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let path: String
+
+    public init() throws {
+        // Short, because Unix socket paths are limited to 107 bytes.
+        var template = Array("/tmp/coalesced-XXXXXX".utf8CString)
+        guard let result = mkdtemp(&template) else { throw SupportError("mkdtemp failed") }
+        self.path = String(cString: result)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: self.path)
+    }
+
+    public func file(_ name: String) -> String { self.path + "/" + name }
+
+    public func write(_ name: String, _ text: String) throws {
+        let path = self.file(name)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true
+        )
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}
+
+/// Where `swift build` put the products: beside the running test or benchmark binary.
+public enum BuildProducts {
+    public static func path(of product: String) -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = (executable as NSString).deletingLastPathComponent
+        // swift-testing may run from inside an .xctest bundle directory.
+        while directory.hasSuffix(".xctest") || directory.contains(".xctest/") {
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        return directory + "/" + product
+    }
+}
+
+/// The real `coalesced` binary, started on a socket, state directory and configuration in a temporary directory,
+/// with `NOTIFY_SOCKET` pointing at a listener the caller owns.
+public final class DaemonProcess: @unchecked Sendable {
+    public let directory: TemporaryDirectory
+    public let notify: NotifyListener
+    public let process = Process()
+    public var socketPath: String { self.directory.file("io.coalesced") }
+    public var configPath: String { self.directory.file("coalesced.conf") }
+    public var logPath: String { self.directory.file("daemon.log") }
+
+    /// Starts the daemon; it is not yet ready when this returns (wait for READY=1 on ``notify``).
+    /// - Parameters:
+    ///   - configuration: the text of coalesced.conf.
+    ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
+    public init(configuration: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
+        self.directory = try TemporaryDirectory()
+        self.notify = try NotifyListener(path: self.directory.file("notify"))
+        try self.directory.write("coalesced.conf", configuration)
+        _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
+        self.process.executableURL = URL(fileURLWithPath: BuildProducts.path(of: "coalesced"))
+        self.process.arguments = [
+            "--socket", self.socketPath,
+            "--state-dir", self.directory.file("state"),
+            "--config", self.configPath,
+        ] + arguments
+        var merged = ProcessInfo.processInfo.environment
+        for key in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"] {
+            merged[key] = nil
+        }
+        merged["NOTIFY_SOCKET"] = self.notify.path
+        merged["SWIFT_BACKTRACE"] = "enable=no"
+        merged.merge(environment) { _, new in new }
+        self.process.environment = merged
+        let log = FileHandle(forWritingAtPath: self.logPath)
+        self.process.standardOutput = log
+        self.process.standardError = log
+        try self.process.run()
+    }
+
+    deinit {
+        if self.process.isRunning {
+            kill(self.process.processIdentifier, SIGKILL)
+            self.process.waitUntilExit()
+        }
+    }
+
+    public var pid: Int32 { self.process.processIdentifier }
+
+    /// Waits for READY=1, failing with the daemon's output when it does not come.
+    public func waitUntilReady(timeout: Duration = .seconds(30)) throws {
+        guard self.notify.waitFor("READY=1", timeout: timeout) != nil else {
+            throw SupportError("no READY=1 within \(timeout); daemon output:\n\(self.output)")
+        }
+    }
+
+    public func signal(_ signal: Int32) {
+        kill(self.process.processIdentifier, signal)
+    }
+
+    /// Waits for the process to exit, at most `timeout`; its status, or `nil` if it is still running.
+    public func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while self.process.isRunning, ContinuousClock.now < deadline {
+            usleep(10_000)
+        }
+        guard !self.process.isRunning else { return nil }
+        return self.process.terminationStatus
+    }
+
+    /// What the daemon wrote to stdout and stderr so far.
+    public var output: String {
+        (try? String(contentsOfFile: self.logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Resident memory of the process in KiB, from /proc.
+    public var residentKiB: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(self.pid)/status", encoding: .utf8) else { return nil }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return line?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+    }
+}
