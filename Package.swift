@@ -109,6 +109,9 @@ let package = Package(
             name: "VarlinkTests",
             dependencies: [
                 "Varlink",
+                "CoalesceTestSupport",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
@@ -116,7 +119,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CoalesceServerTests",
-            dependencies: ["CoalesceServer", "Varlink"],
+            dependencies: [
+                "CoalesceServer",
+                "CoalesceTestSupport",
+                "Varlink",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,6 +5,11 @@ public struct JSONParseError: Error, Hashable, CustomStringConvertible {
     /// What was wrong, for a person.
     public var reason: String
 
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+
     public var description: String { "invalid JSON at byte \(self.offset): \(self.reason)" }
 }
 

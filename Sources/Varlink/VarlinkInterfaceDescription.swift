@@ -16,6 +16,12 @@ public struct VarlinkInterfaceDescription: Sendable, Hashable {
     public struct ParseError: Error, Hashable, CustomStringConvertible {
         public var line: Int
         public var reason: String
+
+        public init(line: Int, reason: String) {
+            self.line = line
+            self.reason = reason
+        }
+
         public var description: String { "line \(self.line): \(self.reason)" }
     }
 

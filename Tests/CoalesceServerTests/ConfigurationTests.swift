@@ -1,0 +1,93 @@
+import CoalesceServer
+import CoalesceTestSupport
+import Logging
+import Testing
+
+@Suite struct ConfigurationTests {
+    private func parse(_ texts: String...) throws(ConfigurationError) -> Configuration {
+        try Configuration.parse(texts.enumerated().map { ConfigurationSource(path: "f\($0.offset).conf", text: $0.element) })
+    }
+
+    @Test func emptyConfigurationGivesTheDefaults() throws {
+        let configuration = try self.parse("")
+        #expect(configuration == Configuration())
+        #expect(configuration.maxMessageSize == 1 << 20)
+        #expect(configuration.logLevel == .info)
+    }
+
+    @Test func readsSectionsKeysSizesAndComments() throws {
+        let configuration = try self.parse(
+            """
+            # comment
+            ; another
+            [Daemon]
+            LogLevel = debug
+
+            [Varlink]
+            MaxMessageSize=64K
+            MaxConnections=12
+            """
+        )
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.maxMessageSize == 65536)
+        #expect(configuration.maxConnections == 12)
+    }
+
+    @Test func laterFilesOverrideEarlierOnesAndEmptyRestoresTheDefault() throws {
+        let configuration = try self.parse(
+            "[Varlink]\nMaxMessageSize=2M\nMaxConnections=10\n",
+            "[Varlink]\nMaxMessageSize=4M\n",
+            "[Varlink]\nMaxConnections=\n"
+        )
+        #expect(configuration.maxMessageSize == 4 << 20)
+        #expect(configuration.maxConnections == Configuration().maxConnections)
+    }
+
+    @Test(arguments: [
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Daemon], [Varlink]"),
+        ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: MaxConnections, MaxMessageSize"),
+        ("\n\n[Varlink]\nMaxMessageSize=lots\n", "f0.conf:4: bad value 'lots' for MaxMessageSize=: expected a size in bytes, optionally with K, M or G"),
+        ("[Varlink]\nMaxMessageSize=1K\n", "f0.conf:2: bad value '1K' for MaxMessageSize=: must be between 4096 and 67108864 bytes"),
+        ("[Varlink]\nMaxConnections=0\n", "f0.conf:2: bad value '0' for MaxConnections=: must be between 1 and 65536"),
+        ("[Daemon]\nLogLevel=loud\n", "f0.conf:2: bad value 'loud' for LogLevel=: expected debug, info, notice, warning, error or critical"),
+        ("LogLevel=debug\n", "f0.conf:1: assignment to LogLevel outside of any [Section]"),
+        ("[Daemon]\nLogLevel\n", "f0.conf:2: expected Key=Value, got 'LogLevel'"),
+        ("[Daemon\n", "f0.conf:1: malformed section header '[Daemon'"),
+    ])
+    func errorsNameTheFileAndLine(text: String, message: String) {
+        #expect {
+            try self.parse(text)
+        } throws: { error in
+            (error as? ConfigurationError)?.description == message
+        }
+    }
+
+    @Test func errorInADropInNamesTheDropIn() {
+        #expect {
+            try self.parse("[Daemon]\nLogLevel=info\n", "[Daemon]\nLogLevel=nope\n")
+        } throws: { error in
+            (error as? ConfigurationError)?.path == "f1.conf" && (error as? ConfigurationError)?.line == 2
+        }
+    }
+
+    @Test func loaderReadsDropInsInFileNameOrder() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("coalesced.conf", "[Varlink]\nMaxConnections=1\n")
+        try directory.write("coalesced.conf.d/20-b.conf", "[Varlink]\nMaxConnections=20\n")
+        try directory.write("coalesced.conf.d/10-a.conf", "[Varlink]\nMaxConnections=10\nMaxMessageSize=8K\n")
+        try directory.write("coalesced.conf.d/30-ignored.conf.disabled", "[Varlink]\nMaxConnections=30\n")
+        let configuration = try ConfigurationLoader.load(path: directory.file("coalesced.conf"), required: true)
+        #expect(configuration.maxConnections == 20)
+        #expect(configuration.maxMessageSize == 8192)
+    }
+
+    @Test func missingFileIsFineUnlessItWasNamed() throws {
+        let directory = try TemporaryDirectory()
+        #expect(try ConfigurationLoader.load(path: directory.file("none.conf"), required: false) == Configuration())
+        #expect {
+            try ConfigurationLoader.load(path: directory.file("none.conf"), required: true)
+        } throws: { error in
+            (error as? ConfigurationError)?.description == "\(directory.file("none.conf")): cannot read: No such file or directory"
+        }
+    }
+}

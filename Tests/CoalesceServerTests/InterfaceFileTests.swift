@@ -1,0 +1,38 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// The interface files in the repository are what the daemon serves (the build embeds them), and each parses.
+@Suite struct InterfaceFileTests {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources/CoalesceServer/Interfaces")
+
+    static var files: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".varlink") }.sorted()
+    }
+
+    @Test func everyFileIsNamedAfterItsInterfaceAndParses() throws {
+        #expect(Self.files == ["io.coalesced.Protocol.varlink", "io.coalesced.System.varlink"])
+        for file in Self.files {
+            let text = try String(contentsOf: Self.directory.appendingPathComponent(file), encoding: .utf8)
+            let description = try VarlinkInterfaceDescription(text: text)
+            #expect(description.name + ".varlink" == file)
+        }
+    }
+
+    @Test func protocolErrorsAreTheOnesTheServerSends() throws {
+        let text = try String(
+            contentsOf: Self.directory.appendingPathComponent("io.coalesced.Protocol.varlink"),
+            encoding: .utf8
+        )
+        let description = try VarlinkInterfaceDescription(text: text)
+        let sent = [
+            VarlinkProtocolError.messageTooLarge(limit: 1).varlinkName,
+            VarlinkProtocolError.invalidMessage("").varlinkName,
+            "io.coalesced.Protocol.InternalError",
+        ]
+        #expect(Set(sent.map { $0.replacingOccurrences(of: "io.coalesced.Protocol.", with: "") }) == description.errors)
+    }
+}

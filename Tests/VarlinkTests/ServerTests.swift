@@ -1,0 +1,220 @@
+import CoalesceTestSupport
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+import Varlink
+
+/// The real server on a Unix socket in a temporary directory, driven by the blocking client.
+@Suite struct ServerTests {
+    struct Undeclared: Error {}
+
+    static let interface = VarlinkInterface(
+        text: """
+            interface org.example.test
+            method Echo(value: string) -> (value: string)
+            method Count(n: int) -> (i: int)
+            method Slow(value: string) -> (value: string)
+            method Fail() -> ()
+            """,
+        methods: [
+            "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
+            "Count": .streaming { request, responder in
+                guard responder.streams else { throw VarlinkError.expectedMore }
+                let n = request.call.parameters["n"]?.intValue ?? 0
+                for i in 0..<n { responder.send(["i": .int(i)]) }
+                responder.finish(["i": .int(n)])
+            },
+            "Slow": .streaming { request, responder in
+                try await Task.sleep(for: .milliseconds(50))
+                responder.finish(["value": .string(try request.string("value"))])
+            },
+            "Fail": .immediate { _ in throw Undeclared() },
+        ]
+    )
+
+    /// Serves the test interface for the duration of `body`.
+    func withServer(
+        limits: VarlinkServerLimits = VarlinkServerLimits(),
+        _ body: @escaping @Sendable (String, VarlinkServer) throws -> Void
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("test.sock")
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = VarlinkServer(
+            service: VarlinkService(
+                info: VarlinkServiceInfo(vendor: "v", product: "p", version: "1", url: "u"),
+                interfaces: [Self.interface]
+            ),
+            limits: limits,
+            group: group,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        try await server.start(.path(path))
+        do {
+            try await onThread { try body(path, server) }
+        } catch {
+            await server.shutdown()
+            try await group.shutdownGracefully()
+            throw error
+        }
+        await server.shutdown()
+        try await group.shutdownGracefully()
+        #expect(access(path, F_OK) != 0, "the socket file is removed on shutdown")
+    }
+
+    @Test func answersACall() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            #expect(try client.call("org.example.test.Echo", ["value": "hi"]) == ["value": "hi"])
+        }
+    }
+
+    @Test func standardErrorsForUnknownInterfaceMethodAndParameter() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            #expect(throws: VarlinkError.interfaceNotFound("org.example.nope")) {
+                try client.call("org.example.nope.Echo")
+            }
+            #expect(throws: VarlinkError.methodNotFound("org.example.test.Nope")) {
+                try client.call("org.example.test.Nope")
+            }
+            #expect(throws: VarlinkError.invalidParameter("value")) { try client.call("org.example.test.Echo") }
+            #expect(throws: VarlinkError.invalidParameter("value")) {
+                try client.call("org.example.test.Echo", ["value": 5])
+            }
+            // The connection survives a method's error.
+            #expect(try client.call("org.example.test.Echo", ["value": "still"]) == ["value": "still"])
+        }
+    }
+
+    @Test func undeclaredErrorsBecomeInternalError() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            #expect {
+                try client.call("org.example.test.Fail")
+            } throws: { error in
+                (error as? VarlinkError)?.varlinkName == "io.coalesced.Protocol.InternalError"
+            }
+        }
+    }
+
+    @Test func describesItselfAndItsInterfaces() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            let info = try client.call("org.varlink.service.GetInfo")
+            #expect(info["interfaces"] == ["org.example.test", "org.varlink.service"])
+            #expect(info["vendor"] == "v")
+            let description = try client.call(
+                "org.varlink.service.GetInterfaceDescription",
+                ["interface": "org.example.test"]
+            )
+            #expect(description["description"]?.stringValue == Self.interface.description.text)
+            let own = try client.call(
+                "org.varlink.service.GetInterfaceDescription",
+                ["interface": "org.varlink.service"]
+            )
+            #expect(own["description"]?.stringValue?.contains("method GetInfo()") == true)
+            #expect(throws: VarlinkError.interfaceNotFound("org.example.nope")) {
+                try client.call("org.varlink.service.GetInterfaceDescription", ["interface": "org.example.nope"])
+            }
+        }
+    }
+
+    @Test func streamsRepliesWithMoreAndRefusesWithoutIt() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            var received: [Int64] = []
+            try client.callMore("org.example.test.Count", ["n": 3]) { reply in
+                received.append(reply["i"]?.intValue ?? -1)
+            }
+            #expect(received == [0, 1, 2, 3])
+            #expect(throws: VarlinkError.expectedMore) { try client.call("org.example.test.Count", ["n": 3]) }
+        }
+    }
+
+    @Test func pipelinedCallsAreAnsweredInOrderAcrossSlowOnes() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            var batch: [UInt8] = []
+            for index in 0..<20 {
+                let method = index % 5 == 0 ? "org.example.test.Slow" : "org.example.test.Echo"
+                VarlinkCall(method: method, parameters: ["value": .string("\(index)")]).message.write(to: &batch)
+                batch.append(0)
+            }
+            try client.sendRaw(batch)
+            for index in 0..<20 {
+                #expect(try client.receiveReply().parameters["value"] == .string("\(index)"))
+            }
+        }
+    }
+
+    @Test func onewayCallsGetNoReply() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            try client.send(VarlinkCall(method: "org.example.test.Echo", parameters: ["value": "quiet"], oneway: true))
+            #expect(try client.call("org.example.test.Echo", ["value": "loud"]) == ["value": "loud"])
+        }
+    }
+
+    @Test func brokenPeerGetsAnErrorAndIsClosedWhileOthersAreServed() async throws {
+        try await self.withServer(limits: VarlinkServerLimits(maximumMessageSize: 4096)) { path, server in
+            let bystander = try VarlinkClient(path: path)
+            for garbage in ["not json", #"{"method":"a.b.C","parameters":7}"#, "[1,2"] {
+                let broken = try VarlinkClient(path: path)
+                try broken.sendRaw(Array(garbage.utf8) + [0])
+                let reply = try broken.receiveReply()
+                #expect(reply.error == "io.coalesced.Protocol.InvalidMessage", "for \(garbage)")
+                #expect(broken.waitForClose(timeout: .seconds(10)))
+            }
+            let oversized = try VarlinkClient(path: path)
+            // A send can fail once the server hangs up mid-way; the error reply is what matters.
+            try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: " "), count: 8192))
+            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 4096)))
+            #expect(oversized.waitForClose(timeout: .seconds(10)))
+            do {
+                let truncated = try VarlinkClient(path: path)
+                try truncated.sendRaw(Array(#"{"method":"org.exa"#.utf8))
+            }
+            #expect(try bystander.call("org.example.test.Echo", ["value": "fine"]) == ["value": "fine"])
+            #expect(server.statistics.snapshot.protocolErrors == 4)
+        }
+    }
+
+    @Test func connectionsOverTheLimitAreClosed() async throws {
+        try await self.withServer(limits: VarlinkServerLimits(maximumConnections: 2)) { path, server in
+            let first = try VarlinkClient(path: path)
+            let second = try VarlinkClient(path: path)
+            _ = try first.call("org.example.test.Echo", ["value": "1"])
+            _ = try second.call("org.example.test.Echo", ["value": "2"])
+            let third = try VarlinkClient(path: path)
+            #expect(third.waitForClose(timeout: .seconds(10)))
+            #expect(server.statistics.snapshot.connectionsRefused == 1)
+            #expect(try first.call("org.example.test.Echo", ["value": "1"]) == ["value": "1"])
+        }
+    }
+
+    @Test func refusesASocketAnotherServerAnswersOn() async throws {
+        try await self.withServer { path, _ in
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let second = VarlinkServer(
+                service: VarlinkService(info: VarlinkServiceInfo(vendor: "", product: "", version: "", url: ""), interfaces: []),
+                limits: VarlinkServerLimits(),
+                group: group,
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+            let semaphore = DispatchSemaphoreBox()
+            Task {
+                do {
+                    try await second.start(.path(path))
+                    semaphore.finish(nil)
+                } catch {
+                    semaphore.finish(error)
+                }
+            }
+            let error = semaphore.wait()
+            #expect(error as? VarlinkServerError == .alreadyServed(path: path))
+        }
+    }
+}
