@@ -139,15 +139,6 @@ public enum Daemon {
         let statusTask = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             status.refresh()
         }
-        notifier.ready(status: status.line())
-        logger.notice(
-            "Serving",
-            metadata: [
-                "socket": "\(address)", "instance": "\(options.instance.rawValue)",
-                "version": "\(CoalescedVersion.string)", "message_id": "\(MessageID.started)",
-            ]
-        )
-
         let reloader = Reloader(
             options: options,
             state: state,
@@ -155,7 +146,18 @@ public enum Daemon {
             levelControl: levelControl,
             notifier: notifier,
             status: status,
-            logger: logger
+            logger: logger,
+            announceReady: {
+                // Only now are SIGTERM and SIGHUP handled: a manager that acts on READY=1 at once must not kill us.
+                notifier.ready(status: status.line())
+                logger.notice(
+                    "Serving",
+                    metadata: [
+                        "socket": "\(address)", "instance": "\(options.instance.rawValue)",
+                        "version": "\(CoalescedVersion.string)", "message_id": "\(MessageID.started)",
+                    ]
+                )
+            }
         )
         var groupConfiguration = ServiceGroupConfiguration(
             services: [

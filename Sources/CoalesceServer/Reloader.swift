@@ -14,9 +14,12 @@ struct Reloader: Service {
     let notifier: SystemdNotifier
     let status: StatusReporter
     let logger: Logger
+    /// Called once SIGHUP is trapped; the service group trapped SIGTERM before starting this service.
+    let announceReady: @Sendable () -> Void
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
+        self.announceReady()
         for await _ in hangups.cancelOnGracefulShutdown() {
             self.reload()
         }

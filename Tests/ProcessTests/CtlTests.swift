@@ -1,0 +1,88 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// coalescectl as a person or a script uses it.
+@Suite struct CtlTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    func ctl(_ arguments: [String]) async throws -> Run {
+        try await onThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: BuildProducts.path(of: "coalescectl"))
+            process.arguments = arguments
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Run(
+                status: process.terminationStatus,
+                stdout: String(decoding: stdout, as: UTF8.self),
+                stderr: String(decoding: stderr, as: UTF8.self)
+            )
+        }
+    }
+
+    @Test func statusShowsAlignedColumnsAndJSON() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let human = try await self.ctl(["status", "--socket", daemon.socketPath])
+        #expect(human.status == 0)
+        let lines = human.stdout.split(separator: "\n")
+        #expect(lines.contains("        Version: 0.1.0"))
+        #expect(lines.contains { $0.hasPrefix("    Connections: 1 open,") })
+        #expect(Set(lines.map { line in line.firstIndex(of: ":").map { line.distance(from: line.startIndex, to: $0) } }).count == 1, "colons align")
+
+        let json = try await self.ctl(["--json", "--socket", daemon.socketPath, "status"])
+        #expect(json.status == 0)
+        #expect(try JSONParser.parse(json.stdout)["stats"]?["version"] == "0.1.0")
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func introspectListsInterfacesAndPrintsTheirText() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let list = try await self.ctl(["introspect", "--socket", daemon.socketPath])
+        #expect(list.stdout.contains("Interfaces: io.coalesced.Protocol\n            io.coalesced.System\n            org.varlink.service"))
+        let text = try await self.ctl(["introspect", "io.coalesced.System", "--socket", daemon.socketPath])
+        #expect(text.stdout.contains("method Stats() -> (stats: DaemonStats)"))
+        let missing = try await self.ctl(["introspect", "io.coalesced.Nope", "--socket", daemon.socketPath])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("org.varlink.service.InterfaceNotFound"))
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func callAnyMethodWithParameters() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let described = try await self.ctl([
+            "call", "--json", "--socket", daemon.socketPath,
+            "org.varlink.service.GetInterfaceDescription", #"{"interface":"io.coalesced.Protocol"}"#,
+        ])
+        #expect(described.status == 0)
+        #expect(try JSONParser.parse(described.stdout)["description"]?.stringValue?.contains("error MessageTooLarge") == true)
+        let wrong = try await self.ctl(["call", "--socket", daemon.socketPath, "io.coalesced.System.Nope"])
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr == "coalescectl: the daemon answered with an error: org.varlink.service.MethodNotFound {\"method\":\"io.coalesced.System.Nope\"}\n")
+        let badJSON = try await self.ctl(["call", "--socket", daemon.socketPath, "io.coalesced.System.Stats", "[1]"])
+        #expect(badJSON.status == 64)
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func unreachableDaemonIsOneLineNamingTheSocket() async throws {
+        let directory = try TemporaryDirectory()
+        let run = try await self.ctl(["status", "--socket", directory.file("absent.sock")])
+        #expect(run.status == 69)
+        #expect(run.stderr.hasPrefix("coalescectl: cannot connect to \(directory.file("absent.sock")): No such file or directory; is coalesced running?"))
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+}

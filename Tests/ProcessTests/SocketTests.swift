@@ -1,0 +1,91 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+@Suite struct SocketTests {
+    @Test func refusesToStartWhereAnotherInstanceAnswers() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let second = try DaemonProcess(arguments: ["--socket", first.socketPath])
+        #expect(try await onThread { second.waitForExit() } == 1)
+        #expect(second.output.contains("another instance is already serving \(first.socketPath)"))
+        // The first one is untouched.
+        #expect(try VarlinkClient(path: first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        first.signal(SIGKILL)
+    }
+
+    @Test func replacesAStaleSocketFile() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        first.signal(SIGKILL)  // no clean-up: the socket file stays behind
+        _ = try await onThread { first.waitForExit() }
+        #expect(FileManager.default.fileExists(atPath: first.socketPath))
+        let second = try DaemonProcess(arguments: ["--socket", first.socketPath])
+        try await onThread { try second.waitUntilReady() }
+        #expect(try VarlinkClient(path: first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        second.signal(SIGKILL)
+    }
+
+    @Test func servesASocketPassedBySocketActivation() async throws {
+        // systemd-socket-activate binds the socket, then execs the daemon with LISTEN_FDS=1 on the first
+        // connection, exactly as coalesced.socket would.
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("activated.sock")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
+        process.arguments = [
+            "--listen=\(socket)", "--fdname=io.coalesced",
+            "-E", "SWIFT_BACKTRACE=enable=no",
+            BuildProducts.path(of: "coalesced"),
+            "--socket", directory.file("unused.sock"),
+            "--state-dir", directory.file("state"),
+            "--config", "/dev/null",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { process.terminate(); process.waitUntilExit() }
+        let stats = try await onThread { () -> [String: JSONValue] in
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !FileManager.default.fileExists(atPath: socket), ContinuousClock.now < deadline { usleep(10_000) }
+            let client = try VarlinkClient(path: socket)
+            client.setReceiveTimeout(.seconds(20))
+            return try client.call("io.coalesced.System.Stats")
+        }
+        #expect(stats["stats"]?["connections"] == 1)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("unused.sock")), "it must not bind its own socket")
+    }
+
+    @Test func garbageOversizedAndTruncatedFramesLeaveOtherClientsServed() async throws {
+        let daemon = try DaemonProcess(configuration: "[Varlink]\nMaxMessageSize=64K\n")
+        try await onThread { try daemon.waitUntilReady() }
+        let bystander = try VarlinkClient(path: daemon.socketPath)
+        _ = try bystander.call("io.coalesced.System.Stats")
+        try await onThread {
+            let garbage = try VarlinkClient(path: daemon.socketPath)
+            try garbage.sendRaw(Array("\u{1}\u{2}binary junk".utf8) + [0])
+            #expect(try garbage.receiveReply().error == "io.coalesced.Protocol.InvalidMessage")
+            #expect(garbage.waitForClose(timeout: .seconds(10)))
+
+            let deep = try VarlinkClient(path: daemon.socketPath)
+            try deep.sendRaw(Array(String(repeating: "[", count: 50_000).utf8) + [0])
+            #expect(try deep.receiveReply().parameters["reason"]?.stringValue?.contains("nesting deeper") == true)
+
+            let oversized = try VarlinkClient(path: daemon.socketPath)
+            try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: "a"), count: 200_000))
+            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 65536)))
+            #expect(oversized.waitForClose(timeout: .seconds(10)))
+
+            for cut in [1, 10, 25] {
+                let truncated = try VarlinkClient(path: daemon.socketPath)
+                try truncated.sendRaw(Array(#"{"method":"io.coalesced.System.Stats"}"#.utf8.prefix(cut)))
+            }
+        }
+        let stats = try bystander.call("io.coalesced.System.Stats")["stats"]
+        #expect(stats?["protocolErrors"] == 3)
+        #expect(try VarlinkClient(path: daemon.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        daemon.signal(SIGTERM)
+        #expect(try await onThread { daemon.waitForExit() } == 0, "output: \(daemon.output)")
+    }
+}
