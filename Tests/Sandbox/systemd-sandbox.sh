@@ -2,24 +2,29 @@
 # systemd-sandbox.sh: boot a real systemd as PID 1 in fresh namespaces, for tests, without touching the host.
 #
 #   boot DIR [--bin FILE]... [--timeout SECONDS]
-#       Runs in the foreground until stopped. DIR must be an existing directory; boot writes there:
-#         boot.pid  the pid of this boot process (for `stop`)
-#         cgroup    the sandbox's cgroup directory on the host (removed at teardown)
-#         pid       the sandboxed systemd's pid as the host sees it, once systemd has been exec'd:
-#                   `nsenter -t PID -m -p …` enters the sandbox, /proc/PID/root/run/systemd/system/ is its unit
-#                   directory
-#         boot.log  what the harness did, and systemd's own stdout and stderr
+#       Runs in the foreground until stopped. DIR must be an existing, empty directory; boot writes there:
+#         boot.pid  the pid of this boot process (for `stop`); removed at the end
+#         cgroup    the sandbox's cgroup directory on the host; the directory is removed at teardown
+#         pid       the sandboxed systemd's pid as the host sees it, written once systemd has been exec'd and
+#                   removed at teardown: `nsenter -t PID -m -p -u …` enters the sandbox, and
+#                   /proc/PID/root/run/systemd/system/ is its unit directory
+#         boot.log  what the harness did (systemd itself logs to the sandbox's journal: `journalctl -b` inside)
 #         exited    at the very end: "status=N reason=…"
 #       Each --bin FILE is copied, under its own name, into a tmpfs over /usr/local/bin inside the sandbox.
 #       Teardown happens on exit, SIGTERM, SIGINT, SIGHUP, after --timeout (default 600) seconds, when
-#       systemd exits, and when the process that started boot exits: `systemctl exit`, a bounded wait, then
-#       every process left in the cgroup is killed and the cgroup removed. Exit status 0 when that was clean.
-#   wait DIR [--timeout SECONDS]       until basic.target is active inside (default 30 s)
-#   exec DIR -- COMMAND [ARGS...]      COMMAND inside the sandbox; its status, or 125 if the sandbox is not there
+#       systemd exits, when the process that started boot exits, and (done by a helper) when boot is SIGKILLed:
+#       `systemctl exit`, a bounded wait, then every process left in the cgroup is killed and the cgroup
+#       removed. Exit status 0 when that was clean, 1 when systemd never started or the cgroup stayed.
+#   wait DIR [--timeout SECONDS]       until basic.target is active inside (default 30 s); 1 and the log if not
+#   exec DIR -- COMMAND [ARGS...]      COMMAND in the sandbox's mount, pid and UTS namespaces, with the caller's
+#                                      stdio and environment, cwd /; its status, or 125 if there is no sandbox
 #   stop DIR [--timeout SECONDS]       tear down (default 30 s); idempotent; cleans up after a killed boot too
 #   selftest                           boots, checks units, journal, logind and D-Bus, stops, checks teardown
 #
-# Needs root; without it boot and selftest exit 77 (the "skipped" status of automake and meson).
+# Inside, the host's / is visible except: /run, /tmp, /var/tmp, /var/log/journal, /var/lib/systemd and
+# /usr/local/bin are fresh tmpfs (so the host's /tmp is NOT visible: hand files over through /proc/PID/root/…);
+# /etc and /var are overlays whose writes stay in memory; /proc/sys and /sys are read-only; /dev is private.
+# Needs root; without it every subcommand exits 77 (the "skipped" status of automake and meson).
 # The sequence follows "Booting a real systemd for tests" in FIELD-NOTES.md; additions to it are marked
 # "Beyond the field notes" below.
 set -euo pipefail
@@ -238,8 +243,8 @@ cmd_boot() {
 
     local name
     name=$CGROUP_PREFIX$$-$SRANDOM
-    mkdir "$root/$name"
     CGROUP=$root/$name
+    mkdir "$CGROUP"
     write_file "$dir/cgroup" "$CGROUP"
     log "cgroup $CGROUP, timeout $((timeout_ms / 1000)) s, bins: ${BINS[*]:-none}"
 
@@ -249,6 +254,7 @@ cmd_boot() {
 
     # The subshell moves itself into the new cgroup, so unshare makes the cgroup namespace there. setsid keeps
     # systemd out of the caller's terminal session: a Ctrl-C there would mean ctrl-alt-del.target to systemd.
+    # Beyond the field notes: --uts, so that systemd's hostname setup and hostnamectl stay inside.
     (
         echo "$BASHPID" >"$CGROUP/cgroup.procs"
         exec setsid unshare --pid --fork --mount --cgroup --uts --mount-proc --propagation private \
@@ -303,7 +309,8 @@ cmd_boot() {
 watch_boot() {
     local outer=$1 parent=$2 deadline=$3 dir=$4 now ppid
     exec {LOG_FD}>&-
-    trap - EXIT TERM INT HUP
+    trap - EXIT TERM
+    trap '' INT HUP
     while :; do
         now_ms now
         ((now < deadline)) || exit 0
@@ -321,6 +328,8 @@ on_exit() {
     local rc=$?
     trap '' TERM INT HUP
     set +e
+    # bash reports a killed background job ("… Killed …") on stderr: that belongs in the log.
+    exec 2>&"$LOG_FD"
     teardown
     local status=$?
     ((BOOT_FAILED == 0)) || status=1
@@ -341,8 +350,8 @@ teardown() {
         wait "$WATCHER_PID" 2>/dev/null
     fi
     local now deadline
-    if [[ -n $SYSTEMD_PID ]] && proc_alive "$SYSTEMD_PID"; then
-        if timeout 3 nsenter -t "$SYSTEMD_PID" -m -p -- systemctl --no-block exit >/dev/null 2>&1; then
+    if [[ -n $SYSTEMD_PID ]] && is_sandboxed "$SYSTEMD_PID" "$CGROUP"; then
+        if timeout 3 nsenter -t "$SYSTEMD_PID" -m -p -u -- systemctl --no-block exit >/dev/null 2>&1; then
             now_ms now
             deadline=$((now + EXIT_GRACE_MS))
             while proc_alive "$SYSTEMD_PID" && ((now < deadline)); do
@@ -376,7 +385,7 @@ teardown() {
 
 # Inside the namespaces, as PID 1 of the new pid namespace; stdout and stderr go to boot.log.
 cmd_inner() {
-    local bin unit dev=/run/.sandbox-dev node tty_gid
+    local bin unit dev=/run/.sandbox-dev overlay=/run/.sandbox-overlay node tty_gid
     say() { printf 'inner: %s\n' "$*"; }
 
     # The --bin files first: they may live under /run, /tmp or /var/tmp, which are hidden next.
@@ -387,15 +396,39 @@ cmd_inner() {
         say "copied $bin to /usr/local/bin"
     done
 
+    # Beyond the field notes: systemd 252 raised the host's fs.file-max and net.unix.max_dgram_qlen (a find for new
+    # files cannot see that), and sysfs is the host's; as in systemd-nspawn, /proc/sys, /proc/sysrq-trigger and
+    # /sys are read-only inside. cgroup2 is mounted afterwards, read-write.
+    for node in /proc/sys /proc/sysrq-trigger; do
+        [[ -e $node ]] || continue
+        mount -n --bind "$node" "$node"
+        mount -n -o remount,bind,ro "$node"
+    done
     umount -n -R /sys/fs/cgroup
+    mount -n -o remount,bind,ro /sys
     mount -n -t cgroup2 -o nosuid,nodev,noexec cgroup2 /sys/fs/cgroup
     mount -n -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
     mkdir -m 1777 /run/lock
+
+    # Beyond the field notes: /etc and /var as overlays whose upper layer is a tmpfs, so that what tests do
+    # (systemctl enable, set-property, mask without --runtime; StateDirectory=, LogsDirectory=, CacheDirectory=)
+    # lands in memory, while the host's files stay readable. The tmpfs is detached once the overlays hold it.
+    mkdir "$overlay"
+    mount -n -t tmpfs -o mode=0700 tmpfs "$overlay"
+    for node in etc var; do
+        mkdir "$overlay/$node" "$overlay/$node/upper" "$overlay/$node/work"
+        mount -n -t overlay -o "lowerdir=/$node,upperdir=$overlay/$node/upper,workdir=$overlay/$node/work" \
+            overlay "/$node"
+    done
+    umount -n -l "$overlay"
+    rmdir "$overlay"
+
     mount -n -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
     mount -n -t tmpfs -o mode=1777,nosuid,nodev tmpfs /var/tmp
     mount -n -t tmpfs -o mode=2755,nosuid,nodev tmpfs /var/log/journal
     mount -n -t tmpfs -o mode=0755,nosuid,nodev tmpfs /var/lib/systemd
-    say "mounted cgroup2 and tmpfs over /run /usr/local/bin /tmp /var/tmp /var/log/journal /var/lib/systemd"
+    say "read-only /proc/sys /sys; cgroup2; overlays on /etc /var; tmpfs over /run /usr/local/bin /tmp /var/tmp" \
+        "/var/log/journal /var/lib/systemd"
 
     mkdir "$dev"
     mount -n -t tmpfs -o mode=0755,nosuid tmpfs "$dev"
@@ -436,12 +469,26 @@ boot_alive() {
     [[ $cmdline == *systemd-sandbox* && $cmdline == *" boot "* ]]
 }
 
+# The sandboxed systemd's host pid from DIR/pid, if that process is still the one in the sandbox cgroup.
 sandbox_pid() {
-    local pid
-    [[ -s $1/pid ]] || return 1
+    local pid cg
+    [[ -s $1/pid && -s $1/cgroup ]] || return 1
     pid=$(<"$1/pid")
-    [[ $pid =~ ^[0-9]+$ ]] && proc_alive "$pid" || return 1
+    cg=$(<"$1/cgroup")
+    [[ $pid =~ ^[0-9]+$ ]] && is_sandboxed "$pid" "$cg" || return 1
     printf '%s' "$pid"
+}
+
+# Whether PID runs in another pid namespace, inside the sandbox cgroup CGROUP. Checked before every nsenter:
+# a recycled pid must never get `systemctl exit`, which on a host's systemd means poweroff.
+is_sandboxed() {
+    local pid=$1 cg=$2 root line
+    proc_alive "$pid" || return 1
+    [[ $(readlink "/proc/$pid/ns/pid" 2>/dev/null) != "$(readlink /proc/self/ns/pid)" ]] || return 1
+    root=$(cgroup_root) || return 1
+    [[ $cg == "$root/"* ]] || return 1
+    { line=$(grep -m1 '^0::' "/proc/$pid/cgroup"); } 2>/dev/null || return 1
+    [[ ${line#0::} == "${cg#"$root"}" || ${line#0::} == "${cg#"$root"}/"* ]]
 }
 
 parse_dir_timeout() {
@@ -473,7 +520,7 @@ cmd_wait() {
     now_ms start
     while :; do
         if pid=$(sandbox_pid "$DIR"); then
-            state=$(timeout 5 nsenter -t "$pid" -m -p -- systemctl is-active basic.target 2>/dev/null) || true
+            state=$(timeout 5 nsenter -t "$pid" -m -p -u -- systemctl is-active basic.target 2>/dev/null) || true
             [[ $state != active ]] || return 0
             last="basic.target is ${state:-not answering}"
         elif [[ -s $DIR/exited ]]; then
@@ -482,7 +529,7 @@ cmd_wait() {
             last="no systemd pid in $DIR/pid yet"
         fi
         now_ms now
-        ((now - start < TIMEOUT_MS)) || wait_failed "systemd sandbox not up after $((TIMEOUT_MS / 1000)) s: $last"
+        ((now - start < TIMEOUT_MS)) || wait_failed "systemd sandbox not up after $TIMEOUT_MS ms: $last"
         pause 0.05
     done
 }
@@ -508,7 +555,7 @@ cmd_exec() {
         echo "systemd-sandbox: no running sandbox in $dir" >&2
         exit 125
     fi
-    exec nsenter -t "$pid" -m -p -- "$@"
+    exec nsenter -t "$pid" -m -p -u -- "$@"
 }
 
 cmd_stop() {
@@ -522,7 +569,7 @@ cmd_stop() {
         kill -TERM "$bootpid" 2>/dev/null || true
         while boot_alive "$bootpid"; do
             now_ms now
-            ((now - start < TIMEOUT_MS)) || die "stop: the boot process $bootpid is still running after $((TIMEOUT_MS / 1000)) s"
+            ((now - start < TIMEOUT_MS)) || die "stop: the boot process $bootpid is still running after $TIMEOUT_MS ms"
             pause 0.02
         done
     fi
@@ -531,7 +578,7 @@ cmd_stop() {
     if [[ -n $cg && -d $cg ]]; then
         is_sandbox_cgroup "$cg" || die "stop: $DIR/cgroup names $cg, which is not a sandbox cgroup"
         if pid=$(sandbox_pid "$DIR"); then
-            timeout 3 nsenter -t "$pid" -m -p -- systemctl --no-block exit >/dev/null 2>&1 || true
+            timeout 3 nsenter -t "$pid" -m -p -u -- systemctl --no-block exit >/dev/null 2>&1 || true
             while proc_alive "$pid"; do
                 now_ms now
                 ((now - start < EXIT_GRACE_MS)) || break
@@ -550,12 +597,15 @@ cmd_stop() {
 
 cmd_selftest() {
     need_root
-    local tmp passed=0 failed=0 bootpid pid cg boot_status start now state canary
+    local tmp passed=0 failed=0 pid cg boot_status start now state canary
     tmp=$(mktemp -d /tmp/coalesced-sandbox-selftest.XXXXXX)
     canary=$(mktemp /tmp/coalesced-sandbox-canary.XXXXXX)
-    local dev_before
+    local dev_before sysctl_before sysctls=(fs.file-max fs.nr_open net.unix.max_dgram_qlen kernel.hostname)
     dev_before=$(ls -A /dev)
-    bootpid=""
+    sysctl_before=$(sysctl -n "${sysctls[@]}")
+    # Globals: the EXIT trap runs after this function's locals are gone.
+    SELFTEST_DIR=$tmp SELFTEST_CANARY=$canary SELFTEST_BOOT_PID=""
+    trap selftest_cleanup EXIT
 
     sx() { "$SELF" exec "$tmp" -- "$@"; }
     check() {
@@ -569,14 +619,6 @@ cmd_selftest() {
             echo "FAIL $name"
         fi
     }
-    cleanup() {
-        if [[ -n $bootpid ]]; then
-            "$SELF" stop "$tmp" >/dev/null 2>&1 || true
-            wait "$bootpid" 2>/dev/null || true
-        fi
-        rm -rf "$tmp" "$canary"
-    }
-    trap cleanup EXIT
 
     cat >"$tmp/sandbox-selftest-bin" <<'EOF'
 #!/bin/sh
@@ -587,7 +629,7 @@ EOF
 
     now_ms start
     "$SELF" boot "$tmp" --bin "$tmp/sandbox-selftest-bin" --timeout 120 &
-    bootpid=$!
+    SELFTEST_BOOT_PID=$!
     if ! "$SELF" wait "$tmp" --timeout 30; then
         echo "FAIL boot: basic.target not reached"
         echo "selftest: $passed passed, 1 failed"
@@ -598,6 +640,8 @@ EOF
     cg=$(<"$tmp/cgroup")
     passed=$((passed + 1))
     echo "ok   boot: basic.target active $((now - start)) ms after boot started (systemd is host pid $pid)"
+    state=$(sx systemctl is-system-running 2>/dev/null) || true
+    echo "info systemctl is-system-running after boot: $state"
 
     check "PID 1 inside is systemd" test "$(sx cat /proc/1/comm)" = systemd
     check "transient unit runs: systemd-run --wait /bin/true" sx systemd-run --quiet --unit=sandbox-probe --wait /bin/true
@@ -629,16 +673,19 @@ EOF
     check "its StateDirectory is inside the sandbox" test -s "/proc/$pid/root/var/lib/sandbox-selftest/ok"
     check "and not on the host" test ! -e /var/lib/sandbox-selftest
     check "host /usr/local/bin untouched" test ! -e /usr/local/bin/sandbox-selftest-bin
+    check "/etc is writable inside, not on the host" eval \
+        'sx touch /etc/sandbox-selftest && test ! -e /etc/sandbox-selftest'
+    check "/proc/sys is read-only inside" eval '! sx sh -c "echo 512 >/proc/sys/net/unix/max_dgram_qlen" 2>/dev/null'
 
     check "systemctl start systemd-logind" sx systemctl start systemd-logind
     check "D-Bus answers and logind is on it: busctl list" eval 'sx busctl list --no-pager | grep -q org.freedesktop.login1'
     state=$(sx systemctl is-system-running 2>/dev/null) || true
-    echo "info systemctl is-system-running: $state"
+    echo "info systemctl is-system-running now: $state (a failed unit, here the /bin/false one, makes it degraded)"
 
     check "stop exits 0" "$SELF" stop "$tmp" --timeout 20
     boot_status=0
-    wait "$bootpid" || boot_status=$?
-    bootpid=""
+    wait "$SELFTEST_BOOT_PID" || boot_status=$?
+    SELFTEST_BOOT_PID=""
     check "boot exited 0 ($(cat "$tmp/exited" 2>/dev/null))" test "$boot_status" -eq 0
     check "cgroup $cg removed" test ! -e "$cg"
     check "sandboxed systemd gone" eval "! kill -0 $pid 2>/dev/null"
@@ -647,9 +694,24 @@ EOF
     check "stop again is a no-op" "$SELF" stop "$tmp"
     check "host /tmp canary survived" test -e "$canary"
     check "host /dev unchanged (no /dev/log, /dev/initctl)" test "$(ls -A /dev)" = "$dev_before"
+    check "host sysctls and hostname unchanged" test "$(sysctl -n "${sysctls[@]}")" = "$sysctl_before"
 
+    if ((failed > 0)); then
+        echo "--- $tmp/boot.log:"
+        cat "$tmp/boot.log"
+    fi
     echo "selftest: $passed passed, $failed failed"
     ((failed == 0))
+}
+
+selftest_cleanup() {
+    local rc=$?
+    if [[ -n $SELFTEST_BOOT_PID ]]; then
+        "$SELF" stop "$SELFTEST_DIR" >/dev/null 2>&1 || true
+        wait "$SELFTEST_BOOT_PID" 2>/dev/null || true
+    fi
+    rm -rf "$SELFTEST_DIR" "$SELFTEST_CANARY"
+    exit "$rc"
 }
 
 usage() {

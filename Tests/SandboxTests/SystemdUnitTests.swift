@@ -1,0 +1,92 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// coalesced under a real systemd 252, through the shipped unit files, driven with systemctl and journalctl.
+@Suite(.serialized) struct SystemdUnitTests {
+    /// Where the sandbox cannot run, say so loudly; under CI it must run, so its absence fails.
+    static func requireSandbox() -> Bool {
+        if SystemdSandbox.isAvailable { return true }
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Issue.record("the systemd sandbox tests need root, and CI=true requires them to run")
+        } else {
+            print("⚠️  SKIPPING the systemd sandbox tests: they need root (namespaces, cgroups, mounts)")
+        }
+        return false
+    }
+
+    @Test func unitsVerifyAndSocketActivationStartsTheService() async throws {
+        guard Self.requireSandbox() else { return }
+        try await withSystemdSandbox { sandbox in
+            try sandbox.installUnits()
+            let verify = try sandbox.run(
+                "systemd-analyze", "verify", "/run/systemd/system/coalesced.service", "/run/systemd/system/coalesced.socket"
+            )
+            #expect(verify.status == 0, "systemd-analyze verify: \(verify.stderr)")
+
+            #expect(try sandbox.run("systemctl", "start", "coalesced.socket").status == 0)
+            #expect(try sandbox.property("coalesced.service", "ActiveState") == "inactive")
+            // The first connection starts the service; coalescectl waits for its reply.
+            let status = try sandbox.run("coalescectl", "status")
+            #expect(status.status == 0, "coalescectl status: \(status.stderr)")
+            #expect(status.stdout.contains("Version: 0.1.0"))
+            #expect(try sandbox.property("coalesced.service", "ActiveState") == "active")
+            #expect(try sandbox.property("coalesced.service", "Type") == "notify")
+            let statusText = try sandbox.property("coalesced.service", "StatusText")
+            #expect(statusText.hasPrefix("Serving /run/coalesced/io.coalesced (fd 3 from socket activation)"), "\(statusText)")
+        }
+    }
+
+    @Test func journalEntriesCarryTheStructuredFields() async throws {
+        guard Self.requireSandbox() else { return }
+        try await withSystemdSandbox { sandbox in
+            try sandbox.installUnits()
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            #expect(try sandbox.run("systemctl", "reload", "coalesced.service").status == 0)
+            let entries = try sandbox.wait(timeout: .seconds(10)) {
+                try sandbox.run("journalctl", "-o", "json", "MESSAGE_ID=6ab1dea5eea941e2a65c779e0a3dcd9b").stdout.contains("Configuration reloaded")
+            }
+            #expect(entries)
+            let started = try sandbox.run(
+                "journalctl", "-o", "json", "--output-fields=MESSAGE,PRIORITY,SYSLOG_IDENTIFIER,CODE_FILE,CODE_LINE,CODE_FUNC,COALESCED_SOCKET,COALESCED_INSTANCE,COALESCED_VERSION,MESSAGE_ID,_SYSTEMD_UNIT",
+                "MESSAGE_ID=d2415ccfc6e24ad782ec5497e5865f79"
+            ).stdout
+            let entry = try JSONParser.parse(String(try #require(started.split(separator: "\n").first)))
+            #expect(entry["MESSAGE"] == "Serving")
+            #expect(entry["PRIORITY"] == "5")
+            #expect(entry["SYSLOG_IDENTIFIER"] == "coalesced")
+            #expect(entry["COALESCED_INSTANCE"] == "system")
+            #expect(entry["COALESCED_VERSION"] == "0.1.0")
+            #expect(entry["COALESCED_SOCKET"]?.stringValue?.hasPrefix("/run/coalesced/io.coalesced") == true)
+            #expect(entry["CODE_FILE"]?.stringValue?.hasSuffix("Daemon.swift") == true)
+            #expect(entry["CODE_LINE"]?.stringValue.flatMap { Int($0) } != nil)
+            #expect(entry["_SYSTEMD_UNIT"] == "coalesced.service")
+        }
+    }
+
+    @Test func watchdogRestartsAHungDaemon() async throws {
+        guard Self.requireSandbox() else { return }
+        try await withSystemdSandbox { sandbox in
+            // A short watchdog so the test is quick; everything else is the shipped unit.
+            try sandbox.installUnits(dropIns: ["coalesced.service.d/watchdog.conf": "[Service]\nWatchdogSec=2s\n"])
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            let firstPID = try sandbox.property("coalesced.service", "MainPID")
+            #expect(firstPID != "0")
+            let stoppedAt = ContinuousClock.now
+            #expect(try sandbox.run("kill", "-STOP", firstPID).status == 0)
+            let restarted = try sandbox.wait(timeout: .seconds(60)) {
+                let pid = try sandbox.property("coalesced.service", "MainPID")
+                return try sandbox.property("coalesced.service", "NRestarts") == "1" && pid != "0" && pid != firstPID
+                    && sandbox.property("coalesced.service", "ActiveState") == "active"
+            }
+            let elapsed = ContinuousClock.now - stoppedAt
+            let log = try sandbox.run("journalctl", "-u", "coalesced.service", "--no-pager").stdout
+            #expect(restarted, "no restart; journal: \(log)")
+            print("watchdog restart: \(elapsed) from SIGSTOP to the new instance active (WatchdogSec=2s)")
+            #expect(try sandbox.run("coalescectl", "status").status == 0)
+            let journal = try sandbox.run("journalctl", "-u", "coalesced.service", "--no-pager").stdout
+            #expect(journal.contains("Watchdog timeout"), "\(journal)")
+        }
+    }
+}

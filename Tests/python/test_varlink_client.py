@@ -1,0 +1,85 @@
+"""The Python varlink package (PyPI), a third-party client, against the real daemon."""
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+import varlink
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+INTERFACES = ROOT / "Sources" / "CoalesceServer" / "Interfaces"
+
+
+def daemon_binary():
+    override = os.environ.get("COALESCED_BIN")
+    if override:
+        return override
+    bin_path = subprocess.run(
+        ["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return os.path.join(bin_path, "coalesced")
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
+        sock = os.path.join(directory, "io.coalesced")
+        notify_path = os.path.join(directory, "notify")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(30)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path, SWIFT_BACKTRACE="enable=no")
+        process = subprocess.Popen(
+            [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"),
+             "--config", "/dev/null"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if b"READY=1" in notify.recv(4096).split(b"\n"):
+                    break
+            yield f"unix:{sock}"
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=20) == 0
+            notify.close()
+
+
+def test_get_info_lists_every_interface(daemon):
+    with varlink.Client(address=daemon) as client, client.open("org.varlink.service") as service:
+        info = service.GetInfo()
+    assert info["product"] == "coalesced"
+    assert info["interfaces"] == ["io.coalesced.Protocol", "io.coalesced.System", "org.varlink.service"]
+
+
+@pytest.mark.parametrize("interface", ["io.coalesced.System", "io.coalesced.Protocol"])
+def test_interface_descriptions_are_the_repository_files_and_parse(daemon, interface):
+    with varlink.Client(address=daemon) as client, client.open("org.varlink.service") as service:
+        text = service.GetInterfaceDescription(interface)["description"]
+    assert text == (INTERFACES / f"{interface}.varlink").read_text()
+    parsed = varlink.Interface(text)  # the package's own parser of the interface language
+    assert parsed.name == interface
+
+
+def test_stats_through_the_parsed_interface(daemon):
+    with varlink.Client(address=daemon) as client, client.open("io.coalesced.System") as system:
+        stats = system.Stats()["stats"]
+    assert stats["version"] == "0.1.0"
+    assert stats["connections"] >= 1
+    assert stats["limits"]["maxMessageSize"] == 1048576
+    assert isinstance(stats["uptimeSec"], float)
+
+
+def test_unknown_method_is_a_varlink_error(daemon):
+    with varlink.Client(address=daemon) as client, client.open_connection() as connection:
+        connection.sendall(b'{"method":"io.coalesced.System.Nope"}\0')
+        reply = b""
+        while not reply.endswith(b"\0"):
+            reply += connection.recv(4096)
+    assert b'"error":"org.varlink.service.MethodNotFound"' in reply
