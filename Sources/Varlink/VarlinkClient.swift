@@ -27,6 +27,8 @@ public final class VarlinkClient {
     public let path: String
     private let fd: CInt
     private var buffer: [UInt8] = []
+    /// Reused for every read, so a round trip allocates nothing for its socket I/O.
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
     private var closed = false
     private let maximumMessageSize: Int
 
@@ -119,15 +121,14 @@ public final class VarlinkClient {
                 throw .protocolViolation("reply larger than \(self.maximumMessageSize) bytes")
             }
             guard !self.closed else { throw .connectionLost("the server closed the connection") }
-            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-            let count = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+            let count = self.chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
             if count < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { throw .connectionLost("timed out waiting for a reply") }
                 throw .connectionLost("read: \(String(cString: strerror(errno)))")
             }
             if count == 0 { self.closed = true; continue }
-            self.buffer.append(contentsOf: chunk[..<count])
+            self.buffer.append(contentsOf: self.chunk[..<count])
         }
     }
 

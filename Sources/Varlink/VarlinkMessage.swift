@@ -131,20 +131,29 @@ public struct VarlinkReply: Sendable, Hashable {
 
 /// Naming rules from the Varlink specification.
 public enum VarlinkNames {
-    /// An interface name is reverse-domain: dot-separated labels of letters, digits and dashes, at least two.
+    /// An interface name is reverse-domain: dot-separated labels of ASCII letters, digits and dashes, at least two,
+    /// each starting with a letter and not ending with a dash.
     public static func isValidInterface(_ name: String) -> Bool {
-        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        let labels = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard labels.count >= 2 else { return false }
         return labels.allSatisfy { label in
-            guard let first = label.first, first.isASCII, first.isLetter, label.last != "-" else { return false }
-            return label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+            guard let first = label.first, isLetter(first), label.last != UInt8(ascii: "-") else { return false }
+            return label.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") }
         }
     }
 
-    /// A member (method, type, error) name starts with an upper-case letter and has letters and digits.
+    /// A member (method, type, error) name starts with an upper-case ASCII letter and has letters and digits.
     public static func isValidMemberName(_ name: Substring) -> Bool {
-        guard let first = name.first, first.isASCII, first.isUppercase else { return false }
-        return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        guard let first = name.utf8.first, first >= UInt8(ascii: "A"), first <= UInt8(ascii: "Z") else { return false }
+        return name.utf8.allSatisfy { isLetter($0) || isDigit($0) }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
     }
 
     /// `interface.Method`.
