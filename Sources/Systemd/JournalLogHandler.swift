@@ -56,7 +56,7 @@ public struct JournalLogHandler: LogHandler {
             "CODE_LINE=\(event.line)",
             "CODE_FUNC=\(event.function)",
         ]
-        for (key, value) in self.mergedMetadata(event) {
+        for (key, value) in event.mergedMetadata(self.metadata, provider: self.metadataProvider) {
             if key == "message_id" {
                 fields.append("MESSAGE_ID=\(value)")
             } else {
@@ -64,14 +64,6 @@ public struct JournalLogHandler: LogHandler {
             }
         }
         Self.send(fields)
-    }
-
-    private func mergedMetadata(_ event: LogEvent) -> Logger.Metadata {
-        var merged = self.metadata
-        if let provided = self.metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let own = event.metadata { merged.merge(own) { _, new in new } }
-        if let error = event.error { merged["error"] = "\(error)" }
-        return merged
     }
 
     /// The journal field for a metadata key: journal field names are upper-case letters, digits and underscores.
@@ -113,5 +105,17 @@ public struct JournalLogHandler: LogHandler {
                 _ = sd_journal_sendv(pointer.baseAddress, Int32(pointer.count))
             }
         }
+    }
+}
+
+extension LogEvent {
+    /// The handler's metadata, then the provider's, then the event's own, later ones winning; the event's error as
+    /// `error`.
+    func mergedMetadata(_ handlerMetadata: Logger.Metadata, provider: Logger.MetadataProvider?) -> Logger.Metadata {
+        var merged = handlerMetadata
+        if let provided = provider?.get() { merged.merge(provided) { _, new in new } }
+        if let own = self.metadata { merged.merge(own) { _, new in new } }
+        if let error = self.error { merged["error"] = "\(error)" }
+        return merged
     }
 }

@@ -26,10 +26,7 @@ public struct StderrLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = self.metadata
-        if let provided = self.metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let own = event.metadata { merged.merge(own) { _, new in new } }
-        if let error = event.error { merged["error"] = "\(error)" }
+        var merged = event.mergedMetadata(self.metadata, provider: self.metadataProvider)
         merged["message_id"] = nil
         var line = "\(event.level): \(event.message)"
         for key in merged.keys.sorted() {

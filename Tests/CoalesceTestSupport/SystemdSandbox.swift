@@ -4,12 +4,6 @@ import Foundation
 /// host (its own /run, /tmp, /var/lib/systemd, journal and /dev). Always use it through ``withSystemdSandbox``,
 /// which tears it down whatever happens.
 public final class SystemdSandbox: @unchecked Sendable {
-    public struct Run: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
-    }
-
     public static let script = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sandbox/systemd-sandbox.sh").path
@@ -57,12 +51,6 @@ public final class SystemdSandbox: @unchecked Sendable {
         try Self.script(["exec", self.directory.path, "--"] + arguments)
     }
 
-    /// Runs a shell command line inside the sandbox.
-    @discardableResult
-    public func shell(_ command: String) throws -> Run {
-        try Self.script(["exec", self.directory.path, "--", "/bin/sh", "-c", command])
-    }
-
     /// Writes a file inside the sandbox, such as a unit under /run/systemd/system.
     public func write(_ path: String, _ contents: String) throws {
         let outside = "/proc/\(self.pid)/root" + path
@@ -102,22 +90,7 @@ public final class SystemdSandbox: @unchecked Sendable {
     }
 
     private static func script(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [self.script] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
-        )
+        try runProcess("/bin/bash", [self.script] + arguments)
     }
 }
 

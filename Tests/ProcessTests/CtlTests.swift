@@ -5,31 +5,8 @@ import Varlink
 
 /// coalescectl as a person or a script uses it.
 @Suite struct CtlTests {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
     func ctl(_ arguments: [String]) async throws -> Run {
-        try await onThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: BuildProducts.path(of: "coalescectl"))
-            process.arguments = arguments
-            let out = Pipe()
-            let err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            let stdout = out.fileHandleForReading.readDataToEndOfFile()
-            let stderr = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return Run(
-                status: process.terminationStatus,
-                stdout: String(decoding: stdout, as: UTF8.self),
-                stderr: String(decoding: stderr, as: UTF8.self)
-            )
-        }
+        try await onThread { try runProcess(BuildProducts.path(of: "coalescectl"), arguments) }
     }
 
     @Test func statusShowsAlignedColumnsAndJSON() async throws {

@@ -83,7 +83,9 @@ import Varlink
             let elapsed = ContinuousClock.now - stoppedAt
             let log = try sandbox.run("journalctl", "-u", "coalesced.service", "--no-pager").stdout
             #expect(restarted, "no restart; journal: \(log)")
-            print("watchdog restart: \(elapsed) from SIGSTOP to the new instance active (WatchdogSec=2s)")
+            FileHandle.standardError.write(
+                Data("watchdog restart: \(elapsed) from SIGSTOP to the new instance active (WatchdogSec=2s)\n".utf8)
+            )
             #expect(try sandbox.run("coalescectl", "status").status == 0)
             let journal = try sandbox.run("journalctl", "-u", "coalesced.service", "--no-pager").stdout
             #expect(journal.contains("Watchdog timeout"), "\(journal)")
