@@ -134,8 +134,14 @@ let package = Package(
         ),
         .testTarget(
             name: "SandboxTests",
-            dependencies: ["CoalesceTestSupport", "Varlink", "CoalesceDaemon", "CoalesceCtl"],
-            exclude: [],
+            dependencies: [
+                "CoalesceTestSupport",
+                "Varlink",
+                "Systemd",
+                "CoalesceDaemon",
+                "CoalesceCtl",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -5,5 +5,6 @@
 // module. struct ucred comes from Glibc, which Swift builds with _GNU_SOURCE already.
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
+#include <systemd/sd-bus.h>
 
 #endif

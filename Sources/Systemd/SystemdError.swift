@@ -1,0 +1,29 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A libsystemd call that failed, with the negative errno it returned turned positive.
+public struct SystemdError: Error, Hashable, CustomStringConvertible {
+    public var operation: String
+    public var errno: Int32
+    /// For bus calls: the D-Bus error name and message the peer replied with.
+    public var busError: String?
+
+    public init(operation: String, errno: Int32, busError: String? = nil) {
+        self.operation = operation
+        self.errno = errno
+        self.busError = busError
+    }
+
+    public var description: String {
+        let reason = self.busError ?? String(cString: strerror(self.errno))
+        return "\(self.operation): \(reason)"
+    }
+
+    /// Throws when a libsystemd return value is negative.
+    @discardableResult
+    static func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(SystemdError) -> Int32 {
+        guard result >= 0 else { throw SystemdError(operation: operation(), errno: -result) }
+        return result
+    }
+}

@@ -1,0 +1,107 @@
+import CoalesceTestSupport
+import Foundation
+import Logging
+import Systemd
+import Testing
+
+/// The Systemd module against a real journald and D-Bus: this test binary runs itself inside the sandbox, where
+/// ``InsideSandboxTests`` are enabled.
+@Suite(.serialized) struct SystemdModuleTests {
+    @Test func journalAndBusWorkInsideTheSandbox() async throws {
+        guard SystemdUnitTests.requireSandbox() else { return }
+        let tests = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let run = try await withSystemdSandbox { sandbox in
+            try sandbox.run(
+                "env", "\(insideSandboxVariable)=1", tests,
+                "--testing-library", "swift-testing", "--filter", "InsideSandboxTests"
+            )
+        }
+        #expect(run.status == 0, "inside the sandbox:\n\(run.stdout)\n\(run.stderr)")
+        // Swift Testing reports on stderr.
+        #expect(run.stderr.contains("Test run with 2 tests in 1 suite passed"), "\(run.stderr)")
+    }
+}
+
+/// Set in the environment of the test binary that ``SystemdModuleTests`` starts inside the sandbox.
+let insideSandboxVariable = "COALESCED_INSIDE_SANDBOX"
+
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment[insideSandboxVariable] != nil,
+        "runs inside the systemd sandbox, started by SystemdModuleTests"
+    )
+)
+struct InsideSandboxTests {
+    @Test func journalEntriesAreWrittenAndReadBackByMatchAndCursor() throws {
+        let marker = UUID().uuidString
+        let control = LogLevelControl(.debug)
+        let logger = Logger(label: "inside") { _ in JournalLogHandler(identifier: "coalesced-test", control: control) }
+        logger.notice(
+            "Inside the sandbox",
+            metadata: ["app": "org.example.mail", "marker": "\(marker)", "message_id": "d2415ccfc6e24ad782ec5497e5865f79"]
+        )
+
+        let reader = try JournalReader()
+        try reader.addMatch("COALESCED_MARKER=\(marker)")
+        try reader.seekHead()
+        let deadline = ContinuousClock.now + .seconds(10)
+        var found = false
+        while !found, ContinuousClock.now < deadline {
+            found = try reader.next()
+            if !found { _ = try reader.wait(timeout: .milliseconds(200)) }
+        }
+        try #require(found, "the entry never reached the journal")
+        let entry = try reader.entry()
+        #expect(entry["MESSAGE"] == "Inside the sandbox")
+        #expect(entry["PRIORITY"] == "5")
+        #expect(entry["SYSLOG_IDENTIFIER"] == "coalesced-test")
+        #expect(entry["COALESCED_APP"] == "org.example.mail")
+        #expect(entry["MESSAGE_ID"] == "d2415ccfc6e24ad782ec5497e5865f79")
+        #expect(entry["CODE_FILE"]?.hasSuffix("SystemdModuleTests.swift") == true)
+        #expect(entry["CODE_FUNC"] == "journalEntriesAreWrittenAndReadBackByMatchAndCursor()")
+
+        let cursor = try reader.cursor()
+        let again = try JournalReader()
+        try again.seek(cursor: cursor)
+        #expect(try again.next())
+        #expect(try again.isAt(cursor: cursor))
+        #expect(try again.field("COALESCED_MARKER") == marker)
+        #expect(try again.field("COALESCED_NO_SUCH_FIELD") == nil)
+    }
+
+    @Test func systemBusAnswersPropertiesAndCalls() throws {
+        let bus = try SystemBus()
+        // systemd takes its bus name once dbus is up; give it a bounded moment.
+        var version: String?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while version == nil, ContinuousClock.now < deadline {
+            version = try? bus.stringProperty(
+                destination: "org.freedesktop.systemd1",
+                path: "/org/freedesktop/systemd1",
+                interface: "org.freedesktop.systemd1.Manager",
+                member: "Version"
+            )
+            if version == nil { usleep(100_000) }
+        }
+        #expect(version?.hasPrefix("252") == true, "systemd's Version: \(version ?? "none")")
+
+        let id = try bus.callReturningString(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", member: "GetId"
+        )
+        #expect(id.count == 32 && id.allSatisfy(\.isHexDigit))
+        let owner = try bus.callReturningString(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", member: "GetNameOwner", arguments: ["org.freedesktop.systemd1"]
+        )
+        #expect(owner.hasPrefix(":"))
+        #expect {
+            try bus.stringProperty(
+                destination: "org.freedesktop.systemd1", path: "/org/freedesktop/systemd1",
+                interface: "org.freedesktop.systemd1.Manager", member: "NoSuchProperty"
+            )
+        } throws: { error in
+            (error as? SystemdError)?.busError?.hasPrefix("org.freedesktop.DBus.Error.") == true
+        }
+    }
+}
