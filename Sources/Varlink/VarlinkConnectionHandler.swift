@@ -8,8 +8,10 @@ import Glibc
 /// Serves the calls of one connection, one at a time and in order, as Varlink requires.
 ///
 /// Immediate methods answer on the event loop and their replies are flushed once per read, so pipelined calls
-/// cost one write. A streaming method runs as a task; calls that arrive meanwhile wait in a bounded queue, and past
-/// the bound the handler stops reading from the peer until the queue drains.
+/// cost one write. A streaming method runs as a task; calls that arrive meanwhile wait in a bounded queue. The
+/// handler stops reading from the peer while that queue is full, and while replies the peer has not read pile up
+/// past the channel's write buffer bound, so a client that sends without reading cannot make the daemon hold more
+/// than those bounds.
 final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -31,6 +33,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var queue = CircularBuffer<VarlinkCall>()
     private var peer: VarlinkPeer?
     private var pendingFlush = false
+    private var reading = true
 
     init(service: VarlinkService, statistics: VarlinkServerStatistics, limits: VarlinkServerLimits, logger: Logger) {
         self.service = service
@@ -62,11 +65,22 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if self.pendingFlush {
-            self.pendingFlush = false
-            context.flush()
-        }
+        self.flushPending(context: context)
         context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        self.updateReading(context: context)
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Reads from the peer only while its queue has room and its unread replies are within bounds.
+    private func updateReading(context: ChannelHandlerContext) {
+        let wanted = self.queue.count < self.maximumQueuedCalls && context.channel.isWritable
+        guard wanted != self.reading else { return }
+        self.reading = wanted
+        // Fails only on a closed channel, which reads nothing anyway.
+        context.channel.setOption(ChannelOptions.autoRead, value: wanted).whenFailure { _ in }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -82,9 +96,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private func enqueue(context: ChannelHandlerContext, frame: ByteBuffer) {
         guard let call = self.parse(context: context, frame: frame) else { return }
         self.queue.append(call)
-        if self.queue.count >= self.maximumQueuedCalls {
-            context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
-        }
+        self.updateReading(context: context)
     }
 
     private func parse(context: ChannelHandlerContext, frame: ByteBuffer) -> VarlinkCall? {
@@ -178,20 +190,22 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.pendingFlush = true
     }
 
+    // Writability changes only when written bytes are flushed, so check after each flush.
+    private func flushPending(context: ChannelHandlerContext) {
+        guard self.pendingFlush else { return }
+        self.pendingFlush = false
+        context.flush()
+        self.updateReading(context: context)
+    }
+
     private func streamingCallFinished(context: ChannelHandlerContext) {
         guard case .running = self.state else { return }
         self.state = .idle
-        let wasThrottled = self.queue.count >= self.maximumQueuedCalls
         while case .idle = self.state, let next = self.queue.popFirst() {
             self.dispatch(context: context, call: next)
         }
-        if self.pendingFlush {
-            self.pendingFlush = false
-            context.flush()
-        }
-        if wasThrottled, self.queue.count < self.maximumQueuedCalls {
-            context.channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
-        }
+        self.flushPending(context: context)
+        self.updateReading(context: context)
     }
 
     /// A method's error as the peer sees it. Errors that are not part of an interface are our bugs: they are

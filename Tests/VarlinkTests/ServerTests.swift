@@ -1,4 +1,5 @@
 import CoalesceTestSupport
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -145,6 +146,36 @@ import Varlink
             try client.sendRaw(batch)
             for index in 0..<20 {
                 #expect(try client.receiveReply().parameters["value"] == .string("\(index)"))
+            }
+        }
+    }
+
+    @Test func aClientThatSendsFasterThanItReadsGetsEveryReplyInOrder() async throws {
+        // 2 MB of calls whose replies the client reads only later: the server must stop reading while replies pile
+        // up, and lose or reorder none of them.
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            let count = 40_000
+            // Sending touches only the socket, reading only the receive buffer: one thread each is safe.
+            nonisolated(unsafe) let sending = client
+            let sender = Thread {
+                var batch: [UInt8] = []
+                for index in 0..<count {
+                    VarlinkCall(method: "org.example.test.Echo", parameters: ["value": .string("\(index)")]).message
+                        .write(to: &batch)
+                    batch.append(0)
+                }
+                // A send error shows as missing replies below.
+                try? sending.sendRaw(batch)
+            }
+            sender.start()
+            usleep(200_000)  // let the server fill its write buffer and the kernel's before anything is read
+            for index in 0..<count {
+                let reply = try client.receiveReply()
+                guard reply.parameters["value"] == .string("\(index)") else {
+                    Issue.record("reply \(index) was \(reply)")
+                    return
+                }
             }
         }
     }
