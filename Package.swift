@@ -121,6 +121,7 @@ let package = Package(
             name: "CoalesceServerTests",
             dependencies: [
                 "CoalesceServer",
+                "Systemd",
                 "CoalesceTestSupport",
                 "Varlink",
                 .product(name: "Logging", package: "swift-log"),

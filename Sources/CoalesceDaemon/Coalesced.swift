@@ -9,7 +9,7 @@ import Glibc
 struct Coalesced: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coalesced",
-        abstract: "Gives Linux programs the iOS app lifecycle: states, coalesced events, local notifications.",
+        abstract: "Run the coalesced daemon, which gives Linux programs an iOS-style app lifecycle over Varlink.",
         discussion: """
             Serves Varlink on a Unix socket: the one systemd passes (socket activation), or one it creates. \
             Root runs the system instance (/run/coalesced/io.coalesced, /var/lib/coalesced, \

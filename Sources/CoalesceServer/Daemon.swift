@@ -73,12 +73,12 @@ public enum Daemon {
         DaemonLogging.bootstrap(identifier: "coalesced", control: levelControl)
         let logger = Logger(label: "coalesced")
 
-        if let failure = makeDirectory(options.stateDirectory, mode: 0o700) {
+        // From here on failures are logged: as one readable line on a terminal, as an entry under systemd.
+        if let failure = createDirectory(options.stateDirectory, mode: 0o700) {
             logger.critical(
-                "Cannot create the state directory",
+                "Cannot create the state directory; pass --state-dir or fix permissions",
                 metadata: ["path": "\(options.stateDirectory)", "reason": "\(failure)", "message_id": "\(MessageID.startFailed)"]
             )
-            printError("cannot create state directory \(options.stateDirectory): \(failure); pass --state-dir or fix permissions")
             return DaemonExit.cannotCreate
         }
 
@@ -86,8 +86,10 @@ public enum Daemon {
         do {
             address = try listenAddress(options: options)
         } catch {
-            logger.critical("Cannot use the sockets passed by systemd", metadata: ["reason": "\(error)"])
-            printError("\(error)")
+            logger.critical(
+                "Cannot use the sockets passed by systemd",
+                metadata: ["reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
+            )
             return DaemonExit.failure
         }
 
@@ -103,7 +105,7 @@ public enum Daemon {
             ),
             interfaces: [
                 SystemInterface.make(daemon: state, statistics: statistics),
-                SystemInterface.protocolInterface(),
+                ProtocolInterface.make(),
             ]
         )
         let server = VarlinkServer(
@@ -121,7 +123,6 @@ public enum Daemon {
                 "Cannot serve the socket",
                 metadata: ["socket": "\(address)", "reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
             )
-            printError("cannot serve \(address): \(error)")
             await server.shutdown()
             try? await group.shutdownGracefully()  // exiting anyway; nothing is left to report a failure to
             return DaemonExit.failure
@@ -209,16 +210,18 @@ func printError(_ message: String) {
     _ = line.withCString { write(2, $0, strlen($0)) }
 }
 
-/// Creates a directory and its parents; `nil` on success, the reason otherwise.
-func makeDirectory(_ path: String, mode: mode_t) -> String? {
-    var prefix = ""
-    for component in path.split(separator: "/") {
+/// Creates a directory, and its missing parents with mode 0755, giving the directory itself `mode` when it creates
+/// it; an existing directory keeps the mode it has. `nil` on success, the reason otherwise.
+func createDirectory(_ path: String, mode: mode_t) -> String? {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    let components = path.split(separator: "/")
+    for (index, component) in components.enumerated() {
         prefix += "/" + component
-        if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+        let isLast = index == components.count - 1
+        if mkdir(prefix, isLast ? mode : 0o755) != 0, errno != EEXIST {
             return "\(prefix): \(String(cString: strerror(errno)))"
         }
     }
-    if chmod(path, mode) != 0 { return "\(path): \(String(cString: strerror(errno)))" }
     return nil
 }
 

@@ -29,11 +29,6 @@ enum SystemInterface {
             ]
         )
     }
-
-    /// Errors common to every method; it has no methods of its own.
-    static func protocolInterface() -> VarlinkInterface {
-        VarlinkInterface(text: InterfaceText.ioCoalescedProtocol, methods: [:])
-    }
 }
 
 /// The release of coalesced.

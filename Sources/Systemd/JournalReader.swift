@@ -95,9 +95,10 @@ public final class JournalReader {
 
     /// Waits until the journal changes or `timeout` passes; `true` when entries were added.
     public func wait(timeout: Duration) throws(SystemdError) -> Bool {
-        let (seconds, attoseconds) = timeout.components
-        let microseconds = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-        let result = try SystemdError.check(sd_journal_wait(self.journal, microseconds), "wait for the journal")
+        let result = try SystemdError.check(
+            sd_journal_wait(self.journal, timeout.systemdMicroseconds),
+            "wait for the journal"
+        )
         return result == Int32(SD_JOURNAL_APPEND) || result == Int32(SD_JOURNAL_INVALIDATE)
     }
 

@@ -28,12 +28,27 @@ public struct StderrLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var merged = event.mergedMetadata(self.metadata, provider: self.metadataProvider)
         merged["message_id"] = nil
-        var line = "\(event.level): \(event.message)"
+        var line = "\(event.level): \(Self.escaped("\(event.message)"))"
         for key in merged.keys.sorted() {
-            line += " \(key)=\(merged[key]!)"  // key comes from merged
+            line += " \(key)=\(Self.escaped("\(merged[key]!)"))"  // key comes from merged
         }
         line += "\n"
         // fputs to stderr would need the C global, which strict concurrency refuses; write(2) is atomic per line.
         _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
+    /// One entry stays one line whatever a peer put into a logged value.
+    static func escaped(_ text: String) -> String {
+        guard text.contains(where: { $0.isNewline || $0 == "\t" }) else { return text }
+        var result = ""
+        for character in text {
+            switch character {
+            case "\n": result += "\\n"
+            case "\r", "\r\n": result += "\\r"
+            case "\t": result += "\\t"
+            default: result.append(character.isNewline ? " " : character)
+            }
+        }
+        return result
     }
 }

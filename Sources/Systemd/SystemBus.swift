@@ -64,8 +64,7 @@ public final class SystemBus {
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
-        let microseconds = UInt64(timeout.components.seconds) * 1_000_000
-        let result = sd_bus_call(self.bus, message, microseconds, &error, &reply)
+        let result = sd_bus_call(self.bus, message, timeout.systemdMicroseconds, &error, &reply)
         guard result >= 0 else {
             throw SystemdError(operation: "call \(interface).\(member)", errno: -result, busError: Self.describe(error))
         }

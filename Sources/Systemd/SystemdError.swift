@@ -27,3 +27,12 @@ public struct SystemdError: Error, Hashable, CustomStringConvertible {
         return result
     }
 }
+
+extension Duration {
+    /// Microseconds as libsystemd's timeouts take them; a negative duration is zero.
+    var systemdMicroseconds: UInt64 {
+        let (seconds, attoseconds) = self.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000 + UInt64(attoseconds) / 1_000_000_000_000
+    }
+}

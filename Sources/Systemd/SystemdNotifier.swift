@@ -10,9 +10,6 @@ import Glibc
 public struct SystemdNotifier: Sendable {
     public init() {}
 
-    /// Whether a service manager listens (`NOTIFY_SOCKET` is set).
-    public var isListening: Bool { getenv("NOTIFY_SOCKET") != nil }
-
     /// Start-up is finished and the daemon serves.
     public func ready(status: String) { self.send("READY=1\nSTATUS=\(Self.oneLine(status))") }
 

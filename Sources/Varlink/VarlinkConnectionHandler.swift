@@ -8,10 +8,11 @@ import Glibc
 /// Serves the calls of one connection, one at a time and in order, as Varlink requires.
 ///
 /// Immediate methods answer on the event loop and their replies are flushed once per read, so pipelined calls
-/// cost one write. A streaming method runs as a task; calls that arrive meanwhile wait in a bounded queue. The
-/// handler stops reading from the peer while that queue is full, and while replies the peer has not read pile up
-/// past the channel's write buffer bound, so a client that sends without reading cannot make the daemon hold more
-/// than those bounds.
+/// cost one write. A streaming method runs as a task; what arrives meanwhile waits in a bounded queue, a protocol
+/// violation included, so that every earlier call is answered before the connection is refused. The handler stops
+/// reading from the peer while that queue is full, and while replies the peer has not read pile up past the
+/// channel's write buffer bound, so a client that sends without reading cannot make the daemon hold more than
+/// those bounds.
 final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -19,25 +20,41 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private enum State {
         /// Ready for the next call.
         case idle
-        /// A streaming call is running; later calls wait in `queue`.
-        case running
+        /// A streaming call is running as `task`; later input waits in `queue`.
+        case running(task: Task<Void, Never>)
         /// The connection is being closed; nothing more is read or answered.
         case closing
     }
 
+    /// Input waiting for the running call to finish.
+    private enum Pending {
+        case call(VarlinkCall)
+        case refusal(VarlinkProtocolError)
+    }
+
     private let service: VarlinkService
     private let statistics: VarlinkServerStatistics
+    private let tasks: VarlinkTaskRegistry
     private let maximumQueuedCalls: Int
     private let logger: Logger
     private var state = State.idle
-    private var queue = CircularBuffer<VarlinkCall>()
+    private var queue = CircularBuffer<Pending>()
     private var peer: VarlinkPeer?
     private var pendingFlush = false
     private var reading = true
+    /// A protocol violation waits in the queue: nothing more is read.
+    private var refusalQueued = false
 
-    init(service: VarlinkService, statistics: VarlinkServerStatistics, limits: VarlinkServerLimits, logger: Logger) {
+    init(
+        service: VarlinkService,
+        statistics: VarlinkServerStatistics,
+        tasks: VarlinkTaskRegistry,
+        limits: VarlinkServerLimits,
+        logger: Logger
+    ) {
         self.service = service
         self.statistics = statistics
+        self.tasks = tasks
         self.maximumQueuedCalls = limits.maximumQueuedCalls
         self.logger = logger
     }
@@ -53,15 +70,21 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         context.fireChannelActive()
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        // The peer is gone: what it asked for can no longer be answered.
+        if case .running(let task) = self.state { task.cancel() }
+        self.state = .closing
+        self.queue.removeAll()
+        context.fireChannelInactive()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .idle = self.state else {
-            if case .running = self.state {
-                self.enqueue(context: context, frame: Self.unwrapInboundIn(data))
-            }
-            return
+        let pending = Self.parse(Self.unwrapInboundIn(data))
+        switch self.state {
+        case .idle: self.handle(context: context, pending)
+        case .running: self.enqueue(context: context, pending)
+        case .closing: break
         }
-        guard let call = self.parse(context: context, frame: Self.unwrapInboundIn(data)) else { return }
-        self.dispatch(context: context, call: call)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -74,57 +97,67 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         context.fireChannelWritabilityChanged()
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let protocolError = error as? VarlinkProtocolError else {
+            self.logger.debug("Varlink connection failed, closing", metadata: ["error": "\(error)"])
+            self.state = .closing
+            context.close(promise: nil)
+            return
+        }
+        switch self.state {
+        case .idle: self.refuse(context: context, error: protocolError)
+        case .running: self.enqueue(context: context, .refusal(protocolError))
+        case .closing: break
+        }
+    }
+
+    private static func parse(_ frame: ByteBuffer) -> Pending {
+        do {
+            return .call(try VarlinkCall(message: try JSONParser.parse(frame.readableBytesView)))
+        } catch let error as JSONParseError {
+            return .refusal(.invalidMessage(error.description))
+        } catch let error as VarlinkProtocolError {
+            return .refusal(error)
+        } catch {
+            return .refusal(.invalidMessage("\(error)"))
+        }
+    }
+
+    private func handle(context: ChannelHandlerContext, _ pending: Pending) {
+        switch pending {
+        case .call(let call): self.dispatch(context: context, call: call)
+        case .refusal(let error): self.refuse(context: context, error: error)
+        }
+    }
+
+    private func enqueue(context: ChannelHandlerContext, _ pending: Pending) {
+        self.queue.append(pending)
+        if case .refusal = pending {
+            // Nothing after a protocol violation is read: the connection ends once the queue reaches it.
+            self.refusalQueued = true
+        }
+        self.updateReading(context: context)
+    }
+
     /// Reads from the peer only while its queue has room and its unread replies are within bounds.
     private func updateReading(context: ChannelHandlerContext) {
-        let wanted = self.queue.count < self.maximumQueuedCalls && context.channel.isWritable
+        let wanted = !self.refusalQueued && self.queue.count < self.maximumQueuedCalls && context.channel.isWritable
         guard wanted != self.reading else { return }
         self.reading = wanted
         // Fails only on a closed channel, which reads nothing anyway.
         context.channel.setOption(ChannelOptions.autoRead, value: wanted).whenFailure { _ in }
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let protocolError = error as? VarlinkProtocolError {
-            self.refuse(context: context, error: protocolError)
-        } else {
-            self.logger.debug("Varlink connection failed, closing", metadata: ["error": "\(error)"])
-            self.state = .closing
-            context.close(promise: nil)
-        }
-    }
-
-    private func enqueue(context: ChannelHandlerContext, frame: ByteBuffer) {
-        guard let call = self.parse(context: context, frame: frame) else { return }
-        self.queue.append(call)
-        self.updateReading(context: context)
-    }
-
-    private func parse(context: ChannelHandlerContext, frame: ByteBuffer) -> VarlinkCall? {
-        do {
-            let message = try JSONParser.parse(frame.readableBytesView)
-            return try VarlinkCall(message: message)
-        } catch let error as JSONParseError {
-            self.refuse(context: context, error: .invalidMessage(error.description))
-        } catch let error as VarlinkProtocolError {
-            self.refuse(context: context, error: error)
-        } catch {
-            self.refuse(context: context, error: .invalidMessage("\(error)"))
-        }
-        return nil
-    }
-
     /// The peer broke the protocol: say why while a reply can still be sent, then hang up.
     private func refuse(context: ChannelHandlerContext, error: VarlinkProtocolError) {
-        guard case .idle = self.state else {
-            if case .running = self.state { self.state = .closing; context.close(promise: nil) }
-            return
-        }
         self.state = .closing
+        self.queue.removeAll()
         self.statistics.update { $0.protocolErrors += 1 }
         self.logger.debug("Varlink peer broke the protocol, closing", metadata: ["reason": "\(error)"])
         var buffer = context.channel.allocator.buffer(capacity: 128)
         buffer.writeVarlinkMessage(VarlinkReply(error: error).message)
         let channel = context.channel
+        self.pendingFlush = false
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
             channel.close(promise: nil)
         }
@@ -151,30 +184,38 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             }
             self.reply(context: context, call: call, reply)
         case .streaming(let body):
-            self.state = .running
             let responder = VarlinkResponder(channel: context.channel, call: call)
             let finished = NIOLoopBound(
                 { [self] in self.streamingCallFinished(context: context) },
                 eventLoop: context.eventLoop
             )
-            Self.run(body, request: request, responder: responder, logger: self.logger) {
+            let task = Self.run(body, request: request, responder: responder, tasks: self.tasks, logger: self.logger) {
                 finished.value()
             }
+            self.state = .running(task: task)
         }
     }
 
-    /// Runs a streaming method as a task, then hands control back to the connection on its event loop.
+    /// Runs a streaming method as a task that always ends the call with exactly one final reply, then hands
+    /// control back to the connection on its event loop.
     private static func run(
         _ body: @escaping @Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void,
         request: VarlinkRequest,
         responder: VarlinkResponder,
+        tasks: VarlinkTaskRegistry,
         logger: Logger,
         onLoop finished: @escaping @Sendable () -> Void
-    ) {
+    ) -> Task<Void, Never> {
         let eventLoop = responder.eventLoop
-        Task {
+        return tasks.start {
             do {
                 try await body(request, responder)
+                if !responder.isFinished {
+                    logger.error("Method returned without a final reply", metadata: ["method": "\(request.call.method)"])
+                    responder.fail(
+                        VarlinkProtocolError.internalError("\(request.call.method) returned without a final reply")
+                    )
+                }
             } catch {
                 responder.fail(Self.wireError(error, call: request.call, logger: logger))
             }
@@ -202,7 +243,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         guard case .running = self.state else { return }
         self.state = .idle
         while case .idle = self.state, let next = self.queue.popFirst() {
-            self.dispatch(context: context, call: next)
+            self.handle(context: context, next)
         }
         self.flushPending(context: context)
         self.updateReading(context: context)
@@ -210,13 +251,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// A method's error as the peer sees it. Errors that are not part of an interface are our bugs: they are
     /// logged here, once, and reach the peer as `io.coalesced.Protocol.InternalError`.
-    private static func wireError(_ error: any Error, call: VarlinkCall, logger: Logger) -> any VarlinkErrorConvertible {
+    private static func wireError(_ error: any Error, call: VarlinkCall, logger: Logger) -> any VarlinkErrorConvertible
+    {
         if let error = error as? any VarlinkErrorConvertible { return error }
         logger.error(
             "Method failed with an undeclared error",
             metadata: ["method": "\(call.method)", "error": "\(error)"]
         )
-        return VarlinkError(name: "io.coalesced.Protocol.InternalError", parameters: ["reason": .string("\(error)")])
+        return VarlinkProtocolError.internalError("\(error)")
     }
 }
 

@@ -50,25 +50,35 @@ public struct VarlinkError: VarlinkErrorConvertible, Hashable, CustomStringConve
     public static let expectedMore = VarlinkError(name: "org.varlink.service.ExpectedMore")
 }
 
-/// Why a connection's bytes are not a Varlink conversation. The server answers these with an error in the
-/// `io.coalesced.Protocol` interface and then closes the connection.
+/// Errors of the conversation rather than of one method, in the `io.coalesced.Protocol` interface. After the
+/// first three the server closes the connection.
 public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, CustomStringConvertible {
     /// A message did not end within the size bound.
     case messageTooLarge(limit: Int)
     /// A message was not valid JSON, or not a well-formed call or reply.
     case invalidMessage(String)
+    /// The server already serves as many connections as it may; sent instead of any reply, then the connection
+    /// is closed.
+    case tooManyConnections(limit: Int)
+    /// A method failed in a way its interface does not declare: a bug in the server.
+    case internalError(String)
+
+    /// The interface that declares these errors.
+    public static let interface = "io.coalesced.Protocol"
 
     public var varlinkName: String {
         switch self {
-        case .messageTooLarge: return "io.coalesced.Protocol.MessageTooLarge"
-        case .invalidMessage: return "io.coalesced.Protocol.InvalidMessage"
+        case .messageTooLarge: return Self.interface + ".MessageTooLarge"
+        case .invalidMessage: return Self.interface + ".InvalidMessage"
+        case .tooManyConnections: return Self.interface + ".TooManyConnections"
+        case .internalError: return Self.interface + ".InternalError"
         }
     }
 
     public var varlinkParameters: [String: JSONValue] {
         switch self {
-        case .messageTooLarge(let limit): return ["limit": .int(Int64(limit))]
-        case .invalidMessage(let reason): return ["reason": .string(reason)]
+        case .messageTooLarge(let limit), .tooManyConnections(let limit): return ["limit": .int(Int64(limit))]
+        case .invalidMessage(let reason), .internalError(let reason): return ["reason": .string(reason)]
         }
     }
 
@@ -76,6 +86,8 @@ public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, Cust
         switch self {
         case .messageTooLarge(let limit): return "message larger than the limit of \(limit) bytes"
         case .invalidMessage(let reason): return "invalid message: \(reason)"
+        case .tooManyConnections(let limit): return "already serving the limit of \(limit) connections"
+        case .internalError(let reason): return "internal error: \(reason)"
         }
     }
 }

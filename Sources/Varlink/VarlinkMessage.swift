@@ -131,13 +131,15 @@ public struct VarlinkReply: Sendable, Hashable {
 
 /// Naming rules from the Varlink specification.
 public enum VarlinkNames {
-    /// An interface name is reverse-domain: dot-separated labels of ASCII letters, digits and dashes, at least two,
-    /// each starting with a letter and not ending with a dash.
+    /// An interface name is reverse-domain: at least two dot-separated labels of ASCII letters, digits and dashes,
+    /// none starting or ending with a dash, the first starting with a letter (varlink.org's grammar).
     public static func isValidInterface(_ name: String) -> Bool {
         let labels = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard labels.count >= 2 else { return false }
+        guard labels.count >= 2, let initial = labels[0].first, isLetter(initial) else { return false }
         return labels.allSatisfy { label in
-            guard let first = label.first, isLetter(first), label.last != UInt8(ascii: "-") else { return false }
+            guard let first = label.first, first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-") else {
+                return false
+            }
             return label.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") }
         }
     }

@@ -1,12 +1,15 @@
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Sends the replies of one streaming call.
 ///
-/// A call made with `more` may receive any number of ``send(_:)`` replies followed by one ``finish(_:)``; a call
-/// without it receives exactly one ``finish(_:)``. For a `oneway` call nothing is sent at all.
+/// A call made with `more` may receive any number of ``send(_:)`` replies followed by one ``finish(_:)`` or
+/// ``fail(_:)``; a call without it receives exactly one of those. For a `oneway` call nothing is sent at all.
+/// Anything sent after the final reply is dropped, so a peer's replies can never fall out of step with its calls.
 public struct VarlinkResponder: Sendable {
     private let channel: any Channel
     private let call: VarlinkCall
+    private let finished = NIOLockedValueBox(false)
 
     init(channel: any Channel, call: VarlinkCall) {
         self.channel = channel
@@ -18,21 +21,36 @@ public struct VarlinkResponder: Sendable {
     /// Whether the client accepts several replies.
     public var streams: Bool { self.call.more && !self.call.oneway }
 
-    /// Sends one reply of a stream, with `continues` set.
-    /// - Important: Only for calls made with `more`; check ``streams`` or throw `ExpectedMore` first.
+    /// Whether the final reply has been sent.
+    public var isFinished: Bool { self.finished.withLockedValue { $0 } }
+
+    /// Sends one reply of a stream, with `continues` set. For a call made without `more` the method should have
+    /// refused with `ExpectedMore`; the call is ended with that error here instead.
     public func send(_ parameters: [String: JSONValue]) {
-        precondition(self.call.more, "a streamed reply to \(self.call.method), called without more")
+        guard self.call.more else {
+            self.fail(VarlinkError.expectedMore)
+            return
+        }
+        guard !self.isFinished else { return }
         self.write(VarlinkReply(parameters: parameters, continues: true))
     }
 
     /// Sends the last (or only) reply.
     public func finish(_ parameters: [String: JSONValue] = [:]) {
-        self.write(VarlinkReply(parameters: parameters))
+        self.writeFinal(VarlinkReply(parameters: parameters))
     }
 
     /// Ends the call with an error reply.
     public func fail(_ error: any VarlinkErrorConvertible) {
-        self.write(VarlinkReply(error: error))
+        self.writeFinal(VarlinkReply(error: error))
+    }
+
+    private func writeFinal(_ reply: VarlinkReply) {
+        let first = self.finished.withLockedValue { finished in
+            defer { finished = true }
+            return !finished
+        }
+        if first { self.write(reply) }
     }
 
     private func write(_ reply: VarlinkReply) {

@@ -59,6 +59,7 @@ public final class VarlinkServer: Sendable {
     private let logger: Logger
     private let limitsBox: NIOLockedValueBox<VarlinkServerLimits>
     private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    private let tasks = VarlinkTaskRegistry()
     private let listener = NIOLockedValueBox<(channel: any Channel, ownedPath: String?)?>(nil)
 
     public init(
@@ -124,7 +125,11 @@ public final class VarlinkServer: Sendable {
                 "Connection limit reached, refusing a connection",
                 metadata: ["limit": "\(limits.maximumConnections)"]
             )
-            return channel.close()
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(
+                    VarlinkRefusingHandler(error: .tooManyConnections(limit: limits.maximumConnections))
+                )
+            }
         }
         self.channels.withLockedValue { $0[id] = channel }
         channel.closeFuture.whenComplete { [self] _ in
@@ -139,6 +144,7 @@ public final class VarlinkServer: Sendable {
                 VarlinkConnectionHandler(
                     service: self.service,
                     statistics: self.statistics,
+                    tasks: self.tasks,
                     limits: limits,
                     logger: self.logger
                 )
@@ -146,7 +152,8 @@ public final class VarlinkServer: Sendable {
         }
     }
 
-    /// Stops accepting, closes every connection, and removes the socket file the server created.
+    /// Stops accepting, closes every connection, waits for the streaming calls they ran to end, and removes the
+    /// socket file the server created.
     public func shutdown() async {
         guard let (listener, ownedPath) = self.listener.withLockedValue({ state in defer { state = nil }; return state })
         else { return }
@@ -156,6 +163,7 @@ public final class VarlinkServer: Sendable {
         for channel in open {
             try? await channel.close()
         }
+        await self.tasks.cancelAndWait()
         if let ownedPath {
             unlink(ownedPath)
         }
@@ -182,7 +190,7 @@ enum VarlinkSocketFile {
     }
 
     private static func makeDirectories(for path: String) throws {
-        var prefix = ""
+        var prefix = path.hasPrefix("/") ? "" : "."
         let components = path.split(separator: "/", omittingEmptySubsequences: true).dropLast()
         for component in components {
             prefix += "/" + component
@@ -197,5 +205,30 @@ enum VarlinkSocketFile {
         guard let connection = try? UnixSocket.connect(path: path) else { return false }
         close(connection)
         return true
+    }
+}
+
+/// Says why a connection is refused as soon as it is active, then closes it.
+final class VarlinkRefusingHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let error: VarlinkProtocolError
+
+    init(error: VarlinkProtocolError) {
+        self.error = error
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: 128)
+        buffer.writeVarlinkMessage(VarlinkReply(error: self.error).message)
+        let channel = context.channel
+        context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Whatever the refused peer sends is not read.
     }
 }

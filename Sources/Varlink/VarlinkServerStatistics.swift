@@ -6,7 +6,7 @@ public final class VarlinkServerStatistics: Sendable {
     public struct Snapshot: Sendable, Hashable {
         /// Connections open now.
         public var connections = 0
-        /// Connections accepted since start, those refused over the limit included.
+        /// Connections accepted since start, those then refused over the limit included.
         public var connectionsTotal = 0
         /// Connections refused because ``VarlinkServerLimits/maximumConnections`` were open.
         public var connectionsRefused = 0

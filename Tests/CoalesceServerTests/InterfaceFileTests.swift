@@ -28,11 +28,10 @@ import Varlink
             encoding: .utf8
         )
         let description = try VarlinkInterfaceDescription(text: text)
-        let sent = [
-            VarlinkProtocolError.messageTooLarge(limit: 1).varlinkName,
-            VarlinkProtocolError.invalidMessage("").varlinkName,
-            "io.coalesced.Protocol.InternalError",
+        let sent: [VarlinkProtocolError] = [
+            .messageTooLarge(limit: 1), .invalidMessage(""), .tooManyConnections(limit: 1), .internalError(""),
         ]
-        #expect(Set(sent.map { $0.replacingOccurrences(of: "io.coalesced.Protocol.", with: "") }) == description.errors)
+        #expect(description.name == VarlinkProtocolError.interface)
+        #expect(Set(sent.map { $0.varlinkName.replacingOccurrences(of: description.name + ".", with: "") }) == description.errors)
     }
 }

@@ -47,8 +47,15 @@ public func runProcess(_ path: String, _ arguments: [String]) throws -> Run {
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    // Both pipes are drained at once: a child that fills one while we wait on the other would never finish.
+    nonisolated(unsafe) var stderr = Data()
+    let stderrDone = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        stderr = err.fileHandleForReading.readDataToEndOfFile()
+        stderrDone.signal()
+    }
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    stderrDone.wait()
     process.waitUntilExit()
     return Run(
         status: process.terminationStatus,

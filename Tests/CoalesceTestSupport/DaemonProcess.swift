@@ -46,6 +46,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let notify: NotifyListener
     public let process = Process()
+    private let exited = DispatchSemaphore(value: 0)
     public var socketPath: String { self.directory.file("io.coalesced") }
     public var configPath: String { self.directory.file("coalesced.conf") }
     public var logPath: String { self.directory.file("daemon.log") }
@@ -56,6 +57,8 @@ public final class DaemonProcess: @unchecked Sendable {
     ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
     public init(configuration: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
         self.directory = try TemporaryDirectory()
+        let exited = self.exited
+        self.process.terminationHandler = { _ in exited.signal() }
         self.notify = try NotifyListener(path: self.directory.file("notify"))
         try self.directory.write("coalesced.conf", configuration)
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
@@ -101,11 +104,10 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Waits for the process to exit, at most `timeout`; its status, or `nil` if it is still running.
     public func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while self.process.isRunning, ContinuousClock.now < deadline {
-            usleep(10_000)
-        }
-        guard !self.process.isRunning else { return nil }
+        guard self.exited.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success
+        else { return nil }
+        self.exited.signal()  // later waits see the exit too
+        self.process.waitUntilExit()
         return self.process.terminationStatus
     }
 

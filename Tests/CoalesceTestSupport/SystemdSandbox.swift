@@ -27,15 +27,20 @@ public final class SystemdSandbox: @unchecked Sendable {
             [Self.script, "boot", self.directory.path, "--timeout", "600"]
                 + binaries.flatMap { ["--bin", BuildProducts.path(of: $0)] }
         )
-        let waited = try Self.script(["wait", self.directory.path, "--timeout", "60"])
-        guard waited.status == 0 else {
-            throw SupportError("the systemd sandbox did not boot: \(waited.stderr)")
+        do {
+            let waited = try Self.script(["wait", self.directory.path, "--timeout", "60"])
+            guard waited.status == 0 else {
+                throw SupportError("the systemd sandbox did not boot: \(waited.stderr)")
+            }
+            let pidText = try String(contentsOfFile: self.directory.file("pid"), encoding: .utf8)
+            guard let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw SupportError("no pid from the sandbox: \(pidText)")
+            }
+            self.pid = pid
+        } catch {
+            self.stop()
+            throw error
         }
-        let pidText = try String(contentsOfFile: self.directory.file("pid"), encoding: .utf8)
-        guard let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw SupportError("no pid from the sandbox: \(pidText)")
-        }
-        self.pid = pid
     }
 
     func stop() {

@@ -89,3 +89,23 @@ import Varlink
         #expect(try await onThread { daemon.waitForExit() } == 0, "output: \(daemon.output)")
     }
 }
+
+@Suite struct StateDirectoryTests {
+    @Test func aNewStateDirectoryIsPrivateAndAnExistingOneKeepsItsMode() async throws {
+        let fresh = try DaemonProcess()
+        try await onThread { try fresh.waitUntilReady() }
+        let attributes = try FileManager.default.attributesOfItem(atPath: fresh.directory.file("state"))
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+        fresh.signal(SIGKILL)
+
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(
+            atPath: directory.file("shared"), withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755]
+        )
+        let existing = try DaemonProcess(arguments: ["--state-dir", directory.file("shared")])
+        try await onThread { try existing.waitUntilReady() }
+        let kept = try FileManager.default.attributesOfItem(atPath: directory.file("shared"))
+        #expect((kept[.posixPermissions] as? Int) == 0o755)
+        existing.signal(SIGKILL)
+    }
+}

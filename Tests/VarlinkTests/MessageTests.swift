@@ -42,6 +42,8 @@ import Varlink
         #expect(VarlinkNames.isValidInterface("org.varlink.service"))
         #expect(VarlinkNames.isValidInterface("io.coalesced.System"))
         #expect(VarlinkNames.isValidInterface("a-b.c1"))
+        #expect(VarlinkNames.isValidInterface("org.1example.x"))
+        #expect(!VarlinkNames.isValidInterface("org.-example"))
         #expect(!VarlinkNames.isValidInterface("single"))
         #expect(!VarlinkNames.isValidInterface("a..b"))
         #expect(!VarlinkNames.isValidInterface("1a.b"))

@@ -17,6 +17,9 @@ import Varlink
             method Count(n: int) -> (i: int)
             method Slow(value: string) -> (value: string)
             method Fail() -> ()
+            method Forgetful() -> ()
+            method Careless() -> (i: int)
+            method Twice() -> ()
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -31,6 +34,13 @@ import Varlink
                 responder.finish(["value": .string(try request.string("value"))])
             },
             "Fail": .immediate { _ in throw Undeclared() },
+            // Bugs a method may have; none may break the conversation.
+            "Forgetful": .streaming { _, _ in },
+            "Careless": .streaming { _, responder in responder.send(["i": 1]) },
+            "Twice": .streaming { _, responder in
+                responder.finish()
+                throw Undeclared()
+            },
         ]
     )
 
@@ -180,6 +190,35 @@ import Varlink
         }
     }
 
+    @Test func aMethodThatBreaksItsReplyContractStillEndsItsCallExactlyOnce() async throws {
+        try await self.withServer { path, _ in
+            let client = try VarlinkClient(path: path)
+            #expect {
+                try client.call("org.example.test.Forgetful")
+            } throws: { error in
+                (error as? VarlinkError)?.varlinkName == "io.coalesced.Protocol.InternalError"
+            }
+            #expect(throws: VarlinkError.expectedMore) { try client.call("org.example.test.Careless") }
+            #expect(try client.call("org.example.test.Twice") == [:])
+            // Still in step: the next reply belongs to the next call.
+            #expect(try client.call("org.example.test.Echo", ["value": "next"]) == ["value": "next"])
+        }
+    }
+
+    @Test func aBadMessageBehindARunningCallIsRefusedInItsTurn() async throws {
+        try await self.withServer { path, server in
+            let client = try VarlinkClient(path: path)
+            var bytes: [UInt8] = []
+            VarlinkCall(method: "org.example.test.Slow", parameters: ["value": "first"]).message.write(to: &bytes)
+            bytes += [0] + Array("garbage".utf8) + [0]
+            try client.sendRaw(bytes)
+            #expect(try client.receiveReply().parameters["value"] == "first")
+            #expect(try client.receiveReply().error == "io.coalesced.Protocol.InvalidMessage")
+            #expect(client.waitForClose(timeout: .seconds(10)))
+            #expect(server.statistics.snapshot.protocolErrors == 1)
+        }
+    }
+
     @Test func onewayCallsGetNoReply() async throws {
         try await self.withServer { path, _ in
             let client = try VarlinkClient(path: path)
@@ -219,6 +258,7 @@ import Varlink
             _ = try first.call("org.example.test.Echo", ["value": "1"])
             _ = try second.call("org.example.test.Echo", ["value": "2"])
             let third = try VarlinkClient(path: path)
+            #expect(try third.receiveReply() == VarlinkReply(error: VarlinkProtocolError.tooManyConnections(limit: 2)))
             #expect(third.waitForClose(timeout: .seconds(10)))
             #expect(server.statistics.snapshot.connectionsRefused == 1)
             #expect(try first.call("org.example.test.Echo", ["value": "1"]) == ["value": "1"])
