@@ -135,18 +135,8 @@ final class EchoServer: @unchecked Sendable {
     init(path: String) throws {
         self.path = path
         self.listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(self.listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(self.listener, 16) == 0 else { throw SupportError("echo server: bind/listen failed") }
+        try bindUnixSocket(self.listener, path: path)
+        guard listen(self.listener, 16) == 0 else { throw SupportError("echo server: listen failed") }
         let listener = self.listener
         Thread.detachNewThread {
             while true {

@@ -9,10 +9,12 @@ import Testing
 @Suite(.serialized) struct SystemdModuleTests {
     @Test func journalAndBusWorkInsideTheSandbox() async throws {
         guard SystemdUnitTests.requireSandbox() else { return }
+        // The sandbox has its own /tmp, where a checkout may live: the binary goes in through /usr/local/bin.
         let tests = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let run = try await withSystemdSandbox { sandbox in
+        let name = (tests as NSString).lastPathComponent
+        let run = try await withSystemdSandbox(binaries: [name]) { sandbox in
             try sandbox.run(
-                "env", "\(insideSandboxVariable)=1", tests,
+                "env", "\(insideSandboxVariable)=1", "/usr/local/bin/" + name,
                 "--testing-library", "swift-testing", "--filter", "InsideSandboxTests"
             )
         }
