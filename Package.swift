@@ -130,7 +130,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProcessTests",
-            dependencies: ["CoalesceTestSupport", "Varlink", "CoalesceDaemon", "CoalesceCtl"],
+            dependencies: ["CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

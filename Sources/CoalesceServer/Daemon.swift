@@ -17,6 +17,9 @@ public enum MessageID {
     public static let reloaded = "6ab1dea5eea941e2a65c779e0a3dcd9b"
     public static let reloadFailed = "c398ef5e1e3547eb8e9b1e6b98eda402"
     public static let startFailed = "396691b1f9ab41ed8e993c2c06b4dee4"
+
+    /// Every MESSAGE_ID, for checking the catalog.
+    public static let all = [started, stopping, reloaded, reloadFailed, startFailed]
 }
 
 /// Which instance runs: the system one (root, /run and /var/lib) or a user's (XDG directories).
