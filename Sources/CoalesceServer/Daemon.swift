@@ -120,7 +120,9 @@ public enum Daemon {
         )
 
         do {
-            try await server.start(address)
+            // The system instance serves apps of every user and decides per call, from the peer's credentials, who
+            // may do what; a user instance is its user's alone, as the user unit's SocketMode=0600 makes it.
+            try await server.start(address, socketMode: options.instance == .system ? 0o666 : 0o600)
         } catch {
             logger.critical(
                 "Cannot serve the socket",

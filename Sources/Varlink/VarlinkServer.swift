@@ -83,8 +83,11 @@ public final class VarlinkServer: Sendable {
     }
 
     /// Starts accepting connections.
+    /// - Parameters:
+    ///   - address: where to listen.
+    ///   - socketMode: the permissions of a socket file the server creates: who may connect at all.
     /// - Throws: ``VarlinkServerError`` when the socket cannot be had, or the error of the bind.
-    public func start(_ address: VarlinkListenAddress) async throws {
+    public func start(_ address: VarlinkListenAddress, socketMode: UInt32 = 0o666) async throws {
         let bootstrap = ServerBootstrap(group: self.group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .childChannelInitializer { [self] channel in
@@ -96,8 +99,7 @@ public final class VarlinkServer: Sendable {
         case .path(let path):
             try VarlinkSocketFile.prepare(path)
             channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
-            // Apps of every user connect; who may do what is decided per call from the peer's credentials.
-            if chmod(path, 0o666) != 0 {
+            if chmod(path, mode_t(socketMode)) != 0 {
                 throw VarlinkServerError.system(operation: "chmod", path: path, errno: errno)
             }
             ownedPath = path

@@ -109,3 +109,15 @@ import Varlink
         existing.signal(SIGKILL)
     }
 }
+
+@Suite struct SocketModeTests {
+    @Test func aUserInstanceSocketIsItsUsersAloneAndTheSystemOneIsOpenToAll() async throws {
+        for (flag, mode) in [("--user", 0o600), ("--system", 0o666)] {
+            let daemon = try DaemonProcess(arguments: [flag])
+            try await onThread { try daemon.waitUntilReady() }
+            let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socketPath)
+            #expect((attributes[.posixPermissions] as? Int) == mode, "\(flag)")
+            daemon.signal(SIGKILL)
+        }
+    }
+}
