@@ -38,6 +38,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CoalesceCore",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "Varlink",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -103,6 +107,11 @@ let package = Package(
             name: "CoalesceTestSupport",
             dependencies: ["Varlink"],
             path: "Tests/CoalesceTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoalesceCoreTests",
+            dependencies: ["CoalesceCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

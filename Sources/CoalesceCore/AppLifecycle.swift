@@ -1,0 +1,289 @@
+/// What the shell must do after an input to ``AppLifecycle``, in order.
+public enum LifecycleEffect: Sendable, Hashable {
+    /// Send the callback to the app, numbered `sequence` in its stream; `task` names the background task a
+    /// backgroundTaskWillExpire is about.
+    case deliver(LifecycleCallback, sequence: UInt64, task: Int? = nil)
+    /// The app changed state: log it, tell monitors.
+    case transition(from: AppState, to: AppState, reason: TransitionReason)
+    /// Kill the app's process at once (SIGKILL), without a word to it: a purge, or a missed deadline.
+    case kill(reason: TransitionReason)
+    /// End the app's process after willTerminate (SIGTERM, then SIGKILL after a grace period).
+    case terminate(reason: TransitionReason)
+}
+
+/// A request that does not fit the app's state. Nothing changed when one is thrown.
+public enum LifecycleError: Error, Sendable, Hashable, CustomStringConvertible {
+    case notRunning(AppState)
+    case alreadyRunning(AppState)
+    case notInForeground(AppState)
+    case notActive(AppState)
+    case notInterrupted
+    case alreadyInterrupted
+    case notSuspended(AppState)
+    case noSuchTask(Int)
+
+    public var description: String {
+        switch self {
+        case .notRunning(let state): return "the app is not running (it is \(state.rawValue))"
+        case .alreadyRunning(let state): return "the app is already running (it is \(state.rawValue))"
+        case .notInForeground(let state): return "the app is not in the foreground (it is \(state.rawValue))"
+        case .notActive(let state): return "the app is not active (it is \(state.rawValue))"
+        case .notInterrupted: return "the app is not interrupted"
+        case .alreadyInterrupted: return "the app is already interrupted"
+        case .notSuspended(let state): return "only a suspended app can be purged (it is \(state.rawValue))"
+        case .noSuchTask(let id): return "no open background task \(id)"
+        }
+    }
+}
+
+/// One app's lifecycle, as a pure state machine: requests and the passing of time go in, effects come out.
+///
+/// It keeps no clock: every input carries `now`, and ``nextDeadline`` says when the shell must next call
+/// ``timePassed(now:)``. The callback orders are those seed 004 observed on a device (DESIGN.md §1).
+public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    public private(set) var state: AppState = .notRunning
+    public var traits: AppTraits
+    public let timings: LifecycleTimings
+    /// Open background tasks by id, with their names.
+    public private(set) var tasks: [Int: String] = [:]
+    /// The app is inactive because of an interruption (alert, call, sleep, lock), not a transition.
+    public private(set) var interrupted = false
+
+    private var nextSequence: UInt64 = 1
+    private var nextTaskID = 1
+    /// Callbacks that must be acknowledged, with their deadline.
+    private var awaiting: [(sequence: UInt64, callback: LifecycleCallback, deadline: Instant)] = []
+    /// When the background task budget runs out; set while the app is in the background.
+    private var budgetEnds: Instant?
+    private var expiryWarned = false
+
+    public init(traits: AppTraits = AppTraits(), timings: LifecycleTimings = LifecycleTimings()) {
+        self.traits = traits
+        self.timings = timings
+    }
+
+    /// The earliest time at which ``timePassed(now:)`` has something to do.
+    public var nextDeadline: Instant? {
+        var deadlines = self.awaiting.map(\.deadline)
+        if let budgetEnds = self.budgetEnds, !self.tasks.isEmpty {
+            deadlines.append(self.expiryWarned ? budgetEnds : budgetEnds.advanced(by: .zero - self.timings.expiryWarning))
+        }
+        return deadlines.min()
+    }
+
+    /// Seconds of background time left, as BeginBackgroundTask reports it; the whole budget in the foreground.
+    public func backgroundTimeRemaining(now: Instant) -> Duration {
+        guard let budgetEnds = self.budgetEnds else { return self.timings.backgroundTaskBudget }
+        return max(.zero, now.duration(to: budgetEnds))
+    }
+
+    // MARK: Requests
+
+    /// Starts the app: didFinishLaunching, then didBecomeActive (foreground) or didEnterBackground (background).
+    public mutating func launch(_ destination: LaunchDestination, now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.state == .notRunning else { throw .alreadyRunning(self.state) }
+        var effects = self.move(to: .inactive, reason: .launch)
+        effects.append(self.deliver(.didFinishLaunching, deadline: now.advanced(by: self.timings.launchAcknowledgement)))
+        switch destination {
+        case .foreground:
+            effects += self.move(to: .active, reason: .launch)
+            effects.append(self.deliver(.didBecomeActive))
+        case .background:
+            effects += self.enterBackground(now: now, reason: .launch)
+        }
+        return effects
+    }
+
+    /// Brings the app to the foreground: willEnterForeground (from the background), then didBecomeActive.
+    public mutating func activate(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        switch self.state {
+        case .notRunning: throw .notRunning(self.state)
+        case .active: return []
+        case .inactive:
+            guard !self.interrupted else { throw .alreadyInterrupted }
+            return self.move(to: .active, reason: .activate) + [self.deliver(.didBecomeActive)]
+        case .background, .suspended:
+            self.leaveBackground()
+            var effects = self.move(to: .inactive, reason: .activate)
+            effects.append(self.deliver(.willEnterForeground))
+            effects += self.move(to: .active, reason: .activate)
+            effects.append(self.deliver(.didBecomeActive))
+            return effects
+        }
+    }
+
+    /// Sends the app to the background (the home button, another app brought forward): willResignActive unless an
+    /// interruption already sent it, then didEnterBackground.
+    public mutating func deactivate(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.state.isForeground else { throw .notInForeground(self.state) }
+        var effects: [LifecycleEffect] = []
+        if self.state == .active {
+            effects += self.move(to: .inactive, reason: .deactivate)
+            effects.append(self.deliver(.willResignActive))
+        }
+        self.interrupted = false
+        return effects + self.enterBackground(now: now, reason: .deactivate)
+    }
+
+    /// An alert, a call, sleep or the screen lock takes the foreground from an active app: willResignActive.
+    public mutating func interruptionBegan(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.state == .active else {
+            if self.interrupted { throw .alreadyInterrupted }
+            throw .notActive(self.state)
+        }
+        self.interrupted = true
+        return self.move(to: .inactive, reason: .interruptionBegan) + [self.deliver(.willResignActive)]
+    }
+
+    /// The interruption is over and the app has the foreground again: didBecomeActive.
+    public mutating func interruptionEnded(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.interrupted, self.state == .inactive else { throw .notInterrupted }
+        self.interrupted = false
+        return self.move(to: .active, reason: .interruptionEnded) + [self.deliver(.didBecomeActive)]
+    }
+
+    /// Ends the app. A running app that can run code hears willTerminate first; a suspended one runs no code and
+    /// is killed without a word.
+    public mutating func terminate(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        switch self.state {
+        case .notRunning: throw .notRunning(self.state)
+        case .suspended: return self.stop(reason: .terminate, effect: .kill(reason: .terminate))
+        case .inactive, .active, .background:
+            let willTerminate = self.deliver(.willTerminate)
+            return [willTerminate] + self.stop(reason: .terminate, effect: .terminate(reason: .terminate))
+        }
+    }
+
+    /// Reclaims a suspended app's memory: it is killed with no callback at all, as seed 004 observed.
+    public mutating func purge(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.state == .suspended else { throw .notSuspended(self.state) }
+        return self.stop(reason: .purge, effect: .kill(reason: .purge))
+    }
+
+    /// The app's process is gone (its stream closed): it is not running, and is told nothing.
+    public mutating func processExited(now: Instant) -> [LifecycleEffect] {
+        guard self.state.isRunning else { return [] }
+        let from = self.state
+        self.reset()
+        return [.transition(from: from, to: .notRunning, reason: .processExited)]
+    }
+
+    /// The app has handled every callback up to `sequence`: their deadlines are met. An acknowledged
+    /// didEnterBackground lets an app with nothing left to do be suspended.
+    public mutating func acknowledge(upTo sequence: UInt64, now: Instant) -> [LifecycleEffect] {
+        let met = self.awaiting.filter { $0.sequence <= sequence }
+        self.awaiting.removeAll { $0.sequence <= sequence }
+        guard met.contains(where: { $0.callback == .didEnterBackground }) else { return [] }
+        return self.suspendIfIdle(now: now)
+    }
+
+    /// Opens a background task; returns its id and the background time remaining.
+    public mutating func beginBackgroundTask(
+        name: String,
+        now: Instant
+    ) throws(LifecycleError) -> (id: Int, remaining: Duration) {
+        guard self.state.isRunning, self.state != .suspended else { throw .notRunning(self.state) }
+        let id = self.nextTaskID
+        self.nextTaskID += 1
+        self.tasks[id] = name
+        return (id, self.backgroundTimeRemaining(now: now))
+    }
+
+    /// Closes a background task; closing the last one in the background lets the app be suspended.
+    public mutating func endBackgroundTask(_ id: Int, now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.tasks.removeValue(forKey: id) != nil else { throw .noSuchTask(id) }
+        return self.suspendIfIdle(now: now)
+    }
+
+    /// Acts on every deadline that has passed: a callback not acknowledged in time kills the app; the background
+    /// budget first warns each open task, then ends them all.
+    public mutating func timePassed(now: Instant) -> [LifecycleEffect] {
+        if let missed = self.awaiting.first(where: { $0.deadline <= now }) {
+            let reason: TransitionReason =
+                missed.callback == .didFinishLaunching ? .launchNotAcknowledged : .backgroundNotAcknowledged
+            return self.stop(reason: reason, effect: .kill(reason: reason))
+        }
+        guard let budgetEnds = self.budgetEnds, !self.tasks.isEmpty else { return [] }
+        var effects: [LifecycleEffect] = []
+        if !self.expiryWarned, now >= budgetEnds.advanced(by: .zero - self.timings.expiryWarning) {
+            self.expiryWarned = true
+            for id in self.tasks.keys.sorted() {
+                effects.append(self.deliver(.backgroundTaskWillExpire, task: id))
+            }
+        }
+        if now >= budgetEnds {
+            self.tasks.removeAll()
+            if self.timings.terminateWhenBudgetRunsOut {
+                effects.append(self.deliver(.willTerminate))
+                return effects + self.stop(reason: .backgroundTasksExpired, effect: .terminate(reason: .backgroundTasksExpired))
+            }
+            if self.traits.backgroundModes.isEmpty {
+                effects += self.move(to: .suspended, reason: .backgroundTasksExpired)
+                self.budgetEnds = nil
+            }
+        }
+        return effects
+    }
+
+    // MARK: Steps
+
+    private mutating func move(to state: AppState, reason: TransitionReason) -> [LifecycleEffect] {
+        let from = self.state
+        self.state = state
+        return [.transition(from: from, to: state, reason: reason)]
+    }
+
+    private mutating func deliver(
+        _ callback: LifecycleCallback,
+        deadline: Instant? = nil,
+        task: Int? = nil
+    ) -> LifecycleEffect {
+        let sequence = self.nextSequence
+        self.nextSequence += 1
+        if let deadline { self.awaiting.append((sequence, callback, deadline)) }
+        return .deliver(callback, sequence: sequence, task: task)
+    }
+
+    /// From inactive into the background. An exits-on-suspend app is terminated instead.
+    private mutating func enterBackground(now: Instant, reason: TransitionReason) -> [LifecycleEffect] {
+        if self.traits.exitsOnSuspend {
+            let willTerminate = self.deliver(.willTerminate)
+            return [willTerminate] + self.stop(reason: .exitsOnSuspend, effect: .terminate(reason: .exitsOnSuspend))
+        }
+        var effects = self.move(to: .background, reason: reason)
+        self.budgetEnds = now.advanced(by: self.timings.backgroundTaskBudget)
+        self.expiryWarned = false
+        effects.append(self.deliver(.didEnterBackground, deadline: now.advanced(by: self.timings.backgroundAcknowledgement)))
+        return effects
+    }
+
+    private mutating func leaveBackground() {
+        self.budgetEnds = nil
+        self.expiryWarned = false
+        self.awaiting.removeAll { $0.callback == .didEnterBackground }
+    }
+
+    /// A backgrounded app with no task, no mode and didEnterBackground handled runs no more code.
+    private mutating func suspendIfIdle(now: Instant) -> [LifecycleEffect] {
+        guard self.state == .background, self.tasks.isEmpty, self.traits.backgroundModes.isEmpty,
+            !self.awaiting.contains(where: { $0.callback == .didEnterBackground })
+        else { return [] }
+        self.budgetEnds = nil
+        return self.move(to: .suspended, reason: .backgroundWorkDone)
+    }
+
+    private mutating func stop(reason: TransitionReason, effect: LifecycleEffect) -> [LifecycleEffect] {
+        let from = self.state
+        self.reset()
+        return [effect, .transition(from: from, to: .notRunning, reason: reason)]
+    }
+
+    private mutating func reset() {
+        self.state = .notRunning
+        self.tasks.removeAll()
+        self.interrupted = false
+        self.awaiting.removeAll()
+        self.budgetEnds = nil
+        self.expiryWarned = false
+    }
+}

@@ -1,0 +1,92 @@
+/// Where an app is in its lifecycle (DESIGN.md §1). The raw value is the wire name.
+public enum AppState: String, Sendable, Hashable, CaseIterable {
+    /// Never launched, terminated, or purged by the system: no process.
+    case notRunning
+    /// In the foreground but receiving no user events: during transitions, or while an interruption lasts.
+    case inactive
+    /// In the foreground, receiving events.
+    case active
+    /// Running code off-screen: briefly on the way to suspended, or while it holds background tasks or a mode.
+    case background
+    /// In memory, running no code; events for it are queued; it may be purged without notice.
+    case suspended
+
+    /// Whether the app's process exists.
+    public var isRunning: Bool { self != .notRunning }
+
+    /// Whether the app is on screen.
+    public var isForeground: Bool { self == .inactive || self == .active }
+}
+
+/// What an app is told, in the order it happens. The raw value is the callback's name; the event kind on the wire
+/// is ``kind``.
+public enum LifecycleCallback: String, Sendable, Hashable, CaseIterable {
+    case didFinishLaunching
+    case didBecomeActive
+    case willResignActive
+    case didEnterBackground
+    case willEnterForeground
+    case willTerminate
+    case didReceiveMemoryWarning
+    case significantTimeChange
+    case backgroundTaskWillExpire
+    case protectedDataWillBecomeUnavailable
+    case protectedDataDidBecomeAvailable
+
+    /// The event kind that carries this callback: `lifecycle.didFinishLaunching`.
+    public var kind: String { "lifecycle." + self.rawValue }
+}
+
+/// Why a transition happened; the journal's COALESCED_REASON.
+public enum TransitionReason: String, Sendable, Hashable {
+    case launch
+    case activate
+    case deactivate
+    case interruptionBegan
+    case interruptionEnded
+    case terminate
+    case exitsOnSuspend
+    case purge
+    case processExited
+    case launchNotAcknowledged
+    case backgroundNotAcknowledged
+    case backgroundTasksExpired
+    case backgroundWorkDone
+}
+
+/// Where a launch puts the app.
+public enum LaunchDestination: String, Sendable, Hashable {
+    /// On screen, active: the user opened it.
+    case foreground
+    /// Off screen: an event or a background mode woke it.
+    case background
+}
+
+/// What an app declared about itself when it registered.
+public struct AppTraits: Sendable, Hashable {
+    /// Background modes (audio, voip, …): with any, the app is never suspended in the background.
+    public var backgroundModes: Set<String>
+    /// Instead of being suspended, the app is told willTerminate and terminated.
+    public var exitsOnSuspend: Bool
+
+    public init(backgroundModes: Set<String> = [], exitsOnSuspend: Bool = false) {
+        self.backgroundModes = backgroundModes
+        self.exitsOnSuspend = exitsOnSuspend
+    }
+}
+
+/// Deadlines and budgets, configurable; the defaults are DESIGN.md's.
+public struct LifecycleTimings: Sendable, Hashable {
+    /// How long an app has to acknowledge didFinishLaunching.
+    public var launchAcknowledgement: Duration = .seconds(5)
+    /// How long an app has to acknowledge didEnterBackground.
+    public var backgroundAcknowledgement: Duration = .seconds(5)
+    /// How long background tasks may run once the app is in the background.
+    public var backgroundTaskBudget: Duration = .seconds(30)
+    /// How long before the budget runs out backgroundTaskWillExpire is sent.
+    public var expiryWarning: Duration = .seconds(5)
+    /// Whether an app whose budget ran out is terminated rather than suspended.
+    public var terminateWhenBudgetRunsOut = false
+
+    public init() {}
+}
