@@ -63,6 +63,7 @@ let package = Package(
         .target(
             name: "CoalesceServer",
             dependencies: [
+                "CoalesceCore",
                 "Varlink",
                 "Systemd",
                 .product(name: "NIOCore", package: "swift-nio"),

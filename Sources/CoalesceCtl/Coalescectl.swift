@@ -16,7 +16,7 @@ struct Coalescectl: ParsableCommand {
             69 the daemon cannot be reached; 76 the daemon's answer was not Varlink.
             """,
         version: CoalescedVersion.string,
-        subcommands: [Status.self, Introspect.self, Call.self]
+        subcommands: [Status.self, Apps.self, App.self, Introspect.self, Call.self]
     )
 
     @OptionGroup var global: GlobalOptions
@@ -93,6 +93,17 @@ enum CtlOutput {
         } catch {
             self.fail("\(error)", status: CtlExit.varlinkError)
         }
+    }
+
+    /// A table with a header row, columns left-aligned and padded, as `systemctl list-units` lays them out.
+    static func columns(_ rows: [[String]]) -> String {
+        guard let header = rows.first else { return "" }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+            }.joined(separator: " ")
+        }.joined(separator: "\n")
     }
 
     /// Label-value rows with the labels right-aligned, as `systemctl status` lays them out.

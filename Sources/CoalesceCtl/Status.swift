@@ -25,6 +25,7 @@ struct Status: ParsableCommand {
                 ("Uptime", Self.format(seconds: stats["uptimeSec"]?.doubleValue ?? 0)),
                 ("Connections", "\(int("connections")) open, \(int("connectionsTotal")) since start, \(int("connectionsRefused")) refused"),
                 ("Calls", int("calls")),
+                ("Apps", int("apps")),
                 ("Protocol errors", int("protocolErrors")),
                 ("Reloads", "\(int("reloads")) done, \(int("failedReloads")) refused"),
                 (

@@ -1,5 +1,9 @@
 public import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The daemon's settings, from `coalesced.conf` and its drop-ins.
 public struct Configuration: Sendable, Hashable {
     /// `[Daemon] LogLevel=`: the least severe level logged.
@@ -8,8 +12,19 @@ public struct Configuration: Sendable, Hashable {
     public var maxMessageSize: Int = 1 << 20
     /// `[Varlink] MaxConnections=`: connections served at once.
     public var maxConnections: Int = 4096
+    /// `[Daemon] AdminGroup=`: members of this group may call the System interface, besides root and the
+    /// daemon's own user. Resolved to its id when the configuration is read.
+    public var adminGroup: AdminGroup?
+    /// `[Apps] MaxApps=`: how many apps may be registered.
+    public var maxApps: Int = 65536
 
     public init() {}
+}
+
+/// A group named in the configuration, with the id it had when the configuration was read.
+public struct AdminGroup: Sendable, Hashable {
+    public var name: String
+    public var id: UInt32
 }
 
 /// A configuration file's text and where it came from, for error messages.
@@ -100,6 +115,15 @@ enum ConfigurationKey {
         "Daemon": [
             "LogLevel": { configuration, value throws(ConfigurationValueError) in
                 configuration.logLevel = value.isEmpty ? Configuration().logLevel : try parseLogLevel(value)
+            },
+            "AdminGroup": { configuration, value throws(ConfigurationValueError) in
+                configuration.adminGroup = value.isEmpty ? nil : try resolveGroup(value)
+            },
+        ],
+        "Apps": [
+            "MaxApps": { configuration, value throws(ConfigurationValueError) in
+                configuration.maxApps =
+                    value.isEmpty ? Configuration().maxApps : try parseInteger(value, in: 1...1_000_000)
             }
         ],
         "Varlink": [
@@ -129,6 +153,13 @@ enum ConfigurationKey {
         case "crit", "critical", "alert", "emerg": return .critical
         default: throw ConfigurationValueError(reason: "expected debug, info, notice, warning, error or critical")
         }
+    }
+
+    static func resolveGroup(_ name: String) throws(ConfigurationValueError) -> AdminGroup {
+        guard let group = getgrnam(name) else {
+            throw ConfigurationValueError(reason: "no group of that name on this system")
+        }
+        return AdminGroup(name: name, id: group.pointee.gr_gid)
     }
 
     static func parseInteger(_ value: String, in range: ClosedRange<Int>) throws(ConfigurationValueError) -> Int {

@@ -96,6 +96,17 @@ public enum Daemon {
             return DaemonExit.failure
         }
 
+        let apps: AppDirectory
+        do {
+            apps = try AppDirectory(stateDirectory: options.stateDirectory)
+        } catch {
+            logger.critical(
+                "Cannot read the app registry",
+                metadata: ["reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
+            )
+            return DaemonExit.failure
+        }
+
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = DaemonState(configuration: configuration)
         let statistics = VarlinkServerStatistics()
@@ -107,7 +118,8 @@ public enum Daemon {
                 url: "https://github.com/coalesced/coalesced"
             ),
             interfaces: [
-                SystemInterface.make(daemon: state, statistics: statistics),
+                SystemInterface.make(daemon: state, statistics: statistics, apps: apps),
+                AppInterface.make(apps: apps, daemon: state),
                 ProtocolInterface.make(),
             ]
         )

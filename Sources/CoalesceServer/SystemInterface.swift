@@ -1,8 +1,9 @@
+import CoalesceCore
 import Varlink
 
 /// `io.coalesced.System`: what the daemon is doing.
 enum SystemInterface {
-    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics) -> VarlinkInterface {
+    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppDirectory) -> VarlinkInterface {
         VarlinkInterface(
             text: InterfaceText.ioCoalescedSystem,
             methods: [
@@ -18,14 +19,24 @@ enum SystemInterface {
                         "calls": .int(Int64(connections.calls)),
                         "protocolErrors": .int(Int64(connections.protocolErrors)),
                         "reloads": .int(Int64(state.reloads)),
+                        "apps": .int(Int64(apps.count)),
                         "failedReloads": .int(Int64(state.failedReloads)),
                         "limits": [
                             "maxMessageSize": .int(Int64(state.configuration.maxMessageSize)),
                             "maxConnections": .int(Int64(state.configuration.maxConnections)),
+                            "maxApps": .int(Int64(state.configuration.maxApps)),
                         ],
                     ]
                     return ["stats": .object(stats)]
-                }
+                },
+                "ListApps": .immediate { request in
+                    try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
+                    return ["apps": .array(apps.list().map(AppInterface.info))]
+                },
+                "GetApp": .immediate { request in
+                    try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
+                    return ["app": AppInterface.info(try apps.get(try request.string("app")))]
+                },
             ]
         )
     }

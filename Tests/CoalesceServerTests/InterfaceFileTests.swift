@@ -14,7 +14,7 @@ import Varlink
     }
 
     @Test func everyFileIsNamedAfterItsInterfaceAndParses() throws {
-        #expect(Self.files == ["io.coalesced.Protocol.varlink", "io.coalesced.System.varlink"])
+        #expect(Self.files == ["io.coalesced.App.varlink", "io.coalesced.Protocol.varlink", "io.coalesced.System.varlink"])
         for file in Self.files {
             let text = try String(contentsOf: Self.directory.appendingPathComponent(file), encoding: .utf8)
             let description = try VarlinkInterfaceDescription(text: text)

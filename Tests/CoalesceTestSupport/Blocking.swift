@@ -1,4 +1,5 @@
 import Foundation
+public import Varlink
 
 /// Runs blocking work (socket reads, waits for a process) on a thread of its own, so that it never holds one of
 /// the few threads of Swift's cooperative pool that the code under test may need.
@@ -30,36 +31,10 @@ public final class DispatchSemaphoreBox: @unchecked Sendable {
     }
 }
 
-/// What a finished command printed and how it exited.
-public struct Run: Sendable {
-    public var status: Int32
-    public var stdout: String
-    public var stderr: String
-}
-
-/// Runs a command to completion, capturing its output. Blocks: call it through ``onThread(_:)`` from async code.
-public func runProcess(_ path: String, _ arguments: [String]) throws -> Run {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Both pipes are drained at once: a child that fills one while we wait on the other would never finish.
-    nonisolated(unsafe) var stderr = Data()
-    let stderrDone = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        stderr = err.fileHandleForReading.readDataToEndOfFile()
-        stderrDone.signal()
-    }
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    stderrDone.wait()
-    process.waitUntilExit()
-    return Run(
-        status: process.terminationStatus,
-        stdout: String(decoding: stdout, as: UTF8.self),
-        stderr: String(decoding: stderr, as: UTF8.self)
-    )
+/// A client for tests: like `VarlinkClient(path:)`, but a reply that does not come within `timeout` fails the call
+/// instead of hanging the test run.
+public func testClient(_ path: String, timeout: Duration = .seconds(30)) throws -> VarlinkClient {
+    let client = try VarlinkClient(path: path)
+    client.setReceiveTimeout(timeout)
+    return client
 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A temporary directory removed when the value goes away.
 public final class TemporaryDirectory: @unchecked Sendable {
@@ -45,8 +45,7 @@ public enum BuildProducts {
 public final class DaemonProcess: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let notify: NotifyListener
-    public let process = Process()
-    private let exited = DispatchSemaphore(value: 0)
+    private var child: ChildProcess!  // set in init
     public var socketPath: String { self.directory.file("io.coalesced") }
     public var configPath: String { self.directory.file("coalesced.conf") }
     public var logPath: String { self.directory.file("daemon.log") }
@@ -57,13 +56,10 @@ public final class DaemonProcess: @unchecked Sendable {
     ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
     public init(configuration: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
         self.directory = try TemporaryDirectory()
-        let exited = self.exited
-        self.process.terminationHandler = { _ in exited.signal() }
         self.notify = try NotifyListener(path: self.directory.file("notify"))
         try self.directory.write("coalesced.conf", configuration)
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
-        self.process.executableURL = URL(fileURLWithPath: BuildProducts.path(of: "coalesced"))
-        self.process.arguments = [
+        let arguments = [
             "--socket", self.socketPath,
             "--state-dir", self.directory.file("state"),
             "--config", self.configPath,
@@ -75,21 +71,17 @@ public final class DaemonProcess: @unchecked Sendable {
         merged["NOTIFY_SOCKET"] = self.notify.path
         merged["SWIFT_BACKTRACE"] = "enable=no"
         merged.merge(environment) { _, new in new }
-        self.process.environment = merged
-        let log = FileHandle(forWritingAtPath: self.logPath)
-        self.process.standardOutput = log
-        self.process.standardError = log
-        try self.process.run()
+        let log = open(self.logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+        defer { close(log) }
+        self.child = try ChildProcess(BuildProducts.path(of: "coalesced"), arguments, environment: merged, output: log)
     }
 
     deinit {
-        if self.process.isRunning {
-            kill(self.process.processIdentifier, SIGKILL)
-            self.process.waitUntilExit()
-        }
+        self.child.signal(SIGKILL)
+        _ = self.child.wait()
     }
 
-    public var pid: Int32 { self.process.processIdentifier }
+    public var pid: Int32 { self.child.pid }
 
     /// Waits for READY=1, failing with the daemon's output when it does not come.
     public func waitUntilReady(timeout: Duration = .seconds(30)) throws {
@@ -99,16 +91,12 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     public func signal(_ signal: Int32) {
-        kill(self.process.processIdentifier, signal)
+        self.child.signal(signal)
     }
 
     /// Waits for the process to exit, at most `timeout`; its status, or `nil` if it is still running.
     public func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
-        guard self.exited.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success
-        else { return nil }
-        self.exited.signal()  // later waits see the exit too
-        self.process.waitUntilExit()
-        return self.process.terminationStatus
+        self.child.wait(timeout: timeout)
     }
 
     /// What the daemon wrote to stdout and stderr so far.

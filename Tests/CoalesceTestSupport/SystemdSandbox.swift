@@ -13,7 +13,7 @@ public final class SystemdSandbox: @unchecked Sendable {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     public let directory: TemporaryDirectory
-    private var bootPID: pid_t = 0
+    private var boot: ChildProcess?
     /// The sandboxed systemd's pid on the host.
     public private(set) var pid: Int32 = 0
 
@@ -22,7 +22,7 @@ public final class SystemdSandbox: @unchecked Sendable {
 
     init(binaries: [String]) throws {
         self.directory = try TemporaryDirectory()
-        self.bootPID = try spawnWithDefaultSignals(
+        self.boot = try ChildProcess(
             "/bin/bash",
             [Self.script, "boot", self.directory.path, "--timeout", "600"]
                 + binaries.flatMap { ["--bin", BuildProducts.path(of: $0)] }
@@ -46,8 +46,7 @@ public final class SystemdSandbox: @unchecked Sendable {
     func stop() {
         // The harness reports its own failures in boot.log; the test has nothing better to do with them.
         _ = try? Self.script(["stop", self.directory.path, "--timeout", "30"])
-        var status: Int32 = 0
-        waitpid(self.bootPID, &status, 0)
+        _ = self.boot?.wait()
     }
 
     /// Runs a command inside the sandbox (its mount and pid namespaces).
@@ -112,32 +111,3 @@ public func withSystemdSandbox<T: Sendable>(
     }
 }
 
-/// Starts a program with every signal unblocked and at its default action, its output discarded.
-///
-/// Foundation's `Process` passes on the spawning thread's signal mask, and the threads of a test process block
-/// almost every signal: a shell started that way never runs its SIGTERM trap. The sandbox harness tears down from
-/// such traps, so it is started here instead.
-func spawnWithDefaultSignals(_ path: String, _ arguments: [String]) throws -> pid_t {
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = ([path] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
-    guard result == 0 else { throw SupportError("posix_spawn \(path): \(String(cString: strerror(result)))") }
-    return pid
-}

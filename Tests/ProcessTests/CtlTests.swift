@@ -29,7 +29,12 @@ import Varlink
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
         let list = try await self.ctl(["introspect", "--socket", daemon.socketPath])
-        #expect(list.stdout.contains("Interfaces: io.coalesced.Protocol\n            io.coalesced.System\n            org.varlink.service"))
+        #expect(
+            list.stdout.contains(
+                "Interfaces: io.coalesced.App\n            io.coalesced.Protocol\n            io.coalesced.System\n"
+                    + "            org.varlink.service"
+            )
+        )
         let text = try await self.ctl(["introspect", "io.coalesced.System", "--socket", daemon.socketPath])
         #expect(text.stdout.contains("method Stats() -> (stats: DaemonStats)"))
         let missing = try await self.ctl(["introspect", "io.coalesced.Nope", "--socket", daemon.socketPath])

@@ -12,7 +12,7 @@ import Varlink
         let status = message.split(separator: "\n").first { $0.hasPrefix("STATUS=") }
         #expect(status?.hasPrefix("STATUS=Serving \(daemon.socketPath)") == true)
         // READY=1 means the socket answers.
-        let stats = try VarlinkClient(path: daemon.socketPath).call("io.coalesced.System.Stats")
+        let stats = try testClient(daemon.socketPath).call("io.coalesced.System.Stats")
         #expect(stats["stats"]?["version"] != nil)
         daemon.signal(SIGTERM)
         #expect(try await onThread { daemon.waitForExit() } == 0)
@@ -21,7 +21,7 @@ import Varlink
     @Test func statusFollowsTheConnections() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try VarlinkClient(path: daemon.socketPath)
+        let client = try testClient(daemon.socketPath)
         _ = try client.call("io.coalesced.System.Stats")
         let status = try await onThread {
             daemon.notify.waitFor(timeout: .seconds(10)) { $0.hasPrefix("STATUS=") && $0.contains("1 connection,") }
@@ -63,7 +63,7 @@ import Varlink
     @Test func sighupReloadsAndABadReloadKeepsTheOldConfiguration() async throws {
         let daemon = try DaemonProcess(configuration: "[Varlink]\nMaxMessageSize=64K\n")
         try await onThread { try daemon.waitUntilReady() }
-        let client = try VarlinkClient(path: daemon.socketPath)
+        let client = try testClient(daemon.socketPath)
         func limit() throws -> Int64? { try client.call("io.coalesced.System.Stats")["stats"]?["limits"]?["maxMessageSize"]?.intValue }
         #expect(try limit() == 65536)
 
@@ -91,7 +91,7 @@ import Varlink
     @Test func sigtermSaysStoppingExitsZeroAndRemovesTheSocket() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try VarlinkClient(path: daemon.socketPath)
+        let client = try testClient(daemon.socketPath)
         _ = try client.call("io.coalesced.System.Stats")
         daemon.signal(SIGTERM)
         #expect(try await onThread { daemon.notify.waitFor("STOPPING=1") } != nil)

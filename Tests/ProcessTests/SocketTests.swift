@@ -11,7 +11,7 @@ import Varlink
         #expect(try await onThread { second.waitForExit() } == 1)
         #expect(second.output.contains("another instance is already serving \(first.socketPath)"))
         // The first one is untouched.
-        #expect(try VarlinkClient(path: first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        #expect(try testClient(first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
         first.signal(SIGKILL)
     }
 
@@ -23,7 +23,7 @@ import Varlink
         #expect(FileManager.default.fileExists(atPath: first.socketPath))
         let second = try DaemonProcess(arguments: ["--socket", first.socketPath])
         try await onThread { try second.waitUntilReady() }
-        #expect(try VarlinkClient(path: first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        #expect(try testClient(first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
         second.signal(SIGKILL)
     }
 
@@ -32,26 +32,32 @@ import Varlink
         // connection, exactly as coalesced.socket would.
         let directory = try TemporaryDirectory()
         let socket = directory.file("activated.sock")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        process.arguments = [
-            "--listen=\(socket)", "--fdname=io.coalesced",
-            "-E", "SWIFT_BACKTRACE=enable=no",
-            BuildProducts.path(of: "coalesced"),
-            "--socket", directory.file("unused.sock"),
-            "--state-dir", directory.file("state"),
-            "--config", "/dev/null",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { process.terminate(); process.waitUntilExit() }
+        let activator = try ChildProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "--listen=\(socket)", "--fdname=io.coalesced",
+                "-E", "SWIFT_BACKTRACE=enable=no",
+                BuildProducts.path(of: "coalesced"),
+                "--socket", directory.file("unused.sock"),
+                "--state-dir", directory.file("state"),
+                "--config", "/dev/null",
+            ]
+        )
+        defer {
+            activator.signal(SIGKILL)
+            _ = activator.wait()
+        }
         let stats = try await onThread { () -> [String: JSONValue] in
+            // The activator binds the socket file a moment before it listens: retry a refused connect, bounded.
             let deadline = ContinuousClock.now + .seconds(10)
-            while !FileManager.default.fileExists(atPath: socket), ContinuousClock.now < deadline { usleep(10_000) }
-            let client = try VarlinkClient(path: socket)
-            client.setReceiveTimeout(.seconds(20))
-            return try client.call("io.coalesced.System.Stats")
+            while true {
+                do {
+                    return try testClient(socket, timeout: .seconds(20)).call("io.coalesced.System.Stats")
+                } catch let error as VarlinkClientError where ContinuousClock.now < deadline {
+                    guard case .cannotConnect = error else { throw error }
+                    usleep(20_000)
+                }
+            }
         }
         #expect(stats["stats"]?["connections"] == 1)
         #expect(!FileManager.default.fileExists(atPath: directory.file("unused.sock")), "it must not bind its own socket")
@@ -60,31 +66,31 @@ import Varlink
     @Test func garbageOversizedAndTruncatedFramesLeaveOtherClientsServed() async throws {
         let daemon = try DaemonProcess(configuration: "[Varlink]\nMaxMessageSize=64K\n")
         try await onThread { try daemon.waitUntilReady() }
-        let bystander = try VarlinkClient(path: daemon.socketPath)
+        let bystander = try testClient(daemon.socketPath)
         _ = try bystander.call("io.coalesced.System.Stats")
         try await onThread {
-            let garbage = try VarlinkClient(path: daemon.socketPath)
+            let garbage = try testClient(daemon.socketPath)
             try garbage.sendRaw(Array("\u{1}\u{2}binary junk".utf8) + [0])
             #expect(try garbage.receiveReply().error == "io.coalesced.Protocol.InvalidMessage")
             #expect(garbage.waitForClose(timeout: .seconds(10)))
 
-            let deep = try VarlinkClient(path: daemon.socketPath)
+            let deep = try testClient(daemon.socketPath)
             try deep.sendRaw(Array(String(repeating: "[", count: 50_000).utf8) + [0])
             #expect(try deep.receiveReply().parameters["reason"]?.stringValue?.contains("nesting deeper") == true)
 
-            let oversized = try VarlinkClient(path: daemon.socketPath)
+            let oversized = try testClient(daemon.socketPath)
             try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: "a"), count: 200_000))
             #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 65536)))
             #expect(oversized.waitForClose(timeout: .seconds(10)))
 
             for cut in [1, 10, 25] {
-                let truncated = try VarlinkClient(path: daemon.socketPath)
+                let truncated = try testClient(daemon.socketPath)
                 try truncated.sendRaw(Array(#"{"method":"io.coalesced.System.Stats"}"#.utf8.prefix(cut)))
             }
         }
         let stats = try bystander.call("io.coalesced.System.Stats")["stats"]
         #expect(stats?["protocolErrors"] == 3)
-        #expect(try VarlinkClient(path: daemon.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        #expect(try testClient(daemon.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
         daemon.signal(SIGTERM)
         #expect(try await onThread { daemon.waitForExit() } == 0, "output: \(daemon.output)")
     }

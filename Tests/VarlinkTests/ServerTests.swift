@@ -76,14 +76,14 @@ import Varlink
 
     @Test func answersACall() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             #expect(try client.call("org.example.test.Echo", ["value": "hi"]) == ["value": "hi"])
         }
     }
 
     @Test func standardErrorsForUnknownInterfaceMethodAndParameter() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             #expect(throws: VarlinkError.interfaceNotFound("org.example.nope")) {
                 try client.call("org.example.nope.Echo")
             }
@@ -101,7 +101,7 @@ import Varlink
 
     @Test func undeclaredErrorsBecomeInternalError() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             #expect {
                 try client.call("org.example.test.Fail")
             } throws: { error in
@@ -112,7 +112,7 @@ import Varlink
 
     @Test func describesItselfAndItsInterfaces() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             let info = try client.call("org.varlink.service.GetInfo")
             #expect(info["interfaces"] == ["org.example.test", "org.varlink.service"])
             #expect(info["vendor"] == "v")
@@ -134,7 +134,7 @@ import Varlink
 
     @Test func streamsRepliesWithMoreAndRefusesWithoutIt() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             var received: [Int64] = []
             try client.callMore("org.example.test.Count", ["n": 3]) { reply in
                 received.append(reply["i"]?.intValue ?? -1)
@@ -146,7 +146,7 @@ import Varlink
 
     @Test func pipelinedCallsAreAnsweredInOrderAcrossSlowOnes() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             var batch: [UInt8] = []
             for index in 0..<20 {
                 let method = index % 5 == 0 ? "org.example.test.Slow" : "org.example.test.Echo"
@@ -164,7 +164,7 @@ import Varlink
         // 2 MB of calls whose replies the client reads only later: the server must stop reading while replies pile
         // up, and lose or reorder none of them.
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             let count = 40_000
             // Sending touches only the socket, reading only the receive buffer: one thread each is safe.
             nonisolated(unsafe) let sending = client
@@ -192,7 +192,7 @@ import Varlink
 
     @Test func aMethodThatBreaksItsReplyContractStillEndsItsCallExactlyOnce() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             #expect {
                 try client.call("org.example.test.Forgetful")
             } throws: { error in
@@ -207,7 +207,7 @@ import Varlink
 
     @Test func aBadMessageBehindARunningCallIsRefusedInItsTurn() async throws {
         try await self.withServer { path, server in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             var bytes: [UInt8] = []
             VarlinkCall(method: "org.example.test.Slow", parameters: ["value": "first"]).message.write(to: &bytes)
             bytes += [0] + Array("garbage".utf8) + [0]
@@ -221,7 +221,7 @@ import Varlink
 
     @Test func onewayCallsGetNoReply() async throws {
         try await self.withServer { path, _ in
-            let client = try VarlinkClient(path: path)
+            let client = try testClient(path)
             try client.send(VarlinkCall(method: "org.example.test.Echo", parameters: ["value": "quiet"], oneway: true))
             #expect(try client.call("org.example.test.Echo", ["value": "loud"]) == ["value": "loud"])
         }
@@ -229,21 +229,21 @@ import Varlink
 
     @Test func brokenPeerGetsAnErrorAndIsClosedWhileOthersAreServed() async throws {
         try await self.withServer(limits: VarlinkServerLimits(maximumMessageSize: 4096)) { path, server in
-            let bystander = try VarlinkClient(path: path)
+            let bystander = try testClient(path)
             for garbage in ["not json", #"{"method":"a.b.C","parameters":7}"#, "[1,2"] {
-                let broken = try VarlinkClient(path: path)
+                let broken = try testClient(path)
                 try broken.sendRaw(Array(garbage.utf8) + [0])
                 let reply = try broken.receiveReply()
                 #expect(reply.error == "io.coalesced.Protocol.InvalidMessage", "for \(garbage)")
                 #expect(broken.waitForClose(timeout: .seconds(10)))
             }
-            let oversized = try VarlinkClient(path: path)
+            let oversized = try testClient(path)
             // A send can fail once the server hangs up mid-way; the error reply is what matters.
             try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: " "), count: 8192))
             #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 4096)))
             #expect(oversized.waitForClose(timeout: .seconds(10)))
             do {
-                let truncated = try VarlinkClient(path: path)
+                let truncated = try testClient(path)
                 try truncated.sendRaw(Array(#"{"method":"org.exa"#.utf8))
             }
             #expect(try bystander.call("org.example.test.Echo", ["value": "fine"]) == ["value": "fine"])
@@ -253,11 +253,11 @@ import Varlink
 
     @Test func connectionsOverTheLimitAreClosed() async throws {
         try await self.withServer(limits: VarlinkServerLimits(maximumConnections: 2)) { path, server in
-            let first = try VarlinkClient(path: path)
-            let second = try VarlinkClient(path: path)
+            let first = try testClient(path)
+            let second = try testClient(path)
             _ = try first.call("org.example.test.Echo", ["value": "1"])
             _ = try second.call("org.example.test.Echo", ["value": "2"])
-            let third = try VarlinkClient(path: path)
+            let third = try testClient(path)
             #expect(try third.receiveReply() == VarlinkReply(error: VarlinkProtocolError.tooManyConnections(limit: 2)))
             #expect(third.waitForClose(timeout: .seconds(10)))
             #expect(server.statistics.snapshot.connectionsRefused == 1)

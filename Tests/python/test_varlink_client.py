@@ -55,10 +55,12 @@ def test_get_info_lists_every_interface(daemon):
     with varlink.Client(address=daemon) as client, client.open("org.varlink.service") as service:
         info = service.GetInfo()
     assert info["product"] == "coalesced"
-    assert info["interfaces"] == ["io.coalesced.Protocol", "io.coalesced.System", "org.varlink.service"]
+    assert info["interfaces"] == [
+        "io.coalesced.App", "io.coalesced.Protocol", "io.coalesced.System", "org.varlink.service"
+    ]
 
 
-@pytest.mark.parametrize("interface", ["io.coalesced.System", "io.coalesced.Protocol"])
+@pytest.mark.parametrize("interface", ["io.coalesced.App", "io.coalesced.System", "io.coalesced.Protocol"])
 def test_interface_descriptions_are_the_repository_files_and_parse(daemon, interface):
     with varlink.Client(address=daemon) as client, client.open("org.varlink.service") as service:
         text = service.GetInterfaceDescription(interface)["description"]
@@ -83,3 +85,18 @@ def test_unknown_method_is_a_varlink_error(daemon):
         while not reply.endswith(b"\0"):
             reply += connection.recv(4096)
     assert b'"error":"org.varlink.service.MethodNotFound"' in reply
+
+
+def test_register_then_list_through_the_parsed_interfaces(daemon):
+    with varlink.Client(address=daemon) as client:
+        with client.open("io.coalesced.App") as app:
+            registered = app.Register("org.example.python", ["audio"], None, None)["app"]
+        with client.open("io.coalesced.System") as system:
+            listed = system.ListApps()["apps"]
+            with pytest.raises(varlink.VarlinkError) as refused:
+                system.GetApp("org.example.absent")
+    assert registered["name"] == "org.example.python"
+    assert registered["state"] == "notRunning"
+    assert registered["backgroundModes"] == ["audio"]
+    assert [entry["name"] for entry in listed] == ["org.example.python"]
+    assert refused.value.error() == "io.coalesced.System.NoSuchApp"

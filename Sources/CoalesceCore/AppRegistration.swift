@@ -1,0 +1,57 @@
+/// Why a string is not an app name.
+public struct AppNameError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var name: String
+    public var reason: String
+    public var description: String { "'\(self.name)' is not an app name: \(self.reason)" }
+}
+
+/// An app's name: reverse-DNS, such as `org.example.mail`.
+public struct AppName: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public static let maximumLength = 255
+    public let value: String
+
+    /// - Throws: ``AppNameError`` unless `value` is at least two dot-separated labels of lower-case ASCII letters,
+    ///   digits, dashes and underscores, each starting with a letter or digit, at most 255 bytes in all.
+    public init(_ value: String) throws(AppNameError) {
+        func fail(_ reason: String) -> AppNameError { AppNameError(name: value, reason: reason) }
+        guard value.utf8.count <= Self.maximumLength else { throw fail("longer than \(Self.maximumLength) bytes") }
+        let labels = value.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard labels.count >= 2 else { throw fail("expected reverse-DNS form such as org.example.mail") }
+        for label in labels {
+            guard let first = label.first else { throw fail("empty label") }
+            guard Self.isLetterOrDigit(first) else { throw fail("each label starts with a letter or digit") }
+            guard label.allSatisfy({ Self.isLetterOrDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+            else { throw fail("only lower-case letters, digits, '-' and '_' between the dots") }
+        }
+        self.value = value
+    }
+
+    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+    }
+
+    public var description: String { self.value }
+    public static func < (lhs: AppName, rhs: AppName) -> Bool { lhs.value < rhs.value }
+}
+
+/// What an app declared when it registered, and who it belongs to. Durable.
+public struct AppRegistration: Sendable, Hashable {
+    public var name: AppName
+    /// The uid that first registered the app: only it (and root) may act for the app.
+    public var owner: UInt32
+    public var traits: AppTraits
+    /// A systemd unit that launches the app, if it has one.
+    public var launchUnit: String?
+
+    public init(name: AppName, owner: UInt32, traits: AppTraits = AppTraits(), launchUnit: String? = nil) {
+        self.name = name
+        self.owner = owner
+        self.traits = traits
+        self.launchUnit = launchUnit
+    }
+
+    /// Whether `uid` may act for this app: its owner, or root.
+    public func mayBeActedFor(by uid: UInt32) -> Bool {
+        uid == 0 || uid == self.owner
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Varlink
+
+struct Apps: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the registered apps (io.coalesced.System.ListApps)."
+    )
+
+    @ParentCommand var root: Coalescectl
+    var global: GlobalOptions { self.root.global }
+
+    func run() throws {
+        let client = try self.global.connect()
+        client.setReceiveTimeout(.seconds(30))
+        let reply = CtlOutput.perform { try client.call("io.coalesced.System.ListApps") }
+        if self.global.json {
+            CtlOutput.print(JSONValue.object(reply).jsonText)
+            return
+        }
+        let apps = reply["apps"]?.arrayValue ?? []
+        var rows = [["APP", "STATE", "OWNER", "MODES", "UNIT"]]
+        for app in apps {
+            rows.append([
+                app["name"]?.stringValue ?? "?",
+                app["state"]?.stringValue ?? "?",
+                app["owner"]?.intValue.map { String($0) } ?? "?",
+                (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",").ifEmpty("-"),
+                app["launchUnit"]?.stringValue ?? "-",
+            ])
+        }
+        CtlOutput.print(CtlOutput.columns(rows))
+        CtlOutput.print("\n\(apps.count) \(apps.count == 1 ? "app" : "apps") listed.")
+    }
+}
+
+struct App: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one app (io.coalesced.System.GetApp).")
+
+    @ParentCommand var root: Coalescectl
+    var global: GlobalOptions { self.root.global }
+
+    @Argument(help: "The app's name, such as org.example.mail.")
+    var name: String
+
+    func run() throws {
+        let client = try self.global.connect()
+        client.setReceiveTimeout(.seconds(30))
+        let reply = CtlOutput.perform { try client.call("io.coalesced.System.GetApp", ["app": .string(self.name)]) }
+        if self.global.json {
+            CtlOutput.print(JSONValue.object(reply).jsonText)
+            return
+        }
+        let app = reply["app"] ?? .null
+        CtlOutput.print(
+            CtlOutput.table([
+                ("App", app["name"]?.stringValue ?? "?"),
+                ("State", app["state"]?.stringValue ?? "?"),
+                ("Owner", app["owner"]?.intValue.map { "uid \($0)" } ?? "?"),
+                ("Background modes", (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
+                ("Exits on suspend", app["exitsOnSuspend"]?.boolValue == true ? "yes" : "no"),
+                ("Launch unit", app["launchUnit"]?.stringValue ?? "none"),
+            ])
+        )
+    }
+}
+
+extension String {
+    fileprivate func ifEmpty(_ replacement: String) -> String { self.isEmpty ? replacement : self }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// A child process started with posix_spawn and reaped by a thread of its own.
+///
+/// Not Foundation's `Process`: on Linux it reaps every child with a blocking waitpid on one shared thread. With
+/// tests running in parallel we caught that thread waiting on a child that was still running while every other
+/// `Process` in the run went unnoticed (all their `waitUntilExit` calls hung). Each child here has its own
+/// reaper; the signal mask and dispositions are reset too, since test threads block almost every signal.
+public final class ChildProcess: @unchecked Sendable {
+    // `status` is written once by the reaper before `ended` is signalled, and read only after that.
+    public let pid: Int32
+    private var status: Int32?
+
+    /// Held while descriptors are created and while children are spawned, so that no child inherits a pipe end
+    /// another test made before it was marked close-on-exec.
+    static let spawning = NSLock()
+    private let ended = DispatchSemaphore(value: 0)
+
+    /// Starts `path` with `arguments`.
+    /// - Parameters:
+    ///   - environment: the whole environment; the test process's own when `nil`.
+    ///   - output: where standard output and error go (a descriptor the caller keeps); /dev/null when `nil`.
+    ///   - error: where standard error goes when it should differ from `output`.
+    public init(
+        _ path: String,
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        output: CInt? = nil,
+        error: CInt? = nil
+    ) throws {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let output {
+            posix_spawn_file_actions_adddup2(&actions, output, 1)
+            posix_spawn_file_actions_adddup2(&actions, error ?? output, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let envp = variables.map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+
+        var spawned: pid_t = 0
+        let result = Self.spawning.withLock { posix_spawn(&spawned, path, &actions, &attributes, argv, envp) }
+        guard result == 0 else { throw SupportError("cannot start \(path): \(String(cString: strerror(result)))") }
+        self.pid = spawned
+        let pid = spawned
+        Thread.detachNewThread { [self] in
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) < 0, errno == EINTR {}
+            // Exit status, or 128 + the signal that ended it, as shells report it.
+            let exitStatus = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+            self.status = exitStatus
+            self.ended.signal()
+        }
+    }
+
+    /// Sends a signal; nothing happens once the child has been reaped.
+    public func signal(_ signal: Int32) {
+        guard !self.hasEnded else { return }
+        kill(self.pid, signal)
+    }
+
+    public var hasEnded: Bool {
+        guard self.ended.wait(timeout: .now()) == .success else { return false }
+        self.ended.signal()
+        return true
+    }
+
+    /// Waits at most `timeout` for the child to end; its status, or `nil` if it is still running.
+    public func wait(timeout: Duration) -> Int32? {
+        let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard self.ended.wait(timeout: .now() + .milliseconds(milliseconds)) == .success else { return nil }
+        self.ended.signal()  // later waits see the end too
+        return self.status
+    }
+
+    /// Waits for the child to end, however long it takes.
+    public func wait() -> Int32 {
+        self.ended.wait()
+        self.ended.signal()
+        return self.status ?? -1
+    }
+}
+
+/// What a finished command printed and how it exited.
+public struct Run: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs a command to completion, capturing its output. Blocks: call it through ``onThread(_:)`` from async code.
+public func runProcess(_ path: String, _ arguments: [String]) throws -> Run {
+    var out: [CInt] = [0, 0]
+    var err: [CInt] = [0, 0]
+    let created = ChildProcess.spawning.withLock { () -> Bool in
+        guard pipe(&out) == 0, pipe(&err) == 0 else { return false }
+        for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return true
+    }
+    guard created else { throw SupportError("pipe failed: \(String(cString: strerror(errno)))") }
+    let child: ChildProcess
+    do {
+        child = try ChildProcess(path, arguments, output: out[1], error: err[1])
+    } catch {
+        [out[0], out[1], err[0], err[1]].forEach { close($0) }
+        throw error
+    }
+    close(out[1])
+    close(err[1])
+    // Both pipes are drained at once: a child that fills one while we wait on the other would never finish.
+    nonisolated(unsafe) var stderr: [UInt8] = []
+    let stderrDone = DispatchSemaphore(value: 0)
+    let errorPipe = err[0]
+    Thread.detachNewThread {
+        stderr = readAll(errorPipe)
+        stderrDone.signal()
+    }
+    let stdout = readAll(out[0])
+    stderrDone.wait()
+    close(out[0])
+    close(err[0])
+    return Run(
+        status: child.wait(),
+        stdout: String(decoding: stdout, as: UTF8.self),
+        stderr: String(decoding: stderr, as: UTF8.self)
+    )
+}
+
+private func readAll(_ fd: CInt) -> [UInt8] {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        if count <= 0 { return bytes }
+        bytes += chunk[..<count]
+    }
+}

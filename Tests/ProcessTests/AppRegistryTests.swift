@@ -1,0 +1,145 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// Registering apps over the real socket: durable, owned by the registering uid, visible to admins.
+@Suite struct AppRegistryTests {
+    @Test func registerListGetAndStats() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let client = try testClient(daemon.socketPath)
+        let registered = try client.call(
+            "io.coalesced.App.Register",
+            ["name": "org.example.mail", "backgroundModes": ["voip", "audio"], "launchUnit": "mail.service"]
+        )
+        #expect(
+            registered["app"]
+                == [
+                    "name": "org.example.mail", "state": "notRunning", "owner": 0, "backgroundModes": ["audio", "voip"],
+                    "exitsOnSuspend": false, "launchUnit": "mail.service",
+                ]
+        )
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.alarm", "exitsOnSuspend": true])
+        let listed = try client.call("io.coalesced.System.ListApps")["apps"]?.arrayValue ?? []
+        #expect(listed.compactMap { $0["name"]?.stringValue } == ["org.example.alarm", "org.example.mail"])
+        #expect(try client.call("io.coalesced.System.GetApp", ["app": "org.example.alarm"])["app"]?["exitsOnSuspend"] == true)
+        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 2)
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func badRequestsGetErrorsThatNameTheProblem() async throws {
+        let daemon = try DaemonProcess(configuration: "[Apps]\nMaxApps=1\n")
+        try await onThread { try daemon.waitUntilReady() }
+        let client = try testClient(daemon.socketPath)
+        #expect(
+            throws: VarlinkError(
+                name: "io.coalesced.App.InvalidAppName",
+                parameters: ["name": "Mail", "reason": "expected reverse-DNS form such as org.example.mail"]
+            )
+        ) { try client.call("io.coalesced.App.Register", ["name": "Mail"]) }
+        #expect(throws: VarlinkError.invalidParameter("backgroundModes")) {
+            try client.call("io.coalesced.App.Register", ["name": "org.example.a", "backgroundModes": "audio"])
+        }
+        #expect(throws: VarlinkError.invalidParameter("launchUnit")) {
+            try client.call("io.coalesced.App.Register", ["name": "org.example.a", "launchUnit": "../x"])
+        }
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.a"])
+        #expect(throws: VarlinkError(name: "io.coalesced.App.TooManyApps", parameters: ["limit": 1])) {
+            try client.call("io.coalesced.App.Register", ["name": "org.example.b"])
+        }
+        #expect(throws: VarlinkError(name: "io.coalesced.System.NoSuchApp", parameters: ["app": "org.example.b"])) {
+            try client.call("io.coalesced.System.GetApp", ["app": "org.example.b"])
+        }
+        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "refused requests register nothing")
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func registrationsSurviveKillMinusNine() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        _ = try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+        let second = try DaemonProcess(arguments: ["--state-dir", first.directory.file("state")])
+        try await onThread { try second.waitUntilReady() }
+        let apps = try testClient(second.socketPath).call("io.coalesced.System.ListApps")["apps"]
+        #expect(apps?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["org.example.mail"])
+        second.signal(SIGKILL)
+    }
+
+    @Test func aDamagedRegistryStopsStartUpAndSaysWhichFile() async throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("state/apps.json", "{not json")
+        let daemon = try DaemonProcess(arguments: ["--state-dir", directory.file("state")])
+        #expect(try await onThread { daemon.waitForExit() } == 1)
+        #expect(daemon.output.contains("\(directory.file("state/apps.json")) is damaged"))
+        #expect(try String(contentsOfFile: directory.file("state/apps.json"), encoding: .utf8) == "{not json", "left as it was")
+    }
+}
+
+/// Two real uids: root and nobody, the second through coalescectl run with setpriv.
+@Suite struct AppOwnershipTests {
+    /// coalescectl copied where nobody can run it, talking to `daemon`.
+    func asNobody(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> Run {
+        try await onThread {
+            let directory = daemon.directory
+            chmod(directory.path, 0o755)
+            let copy = directory.file("coalescectl")
+            if !FileManager.default.fileExists(atPath: copy) {
+                try FileManager.default.copyItem(atPath: BuildProducts.path(of: "coalescectl"), toPath: copy)
+            }
+            // Another test forking while the copy is still open for writing makes exec fail with ETXTBSY for a
+            // moment; that is the test process's own race, not the daemon's, so try again.
+            var run = try runProcess(
+                "/usr/bin/setpriv",
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath] + arguments
+            )
+            for _ in 0..<20 where run.status == 126 && run.stderr.contains("Text file busy") {
+                usleep(50_000)
+                run = try runProcess(
+                    "/usr/bin/setpriv",
+                    ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath]
+                        + arguments
+                )
+            }
+            return run
+        }
+    }
+
+    @Test func anotherUserCannotTakeAnAppOrListAppsUnlessAdmin() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let root = try testClient(daemon.socketPath)
+        _ = try root.call("io.coalesced.App.Register", ["name": "org.example.mail"])
+
+        let taken = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.mail"}"#])
+        #expect(taken.status == 1)
+        #expect(taken.stderr.contains(#"io.coalesced.App.NotOwner {"app":"org.example.mail"}"#), "\(taken.stderr)")
+
+        let own = try await self.asNobody(daemon, ["call", "--json", "io.coalesced.App.Register", #"{"name":"org.example.nobody"}"#])
+        #expect(own.status == 0, "\(own.stderr)")
+        #expect(try JSONParser.parse(own.stdout)["app"]?["owner"] == 65534)
+
+        let listed = try await self.asNobody(daemon, ["apps"])
+        #expect(listed.status == 1)
+        #expect(listed.stderr.contains("org.varlink.service.PermissionDenied"))
+
+        // Root may act for any app; the owner stays.
+        let updated = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "exitsOnSuspend": true])
+        #expect(updated["app"]?["owner"] == 65534)
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func membersOfTheAdminGroupMayListApps() async throws {
+        let daemon = try DaemonProcess(configuration: "[Daemon]\nAdminGroup=nogroup\n")
+        try await onThread { try daemon.waitUntilReady() }
+        _ = try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        let listed = try await self.asNobody(daemon, ["apps"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let lines = listed.stdout.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("APP") == true)
+        #expect(lines.contains { $0.hasPrefix("org.example.mail") && $0.contains("notRunning") })
+        daemon.signal(SIGKILL)
+    }
+}
