@@ -10,13 +10,7 @@ struct Apps: ParsableCommand {
     var global: GlobalOptions { self.root.global }
 
     func run() throws {
-        let client = try self.global.connect()
-        client.setReceiveTimeout(.seconds(30))
-        let reply = CtlOutput.perform { try client.call("io.coalesced.System.ListApps") }
-        if self.global.json {
-            CtlOutput.print(JSONValue.object(reply).jsonText)
-            return
-        }
+        guard let reply = self.global.call("io.coalesced.System.ListApps") else { return }
         let apps = reply["apps"]?.arrayValue ?? []
         var rows = [["APP", "STATE", "OWNER", "MODES", "UNIT"]]
         for app in apps {
@@ -43,13 +37,7 @@ struct App: ParsableCommand {
     var name: String
 
     func run() throws {
-        let client = try self.global.connect()
-        client.setReceiveTimeout(.seconds(30))
-        let reply = CtlOutput.perform { try client.call("io.coalesced.System.GetApp", ["app": .string(self.name)]) }
-        if self.global.json {
-            CtlOutput.print(JSONValue.object(reply).jsonText)
-            return
-        }
+        guard let reply = self.global.call("io.coalesced.System.GetApp", ["app": .string(self.name)]) else { return }
         let app = reply["app"] ?? .null
         CtlOutput.print(
             CtlOutput.table([

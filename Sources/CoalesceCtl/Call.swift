@@ -34,7 +34,7 @@ struct Call: ParsableCommand {
 
     func run() throws {
         let parameters = (try? JSONParser.parse(self.parameters))?.objectValue ?? [:]  // validated above
-        let client = try self.global.connect()
+        let client = self.global.connect()
         if self.oneway {
             CtlOutput.perform { try client.send(VarlinkCall(method: self.method, parameters: parameters, oneway: true)) }
             return

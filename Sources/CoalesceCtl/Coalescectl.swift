@@ -46,8 +46,21 @@ struct GlobalOptions: ParsableArguments {
         return InstancePaths(instance: instance).socket
     }
 
+    /// Calls one method and returns its reply, or exits with the failure's message and status. With `--json` the
+    /// reply is printed here and `nil` returned: the caller has nothing left to show.
+    func call(_ method: String, _ parameters: [String: JSONValue] = [:]) -> [String: JSONValue]? {
+        let client = self.connect()
+        client.setReceiveTimeout(.seconds(30))
+        let reply = CtlOutput.perform { try client.call(method, parameters) }
+        if self.json {
+            CtlOutput.print(JSONValue.object(reply).jsonText)
+            return nil
+        }
+        return reply
+    }
+
     /// Connects, or exits with a line that says what to check.
-    func connect() throws -> VarlinkClient {
+    func connect() -> VarlinkClient {
         do {
             return try VarlinkClient(path: self.socketPath)
         } catch {

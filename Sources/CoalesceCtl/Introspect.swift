@@ -13,25 +13,16 @@ struct Introspect: ParsableCommand {
     var interface: String?
 
     func run() throws {
-        let client = try self.global.connect()
-        client.setReceiveTimeout(.seconds(30))
         if let interface = self.interface {
-            let reply = CtlOutput.perform {
-                try client.call("org.varlink.service.GetInterfaceDescription", ["interface": .string(interface)])
+            let parameters: [String: JSONValue] = ["interface": .string(interface)]
+            guard let reply = self.global.call("org.varlink.service.GetInterfaceDescription", parameters) else {
+                return
             }
-            if self.global.json {
-                CtlOutput.print(JSONValue.object(reply).jsonText)
-            } else {
-                let text = reply["description"]?.stringValue ?? ""
-                CtlOutput.print(text.hasSuffix("\n") ? String(text.dropLast()) : text)
-            }
+            let text = reply["description"]?.stringValue ?? ""
+            CtlOutput.print(text.hasSuffix("\n") ? String(text.dropLast()) : text)
             return
         }
-        let reply = CtlOutput.perform { try client.call("org.varlink.service.GetInfo") }
-        if self.global.json {
-            CtlOutput.print(JSONValue.object(reply).jsonText)
-            return
-        }
+        guard let reply = self.global.call("org.varlink.service.GetInfo") else { return }
         let interfaces = reply["interfaces"]?.arrayValue?.compactMap(\.stringValue) ?? []
         var rows: [(String, String)] = [
             ("Vendor", reply["vendor"]?.stringValue ?? "?"),

@@ -8,13 +8,7 @@ struct Status: ParsableCommand {
     var global: GlobalOptions { self.root.global }
 
     func run() throws {
-        let client = try self.global.connect()
-        client.setReceiveTimeout(.seconds(30))
-        let reply = CtlOutput.perform { try client.call("io.coalesced.System.Stats") }
-        if self.global.json {
-            CtlOutput.print(JSONValue.object(reply).jsonText)
-            return
-        }
+        guard let reply = self.global.call("io.coalesced.System.Stats") else { return }
         let stats = reply["stats"] ?? .null
         func int(_ key: String) -> String { stats[key]?.intValue.map { String($0) } ?? "?" }
         let limits = stats["limits"] ?? .null
