@@ -96,6 +96,16 @@ public enum Daemon {
             return DaemonExit.failure
         }
 
+        if case .path(let path) = address, let slash = path.lastIndex(of: "/"), slash != path.startIndex,
+            let failure = createDirectory(String(path[..<slash]), mode: 0o755)
+        {
+            logger.critical(
+                "Cannot create the socket's directory; pass --socket or fix permissions",
+                metadata: ["reason": "\(failure)", "message_id": "\(MessageID.startFailed)"]
+            )
+            return DaemonExit.cannotCreate
+        }
+
         let apps: AppDirectory
         do {
             apps = try AppDirectory(stateDirectory: options.stateDirectory)
@@ -167,7 +177,7 @@ public enum Daemon {
             logger: logger,
             announceReady: {
                 // Only now are SIGTERM and SIGHUP handled: a manager that acts on READY=1 at once must not kill us.
-                notifier.ready(status: status.line())
+                status.ready()
                 logger.notice(
                     "Serving",
                     metadata: [

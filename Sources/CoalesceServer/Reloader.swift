@@ -39,14 +39,14 @@ struct Reloader: Service {
                 "Configuration reloaded",
                 metadata: ["config": "\(self.options.configPath)", "message_id": "\(MessageID.reloaded)"]
             )
-            self.notifier.ready(status: self.status.line())
+            self.status.ready()
         } catch {
             self.state.reloadFailed()
             self.logger.error(
                 "Configuration reload failed, keeping the configuration in force",
                 metadata: ["reason": "\(error)", "message_id": "\(MessageID.reloadFailed)"]
             )
-            self.notifier.ready(status: "Reload failed, old configuration in force: \(error)")
+            self.status.readyAfterRefusedReload("\(error)")
         }
     }
 }

@@ -2,7 +2,8 @@ import NIOConcurrencyHelpers
 import Systemd
 import Varlink
 
-/// Keeps systemd's STATUS= line current: sent when what it says changes, checked once a second.
+/// Keeps systemd's STATUS= line current: sent when what it says changes, checked once a second. It remembers the
+/// last line it sent, so a refused reload stays on display until there is something new to say.
 final class StatusReporter: Sendable {
     private let notifier: SystemdNotifier
     private let server: VarlinkServer
@@ -16,18 +17,33 @@ final class StatusReporter: Sendable {
     }
 
     /// The one-line summary `systemctl status` shows.
-    func line() -> String {
+    private func summary() -> String {
         let statistics = self.server.statistics.snapshot
         let noun = statistics.connections == 1 ? "connection" : "connections"
-        let line = "Serving \(self.address); \(statistics.connections) \(noun), \(statistics.calls) calls"
-        self.lastSent.withLockedValue { $0 = line }
-        return line
+        return "Serving \(self.address); \(statistics.connections) \(noun), \(statistics.calls) calls"
     }
 
-    /// Sends STATUS= if the summary changed since it was last sent.
+    /// READY=1 with the summary: at start-up and after a reload.
+    func ready() {
+        let line = self.summary()
+        self.lastSent.withLockedValue { $0 = line }
+        self.notifier.ready(status: line)
+    }
+
+    /// READY=1 ending a reload that was refused, saying so.
+    func readyAfterRefusedReload(_ reason: String) {
+        let line = "Reload failed, old configuration in force: \(reason)"
+        self.lastSent.withLockedValue { $0 = line }
+        self.notifier.ready(status: line)
+    }
+
+    /// Sends STATUS= when the summary differs from the line last sent.
     func refresh() {
-        let previous = self.lastSent.withLockedValue { $0 }
-        let current = self.line()
-        if current != previous { self.notifier.status(current) }
+        let line = self.summary()
+        let changed = self.lastSent.withLockedValue { last in
+            defer { last = line }
+            return last != line
+        }
+        if changed { self.notifier.status(line) }
     }
 }

@@ -174,11 +174,10 @@ public final class VarlinkServer: Sendable {
 
 /// The socket file of a server that binds its own address.
 enum VarlinkSocketFile {
-    /// Makes `path` free to bind: creates its directory, and removes a stale socket file that nobody answers on.
+    /// Makes `path` free to bind: removes a stale socket file that nobody answers on. Its directory must exist.
     /// - Throws: ``VarlinkServerError/alreadyServed(path:)`` when a live server answers there.
     static func prepare(_ path: String) throws {
         guard path.utf8.count < 108 else { throw VarlinkServerError.pathTooLong(path: path) }
-        try self.makeDirectories(for: path)
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return }
@@ -188,17 +187,6 @@ enum VarlinkSocketFile {
         if self.answers(path) { throw VarlinkServerError.alreadyServed(path: path) }
         if unlink(path) != 0, errno != ENOENT {
             throw VarlinkServerError.system(operation: "remove stale socket", path: path, errno: errno)
-        }
-    }
-
-    private static func makeDirectories(for path: String) throws {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        let components = path.split(separator: "/", omittingEmptySubsequences: true).dropLast()
-        for component in components {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
-                throw VarlinkServerError.system(operation: "create directory", path: prefix, errno: errno)
-            }
         }
     }
 

@@ -116,6 +116,17 @@ import Varlink
     }
 }
 
+@Suite struct SocketDirectoryTests {
+    @Test func missingDirectoriesOfTheSocketAreCreated() async throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("run/coalesced/io.coalesced")
+        let daemon = try DaemonProcess(arguments: ["--socket", socket])
+        try await onThread { try daemon.waitUntilReady() }
+        #expect(try testClient(socket).call("io.coalesced.System.Stats")["stats"] != nil)
+        daemon.signal(SIGKILL)
+    }
+}
+
 @Suite struct SocketModeTests {
     @Test func aUserInstanceSocketIsItsUsersAloneAndTheSystemOneIsOpenToAll() async throws {
         for (flag, mode) in [("--user", 0o600), ("--system", 0o666)] {
