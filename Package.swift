@@ -15,7 +15,9 @@ let package = Package(
         .executable(name: "coalesced", targets: ["CoalesceDaemon"]),
         .executable(name: "coalescectl", targets: ["CoalesceCtl"]),
         .executable(name: "coalesced-bench", targets: ["CoalesceBench"]),
+        .executable(name: "coalesce-example", targets: ["CoalesceExample"]),
         .library(name: "Varlink", targets: ["Varlink"]),
+        .library(name: "CoalesceClient", targets: ["CoalesceClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -94,6 +96,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "CoalesceClient",
+            dependencies: ["CoalesceCore", "Varlink"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "CoalesceExample",
+            dependencies: [
+                "CoalesceClient",
+                "CoalesceCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/CoalesceExample",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "CoalesceBench",
             dependencies: [
@@ -140,7 +157,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProcessTests",
-            dependencies: ["CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl"],
+            dependencies: [
+                "CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl", "CoalesceExample",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

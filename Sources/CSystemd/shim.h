@@ -6,5 +6,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <systemd/sd-bus.h>
+// pidfd_open and pidfd_send_signal (glibc 2.36): signals that cannot reach a process that reused a pid.
+#include <sys/pidfd.h>
 
 #endif

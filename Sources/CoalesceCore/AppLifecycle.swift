@@ -43,7 +43,7 @@ public enum LifecycleError: Error, Sendable, Hashable, CustomStringConvertible {
 public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
     public private(set) var state: AppState = .notRunning
     public var traits: AppTraits
-    public let timings: LifecycleTimings
+    public var timings: LifecycleTimings
     /// Open background tasks by id, with their names.
     public private(set) var tasks: [Int: String] = [:]
     /// The app is inactive because of an interruption (alert, call, sleep, lock), not a transition.

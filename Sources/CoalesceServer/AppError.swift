@@ -3,33 +3,84 @@ import Varlink
 
 /// Errors of the app-facing methods, as `io.coalesced.App` and `io.coalesced.System` declare them.
 enum AppError: Error, VarlinkErrorConvertible, Hashable {
+    /// Which interface a request came through: the errors both declare carry its name.
+    enum Side: String, Hashable {
+        case app = "io.coalesced.App"
+        case system = "io.coalesced.System"
+    }
+
     /// The name is not reverse-DNS.
     case invalidAppName(name: String, reason: String)
     /// Another user registered this app first.
     case notOwner(app: String)
     /// The daemon already knows as many apps as `MaxApps=` allows.
     case tooManyApps(limit: Int)
-    /// No app of that name is registered.
+    /// An app acting for itself before it registered.
+    case notRegistered(app: String)
+    /// No app of that name is registered (System side).
     case noSuchApp(app: String)
+    /// The lifecycle refused the request.
+    case wrongState(app: String, state: AppState, reason: String, side: Side)
+    case noSuchTask(app: String, id: Int)
+    case stateTooLarge(app: String, size: Int, limit: Int)
+    /// A second Attach took the stream over.
+    case replaced(app: String)
+    case storageFailed(reason: String)
+    case noForegroundApp
+    case launchTimedOut(app: String, timeout: Duration)
+    case launchFailed(app: String, unit: String, reason: String)
+    case nothingToPurge
+    case monitorOverrun(bound: Int)
 
     var varlinkName: String {
         switch self {
         case .invalidAppName: return "io.coalesced.App.InvalidAppName"
         case .notOwner: return "io.coalesced.App.NotOwner"
         case .tooManyApps: return "io.coalesced.App.TooManyApps"
+        case .notRegistered: return "io.coalesced.App.NotRegistered"
         case .noSuchApp: return "io.coalesced.System.NoSuchApp"
+        case .wrongState(_, _, _, let side): return side.rawValue + ".WrongState"
+        case .noSuchTask: return "io.coalesced.App.NoSuchTask"
+        case .stateTooLarge: return "io.coalesced.App.StateTooLarge"
+        case .replaced: return "io.coalesced.App.Replaced"
+        case .storageFailed: return "io.coalesced.App.StorageFailed"
+        case .noForegroundApp: return "io.coalesced.System.NoForegroundApp"
+        case .launchTimedOut: return "io.coalesced.System.LaunchTimedOut"
+        case .launchFailed: return "io.coalesced.System.LaunchFailed"
+        case .nothingToPurge: return "io.coalesced.System.NothingToPurge"
+        case .monitorOverrun: return "io.coalesced.System.MonitorOverrun"
         }
     }
 
     var varlinkParameters: [String: JSONValue] {
         switch self {
         case .invalidAppName(let name, let reason): return ["name": .string(name), "reason": .string(reason)]
-        case .notOwner(let app), .noSuchApp(let app): return ["app": .string(app)]
+        case .notOwner(let app), .noSuchApp(let app), .notRegistered(let app), .replaced(let app):
+            return ["app": .string(app)]
         case .tooManyApps(let limit): return ["limit": .int(Int64(limit))]
+        case .wrongState(let app, let state, let reason, _):
+            return ["app": .string(app), "state": .string(state.rawValue), "reason": .string(reason)]
+        case .noSuchTask(let app, let id): return ["app": .string(app), "id": .int(Int64(id))]
+        case .stateTooLarge(let app, let size, let limit):
+            return ["app": .string(app), "size": .int(Int64(size)), "limit": .int(Int64(limit))]
+        case .storageFailed(let reason): return ["reason": .string(reason)]
+        case .noForegroundApp, .nothingToPurge: return [:]
+        case .launchTimedOut(let app, let timeout): return ["app": .string(app), "timeoutSec": .double(timeout.seconds)]
+        case .launchFailed(let app, let unit, let reason):
+            return ["app": .string(app), "unit": .string(unit), "reason": .string(reason)]
+        case .monitorOverrun(let bound): return ["bound": .int(Int64(bound))]
         }
     }
 
     init(_ error: AppNameError) {
         self = .invalidAppName(name: error.name, reason: error.reason)
+    }
+
+    init(_ error: LifecycleError, app: AppName, state: AppState, side: Side) {
+        if case .noSuchTask(let id) = error {
+            self = .noSuchTask(app: app.value, id: id)
+        } else {
+            self = .wrongState(app: app.value, state: state, reason: error.description, side: side)
+        }
     }
 }

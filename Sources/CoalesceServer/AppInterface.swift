@@ -5,15 +5,16 @@ import Varlink
 enum AppInterface {
     static let maximumModes = 32
     static let maximumModeLength = 64
+    static let maximumTaskNameLength = 64
 
-    static func make(apps: AppDirectory, daemon: DaemonState) -> VarlinkInterface {
+    static func make(apps: AppManager, daemon: DaemonState) -> VarlinkInterface {
         VarlinkInterface(
             text: InterfaceText.ioCoalescedApp,
             methods: [
                 // Runs off the event loop: it waits for the registry to reach the disk.
                 "Register": .streaming { request, responder in
-                    guard let peer = request.peer else { throw VarlinkError.permissionDenied }
-                    let registration = try apps.register(
+                    let peer = try self.peer(request)
+                    let snapshot = try apps.register(
                         name: try request.string("name"),
                         traits: AppTraits(
                             backgroundModes: try self.backgroundModes(request.call.parameters["backgroundModes"]),
@@ -23,24 +24,71 @@ enum AppInterface {
                         uid: peer.uid,
                         limit: daemon.configuration.maxApps
                     )
-                    let snapshot = try apps.get(registration.name.value)
                     responder.finish(["app": self.info(snapshot)])
-                }
+                },
+                "Attach": .streaming { request, responder in
+                    guard responder.streams else { throw VarlinkError.expectedMore }
+                    let peer = try self.peer(request)
+                    try await apps.attach(name: try request.string("app"), peer: peer, responder: responder)
+                },
+                "Ack": .immediate { request in
+                    let peer = try self.peer(request)
+                    guard let sequence = request.call.parameters["seq"]?.intValue, let sequence = UInt64(exactly: sequence)
+                    else { throw VarlinkError.invalidParameter("seq") }
+                    try apps.acknowledge(name: try request.string("app"), uid: peer.uid, upTo: sequence)
+                    return [:]
+                },
+                "BeginBackgroundTask": .immediate { request in
+                    let peer = try self.peer(request)
+                    let name = try request.string("name")
+                    guard name.utf8.count <= self.maximumTaskNameLength else { throw VarlinkError.invalidParameter("name") }
+                    let task = try apps.beginBackgroundTask(name: try request.string("app"), uid: peer.uid, taskName: name)
+                    return ["id": .int(Int64(task.id)), "remainingSec": .double(task.remaining.seconds)]
+                },
+                "EndBackgroundTask": .immediate { request in
+                    let peer = try self.peer(request)
+                    guard let id = request.call.parameters["id"]?.intValue, let id = Int(exactly: id) else {
+                        throw VarlinkError.invalidParameter("id")
+                    }
+                    try apps.endBackgroundTask(name: try request.string("app"), uid: peer.uid, id: id)
+                    return [:]
+                },
+                // Runs off the event loop: it waits for the data to reach the disk.
+                "SaveState": .streaming { request, responder in
+                    let peer = try self.peer(request)
+                    let data: String?
+                    switch request.call.parameters["data"] {
+                    case nil, .null?: data = nil
+                    case .string(let text)?: data = text
+                    default: throw VarlinkError.invalidParameter("data")
+                    }
+                    try apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
+                    responder.finish()
+                },
             ]
         )
     }
 
     /// An app as both interfaces describe it (`AppInfo`, `App`).
-    static func info(_ snapshot: AppDirectory.Snapshot) -> JSONValue {
+    static func info(_ snapshot: AppManager.Snapshot) -> JSONValue {
         var object: [String: JSONValue] = [
             "name": .string(snapshot.registration.name.value),
             "state": .string(snapshot.state.rawValue),
             "owner": .int(Int64(snapshot.registration.owner)),
             "backgroundModes": .array(snapshot.registration.traits.backgroundModes.sorted().map { .string($0) }),
             "exitsOnSuspend": .bool(snapshot.registration.traits.exitsOnSuspend),
+            "tasks": .int(Int64(snapshot.tasks)),
+            "since": .double(snapshot.since),
         ]
         if let unit = snapshot.registration.launchUnit { object["launchUnit"] = .string(unit) }
+        if let pid = snapshot.pid { object["pid"] = .int(Int64(pid)) }
         return .object(object)
+    }
+
+    /// The caller, as the kernel reports it: every App method acts for the caller's uid.
+    static func peer(_ request: VarlinkRequest) throws(VarlinkError) -> VarlinkPeer {
+        guard let peer = request.peer else { throw .permissionDenied }
+        return peer
     }
 
     private static func backgroundModes(_ value: JSONValue?) throws(VarlinkError) -> Set<String> {

@@ -58,35 +58,11 @@ struct AppRegistryFile: Sendable {
         var bytes: [UInt8] = []
         document.write(to: &bytes)
         bytes.append(UInt8(ascii: "\n"))
-        let temporary = self.path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw self.failure("create", temporary) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else {
-                close(fd)
-                throw self.failure("write", temporary)
-            }
-            offset += written
+        do {
+            try DurableFile.replace(self.path, with: bytes)
+        } catch {
+            throw Failure(description: error.description)
         }
-        guard fsync(fd) == 0 else {
-            close(fd)
-            throw self.failure("flush", temporary)
-        }
-        close(fd)
-        guard rename(temporary, self.path) == 0 else { throw self.failure("replace", self.path) }
-        // The rename is durable only once the directory is flushed too.
-        let directory = open(String(self.path[..<(self.path.lastIndex(of: "/") ?? self.path.startIndex)]), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)  // a file system that cannot flush directories keeps the rename anyway
-            close(directory)
-        }
-    }
-
-    private func failure(_ operation: String, _ path: String) -> Failure {
-        Failure(description: "cannot \(operation) \(path): \(String(cString: strerror(errno)))")
     }
 
     private static func entry(_ registration: AppRegistration) -> JSONValue {

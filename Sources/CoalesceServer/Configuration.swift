@@ -1,3 +1,4 @@
+public import CoalesceCore
 public import Logging
 
 #if canImport(Glibc)
@@ -17,6 +18,18 @@ public struct Configuration: Sendable, Hashable {
     public var adminGroup: AdminGroup?
     /// `[Apps] MaxApps=`: how many apps may be registered.
     public var maxApps: Int = 65536
+    /// `[Apps] AcknowledgeTimeoutSec=`, `BackgroundTaskBudgetSec=`, `BackgroundTaskWarningSec=`,
+    /// `BackgroundTaskExpiry=`: the lifecycle's deadlines and budget.
+    public var timings = LifecycleTimings()
+    /// `[Apps] LaunchTimeoutSec=`: how long System.Launch waits for the app to attach.
+    public var launchTimeout: Duration = .seconds(10)
+    /// `[Apps] TerminateGraceSec=`: how long a terminated app has between SIGTERM and SIGKILL, and to acknowledge
+    /// willTerminate before SIGTERM.
+    public var terminateGrace: Duration = .seconds(5)
+    /// `[Apps] ExclusiveForeground=`: one app in the foreground per seat, as on a phone.
+    public var exclusiveForeground = true
+    /// `[Apps] MaxSavedState=`: the largest SaveState an app may keep, in bytes.
+    public var maxSavedState: Int = 64 << 10
 
     public init() {}
 }
@@ -124,7 +137,41 @@ enum ConfigurationKey {
             "MaxApps": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxApps =
                     value.isEmpty ? Configuration().maxApps : try parseInteger(value, in: 1...1_000_000)
-            }
+            },
+            "AcknowledgeTimeoutSec": { configuration, value throws(ConfigurationValueError) in
+                let timeout = value.isEmpty ? LifecycleTimings().launchAcknowledgement : try parseTimeSpan(value)
+                configuration.timings.launchAcknowledgement = timeout
+                configuration.timings.backgroundAcknowledgement = timeout
+            },
+            "BackgroundTaskBudgetSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.timings.backgroundTaskBudget =
+                    value.isEmpty ? LifecycleTimings().backgroundTaskBudget : try parseTimeSpan(value)
+            },
+            "BackgroundTaskWarningSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.timings.expiryWarning =
+                    value.isEmpty ? LifecycleTimings().expiryWarning : try parseTimeSpan(value, allowZero: true)
+            },
+            "BackgroundTaskExpiry": { configuration, value throws(ConfigurationValueError) in
+                switch value {
+                case "", "suspend": configuration.timings.terminateWhenBudgetRunsOut = false
+                case "terminate": configuration.timings.terminateWhenBudgetRunsOut = true
+                default: throw ConfigurationValueError(reason: "expected suspend or terminate")
+                }
+            },
+            "LaunchTimeoutSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.launchTimeout = value.isEmpty ? Configuration().launchTimeout : try parseTimeSpan(value)
+            },
+            "TerminateGraceSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.terminateGrace =
+                    value.isEmpty ? Configuration().terminateGrace : try parseTimeSpan(value, allowZero: true)
+            },
+            "ExclusiveForeground": { configuration, value throws(ConfigurationValueError) in
+                configuration.exclusiveForeground = value.isEmpty ? true : try parseBoolean(value)
+            },
+            "MaxSavedState": { configuration, value throws(ConfigurationValueError) in
+                configuration.maxSavedState =
+                    value.isEmpty ? Configuration().maxSavedState : try parseSize(value, in: 0...(16 << 20))
+            },
         ],
         "Varlink": [
             "MaxMessageSize": { configuration, value throws(ConfigurationValueError) in
@@ -168,6 +215,50 @@ enum ConfigurationKey {
             throw ConfigurationValueError(reason: "must be between \(range.lowerBound) and \(range.upperBound)")
         }
         return number
+    }
+
+    /// A systemd time span: `5`, `5s`, `500ms`, `2min`, `1h 30min`; a bare number is seconds.
+    static func parseTimeSpan(_ value: String, allowZero: Bool = false) throws(ConfigurationValueError) -> Duration {
+        let units: [(suffix: String, nanoseconds: Int64)] = [
+            ("usec", 1_000), ("us", 1_000), ("msec", 1_000_000), ("ms", 1_000_000), ("seconds", 1_000_000_000),
+            ("second", 1_000_000_000), ("sec", 1_000_000_000), ("s", 1_000_000_000), ("minutes", 60_000_000_000),
+            ("minute", 60_000_000_000), ("min", 60_000_000_000), ("m", 60_000_000_000), ("hours", 3_600_000_000_000),
+            ("hour", 3_600_000_000_000), ("hr", 3_600_000_000_000), ("h", 3_600_000_000_000),
+        ]
+        let failure = ConfigurationValueError(reason: "expected a time span such as 5s, 500ms or 2min")
+        var total: Int64 = 0
+        var rest = Substring(value)
+        while true {
+            rest = rest.drop { $0 == " " }
+            if rest.isEmpty { break }
+            let digits = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+            guard let number = Double(digits) else { throw failure }
+            rest = rest.dropFirst(digits.count).drop { $0 == " " }
+            let word = rest.prefix { $0.isLetter }
+            rest = rest.dropFirst(word.count)
+            let scale: Int64
+            if word.isEmpty {
+                scale = 1_000_000_000
+            } else if let unit = units.first(where: { $0.suffix == word }) {
+                scale = unit.nanoseconds
+            } else {
+                throw failure
+            }
+            let nanoseconds = number * Double(scale)
+            guard nanoseconds < 1e17 else { throw ConfigurationValueError(reason: "longer than anything sensible") }
+            total += Int64(nanoseconds)
+        }
+        guard allowZero || total > 0 else { throw ConfigurationValueError(reason: "must be longer than zero") }
+        return .nanoseconds(total)
+    }
+
+    /// systemd's booleans.
+    static func parseBoolean(_ value: String) throws(ConfigurationValueError) -> Bool {
+        switch value.lowercased() {
+        case "1", "yes", "y", "true", "t", "on": return true
+        case "0", "no", "n", "false", "f", "off": return false
+        default: throw ConfigurationValueError(reason: "expected yes or no")
+        }
     }
 
     /// Bytes with an optional K, M or G suffix (powers of 1024, as systemd reads them).

@@ -17,9 +17,26 @@ public enum MessageID {
     public static let reloaded = "6ab1dea5eea941e2a65c779e0a3dcd9b"
     public static let reloadFailed = "c398ef5e1e3547eb8e9b1e6b98eda402"
     public static let startFailed = "396691b1f9ab41ed8e993c2c06b4dee4"
+    /// An app changed state (COALESCED_APP, COALESCED_FROM, COALESCED_TO, COALESCED_REASON).
+    public static let transition = "2a906d1513cc406fa724cbb88e6640e3"
+    /// An app was killed because it did not acknowledge a callback in time.
+    public static let deadlineMissed = "0901a4f79c6c478abfa8b3ef190e586e"
+    /// An app's background budget ran out: its tasks were ended, and it was suspended or terminated.
+    public static let tasksExpired = "059f6d6acebb4d669dc1dc022ce84085"
+    /// A suspended app was killed to reclaim memory.
+    public static let purged = "f54cf9d32843419fade869b06484eabf"
+    /// An app was told its background task is about to expire.
+    public static let taskExpiring = "65e264e9f2834ccaafdeafb1389e934b"
+    /// A launched app did not attach in time.
+    public static let launchTimedOut = "be02aa835cf24b2bbd9b0e7fdb0fb046"
+    /// A terminated app ignored SIGTERM and was killed.
+    public static let killedAfterGrace = "2ed7d301c32947ccbdd534b801432449"
 
     /// Every MESSAGE_ID, for checking the catalog.
-    public static let all = [started, stopping, reloaded, reloadFailed, startFailed]
+    public static let all = [
+        started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
+        taskExpiring, launchTimedOut, killedAfterGrace,
+    ]
 }
 
 /// Which instance runs: the system one (root, /run and /var/lib) or a user's (XDG directories).
@@ -106,19 +123,26 @@ public enum Daemon {
             return DaemonExit.cannotCreate
         }
 
-        let apps: AppDirectory
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let state = DaemonState(configuration: configuration)
+        let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
+        let apps: AppManager
         do {
-            apps = try AppDirectory(stateDirectory: options.stateDirectory)
+            apps = try AppManager(
+                stateDirectory: options.stateDirectory,
+                daemon: state,
+                eventLoop: group.next(),
+                logger: logger,
+                startUnit: { unit in try startUnit(unit, on: busScope) }
+            )
         } catch {
             logger.critical(
                 "Cannot read the app registry",
                 metadata: ["reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
             )
+            try? await group.shutdownGracefully()  // exiting anyway
             return DaemonExit.failure
         }
-
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let state = DaemonState(configuration: configuration)
         let statistics = VarlinkServerStatistics()
         let service = VarlinkService(
             info: VarlinkServiceInfo(
@@ -229,6 +253,20 @@ public enum Daemon {
         }
         return .descriptor(chosen.descriptor, path: chosen.path)
     }
+}
+
+/// Asks systemd to start a unit (StartUnit, mode "replace") and returns once the job is queued; the app it starts
+/// then attaches on its own.
+func startUnit(_ unit: String, on scope: SystemBus.Scope) throws(SystemdError) {
+    let bus = try SystemBus(scope)
+    _ = try bus.callReturningString(
+        destination: "org.freedesktop.systemd1",
+        path: "/org/freedesktop/systemd1",
+        interface: "org.freedesktop.systemd1.Manager",
+        member: "StartUnit",
+        arguments: [unit, "replace"],
+        replyType: "o"
+    )
 }
 
 /// Writes one line to stderr: for problems the person starting the daemon must see before logging is set up.

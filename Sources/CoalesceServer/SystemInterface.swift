@@ -1,15 +1,22 @@
 import CoalesceCore
 import Varlink
 
-/// `io.coalesced.System`: what the daemon is doing.
+/// `io.coalesced.System`: what the daemon is doing, and the operator's hand on the apps.
 enum SystemInterface {
-    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppDirectory) -> VarlinkInterface {
-        VarlinkInterface(
+    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppManager) -> VarlinkInterface {
+        /// Every method but Stats is for admins.
+        @Sendable func admin(_ request: VarlinkRequest) throws(VarlinkError) {
+            try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
+        }
+        return VarlinkInterface(
             text: InterfaceText.ioCoalescedSystem,
             methods: [
                 "Stats": .immediate { _ in
                     let connections = statistics.snapshot
                     let state = daemon.snapshot
+                    let lifecycle = apps.statistics
+                    var states: [String: JSONValue] = [:]
+                    for appState in AppState.allCases { states[appState.rawValue] = .int(Int64(lifecycle.states[appState] ?? 0)) }
                     let stats: [String: JSONValue] = [
                         "version": .string(CoalescedVersion.string),
                         "uptimeSec": .double(state.uptime.seconds),
@@ -20,6 +27,8 @@ enum SystemInterface {
                         "protocolErrors": .int(Int64(connections.protocolErrors)),
                         "reloads": .int(Int64(state.reloads)),
                         "apps": .int(Int64(apps.count)),
+                        "states": .object(states),
+                        "transitions": .int(Int64(lifecycle.transitions)),
                         "failedReloads": .int(Int64(state.failedReloads)),
                         "limits": [
                             "maxMessageSize": .int(Int64(state.configuration.maxMessageSize)),
@@ -30,15 +39,79 @@ enum SystemInterface {
                     return ["stats": .object(stats)]
                 },
                 "ListApps": .immediate { request in
-                    try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
+                    try admin(request)
                     return ["apps": .array(apps.list().map(AppInterface.info))]
                 },
                 "GetApp": .immediate { request in
-                    try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
+                    try admin(request)
                     return ["app": AppInterface.info(try apps.get(try request.string("app")))]
+                },
+                // Waits for systemd and for the app to attach: off the event loop.
+                "Launch": .streaming { request, responder in
+                    try admin(request)
+                    let destination: LaunchDestination
+                    switch request.call.parameters["destination"] {
+                    case nil, .null?: destination = .foreground
+                    case .string(let text)?:
+                        guard let parsed = LaunchDestination(rawValue: text) else {
+                            throw VarlinkError.invalidParameter("destination")
+                        }
+                        destination = parsed
+                    default: throw VarlinkError.invalidParameter("destination")
+                    }
+                    let snapshot = try await apps.launch(name: try request.string("app"), destination: destination)
+                    responder.finish(["app": AppInterface.info(snapshot)])
+                },
+                "Activate": .immediate { request in
+                    try admin(request)
+                    return ["app": AppInterface.info(try apps.activate(name: try request.string("app")))]
+                },
+                "Deactivate": .immediate { request in
+                    try admin(request)
+                    return ["app": AppInterface.info(try apps.deactivate(name: try self.optionalString(request, "app")))]
+                },
+                "Interrupt": .immediate { request in
+                    try admin(request)
+                    let begins: Bool
+                    switch try request.string("phase") {
+                    case "begin": begins = true
+                    case "end": begins = false
+                    default: throw VarlinkError.invalidParameter("phase")
+                    }
+                    let snapshot = try apps.interrupt(name: try self.optionalString(request, "app"), begins: begins)
+                    return ["app": AppInterface.info(snapshot)]
+                },
+                "Terminate": .immediate { request in
+                    try admin(request)
+                    return ["app": AppInterface.info(try apps.terminate(name: try request.string("app")))]
+                },
+                "Purge": .immediate { request in
+                    try admin(request)
+                    var count = 1
+                    if let value = request.call.parameters["count"], value != .null {
+                        guard let number = value.intValue, number >= 1, number <= 1_000_000 else {
+                            throw VarlinkError.invalidParameter("count")
+                        }
+                        count = Int(number)
+                    }
+                    let purged = try apps.purge(name: try self.optionalString(request, "app"), count: count)
+                    return ["purged": .array(purged.map { .string($0.value) })]
+                },
+                "Monitor": .streaming { request, responder in
+                    try admin(request)
+                    guard responder.streams else { throw VarlinkError.expectedMore }
+                    try await apps.monitor(responder: responder)
                 },
             ]
         )
+    }
+
+    private static func optionalString(_ request: VarlinkRequest, _ name: String) throws(VarlinkError) -> String? {
+        switch request.call.parameters[name] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw .invalidParameter(name)
+        }
     }
 }
 

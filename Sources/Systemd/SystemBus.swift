@@ -11,10 +11,19 @@ import Glibc
 public final class SystemBus {
     private let bus: OpaquePointer
 
-    /// Connects to the system bus.
-    public init() throws(SystemdError) {
+    /// Which bus: the system's, or the calling user's (where a user's systemd instance listens).
+    public enum Scope: Sendable {
+        case system
+        case user
+    }
+
+    /// Connects to the system bus, or to the user's.
+    public init(_ scope: Scope = .system) throws(SystemdError) {
         var bus: OpaquePointer?
-        try SystemdError.check(sd_bus_open_system(&bus), "connect to the system bus")
+        switch scope {
+        case .system: try SystemdError.check(sd_bus_open_system(&bus), "connect to the system bus")
+        case .user: try SystemdError.check(sd_bus_open_user(&bus), "connect to the user bus")
+        }
         self.bus = bus!  // set on success
     }
 
@@ -40,13 +49,15 @@ public final class SystemBus {
         return String(cString: value)
     }
 
-    /// Calls a method with string arguments and returns the string its reply starts with.
+    /// Calls a method with string arguments and returns the string (or, with `replyType` "o", the object path)
+    /// its reply starts with.
     public func callReturningString(
         destination: String,
         path: String,
         interface: String,
         member: String,
         arguments: [String] = [],
+        replyType: Character = "s",
         timeout: Duration = .seconds(25)
     ) throws(SystemdError) -> String {
         var message: OpaquePointer?
@@ -71,7 +82,7 @@ public final class SystemBus {
         defer { sd_bus_message_unref(reply) }
         var value: UnsafePointer<CChar>?
         try SystemdError.check(
-            sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &value),
+            sd_bus_message_read_basic(reply, CChar(replyType.asciiValue ?? UInt8(ascii: "s")), &value),
             "read the reply of \(interface).\(member)"
         )
         return value.map { String(cString: $0) } ?? ""  // owned by the reply, copied before it is released

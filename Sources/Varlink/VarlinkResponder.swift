@@ -10,6 +10,8 @@ public struct VarlinkResponder: Sendable {
     private let channel: any Channel
     private let call: VarlinkCall
     private let finished = NIOLockedValueBox(false)
+    /// Bytes handed to the channel that the kernel has not taken yet: what a slow reader makes the daemon hold.
+    private let unwritten = NIOLockedValueBox(0)
 
     init(channel: any Channel, call: VarlinkCall) {
         self.channel = channel
@@ -20,6 +22,10 @@ public struct VarlinkResponder: Sendable {
 
     /// Whether the client accepts several replies.
     public var streams: Bool { self.call.more && !self.call.oneway }
+
+    /// Bytes of replies sent but not yet written to the socket, because the peer does not read them fast enough.
+    /// A stream that must not grow without bound ends the call once this passes its limit.
+    public var backlog: Int { self.unwritten.withLockedValue { $0 } }
 
     /// Whether the final reply has been sent.
     public var isFinished: Bool { self.finished.withLockedValue { $0 } }
@@ -57,7 +63,10 @@ public struct VarlinkResponder: Sendable {
         guard !self.call.oneway else { return }
         var buffer = self.channel.allocator.buffer(capacity: 256)
         buffer.writeVarlinkMessage(reply.message)
+        let size = buffer.readableBytes
+        self.unwritten.withLockedValue { $0 += size }
+        let unwritten = self.unwritten
         // A failed write means the peer is gone; the connection handler sees that and cleans up.
-        self.channel.writeAndFlush(buffer, promise: nil)
+        self.channel.writeAndFlush(buffer).whenComplete { _ in unwritten.withLockedValue { $0 -= size } }
     }
 }

@@ -1,0 +1,161 @@
+import ArgumentParser
+import CoalesceClient
+import CoalesceCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small app built on CoalesceClient: it prints one line per callback on standard output, and can be told to
+/// behave well or badly, so that the tests can watch a real app live through its lifecycle.
+@main
+struct CoalesceExample: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coalesce-example",
+        abstract: "An example app for coalesced: prints its lifecycle callbacks, one line each."
+    )
+
+    @Option(help: "The app's reverse-DNS name.")
+    var name = "org.coalesced.example"
+
+    @Option(help: "coalesced's socket (default: $COALESCED_SOCKET, else the system instance's).")
+    var socket: String?
+
+    @Option(name: .customLong("mode"), help: "A background mode to declare; repeatable.")
+    var modes: [String] = []
+
+    @Flag(help: "Declare that the app exits instead of being suspended.")
+    var exitsOnSuspend = false
+
+    @Option(help: "Never return from this callback (a hung app), e.g. didFinishLaunching.")
+    var stallOn: String?
+
+    @Option(help: "Begin a background task with this name when entering the background.")
+    var taskOnBackground: String?
+
+    @Option(help: "End that task after this many seconds (default: never, until it expires).")
+    var endTaskAfter: Double?
+
+    @Flag(help: "End the task from its expiration handler.")
+    var endTaskOnExpiry = false
+
+    @Option(help: "SaveState this text when entering the background.")
+    var saveState: String?
+
+    func run() throws {
+        let application = Application(
+            AppDeclaration(name: self.name, backgroundModes: self.modes, exitsOnSuspend: self.exitsOnSuspend),
+            socketPath: self.socket ?? Application.defaultSocketPath
+        )
+        let delegate = ExampleDelegate(
+            stallOn: self.stallOn,
+            taskOnBackground: self.taskOnBackground,
+            endTaskAfter: self.endTaskAfter,
+            endTaskOnExpiry: self.endTaskOnExpiry,
+            saveState: self.saveState
+        )
+        say("ready pid=\(getpid())")
+        do {
+            try application.run(delegate: delegate)
+        } catch {
+            say("refused \(error)")
+            throw ExitCode(1)
+        }
+        say("exit terminated")
+    }
+}
+
+final class ExampleDelegate: ApplicationDelegate {
+    let stallOn: String?
+    let taskOnBackground: String?
+    let endTaskAfter: Double?
+    let endTaskOnExpiry: Bool
+    let saveState: String?
+
+    init(stallOn: String?, taskOnBackground: String?, endTaskAfter: Double?, endTaskOnExpiry: Bool, saveState: String?) {
+        self.stallOn = stallOn
+        self.taskOnBackground = taskOnBackground
+        self.endTaskAfter = endTaskAfter
+        self.endTaskOnExpiry = endTaskOnExpiry
+        self.saveState = saveState
+    }
+
+    func application(_ application: Application, didFinishLaunchingWith options: LaunchOptions) {
+        self.report(.didFinishLaunching, application, "destination=\(options.destination.rawValue) restored=\(options.restoredState ?? "-")")
+    }
+
+    func applicationDidBecomeActive(_ application: Application) { self.report(.didBecomeActive, application) }
+    func applicationWillResignActive(_ application: Application) { self.report(.willResignActive, application) }
+    func applicationWillEnterForeground(_ application: Application) { self.report(.willEnterForeground, application) }
+    func applicationWillTerminate(_ application: Application) { self.report(.willTerminate, application) }
+    func application(_ application: Application, didReceive callback: LifecycleCallback) { self.report(callback, application) }
+
+    func applicationDidEnterBackground(_ application: Application) {
+        self.report(.didEnterBackground, application)
+        if let text = self.saveState {
+            do {
+                try application.saveState(text)
+                say("saved-state")
+            } catch {
+                say("save-state-failed \(error)")
+            }
+        }
+        guard let taskName = self.taskOnBackground else { return }
+        let endOnExpiry = self.endTaskOnExpiry
+        let holder = Mutex<BackgroundTask?>(nil)
+        do {
+            let task = try application.beginBackgroundTask(taskName) {
+                let task = holder.withLock { $0 }
+                say("task-expiring id=\(task?.id ?? 0)")
+                if endOnExpiry, let task {
+                    try? application.endBackgroundTask(task)
+                    say("task-ended id=\(task.id)")
+                }
+            }
+            holder.withLock { $0 = task }
+            say("task-began id=\(task.id) remaining=\(task.remaining.components.seconds)")
+            if let seconds = self.endTaskAfter {
+                Thread.start {
+                    usleep(useconds_t(seconds * 1_000_000))
+                    try? application.endBackgroundTask(task)
+                    say("task-ended id=\(task.id)")
+                }
+            }
+        } catch {
+            say("task-refused \(error)")
+        }
+    }
+
+    private func report(_ callback: LifecycleCallback, _ application: Application, _ details: String = "") {
+        say("callback \(callback.rawValue) state=\(application.state.rawValue)\(details.isEmpty ? "" : " " + details)")
+        if callback.rawValue == self.stallOn {
+            say("stalling")
+            while true { pause() }
+        }
+    }
+}
+
+/// One line on standard output, written at once so that a reader sees it as it happens.
+func say(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(1, $0, strlen($0)) }
+}
+
+enum Thread {
+    /// Runs `body` on a new detached thread.
+    static func start(_ body: @escaping @Sendable () -> Void) {
+        final class Box: @unchecked Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        pthread_create(&thread, nil, { argument in
+            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        pthread_detach(thread)
+    }
+}

@@ -1,0 +1,253 @@
+public import CoalesceCore
+import Synchronization
+public import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What an app declares about itself when it registers.
+public struct AppDeclaration: Sendable, Hashable {
+    /// Reverse-DNS, such as `org.example.mail`.
+    public var name: String
+    /// Background modes (audio, voip, …): with any, the app is not suspended in the background.
+    public var backgroundModes: [String]
+    /// Instead of being suspended the app is told willTerminate and terminated.
+    public var exitsOnSuspend: Bool
+    /// A systemd service that launches the app.
+    public var launchUnit: String?
+
+    public init(name: String, backgroundModes: [String] = [], exitsOnSuspend: Bool = false, launchUnit: String? = nil) {
+        self.name = name
+        self.backgroundModes = backgroundModes
+        self.exitsOnSuspend = exitsOnSuspend
+        self.launchUnit = launchUnit
+    }
+}
+
+/// What didFinishLaunching hands the app.
+public struct LaunchOptions: Sendable, Hashable {
+    /// Where the launch put the app.
+    public var destination: LaunchDestination
+    /// What the app last kept with ``Application/saveState(_:)``, if anything.
+    public var restoredState: String?
+}
+
+/// An open background task.
+public struct BackgroundTask: Sendable, Hashable {
+    public var id: Int
+    /// Background time left when it began.
+    public var remaining: Duration
+}
+
+/// The app's side of its lifecycle. Every method has a default that does nothing; an app implements those it
+/// cares about. Each is called on the thread that runs ``Application/run(delegate:)``, one at a time, in the
+/// order the daemon sent them; the daemon hears that a callback was handled when its method returns.
+public protocol ApplicationDelegate: AnyObject, Sendable {
+    func application(_ application: Application, didFinishLaunchingWith options: LaunchOptions)
+    func applicationDidBecomeActive(_ application: Application)
+    func applicationWillResignActive(_ application: Application)
+    func applicationDidEnterBackground(_ application: Application)
+    func applicationWillEnterForeground(_ application: Application)
+    func applicationWillTerminate(_ application: Application)
+    /// The other callbacks: didReceiveMemoryWarning, significantTimeChange, protectedData…
+    func application(_ application: Application, didReceive callback: LifecycleCallback)
+}
+
+extension ApplicationDelegate {
+    public func application(_ application: Application, didFinishLaunchingWith options: LaunchOptions) {}
+    public func applicationDidBecomeActive(_ application: Application) {}
+    public func applicationWillResignActive(_ application: Application) {}
+    public func applicationDidEnterBackground(_ application: Application) {}
+    public func applicationWillEnterForeground(_ application: Application) {}
+    public func applicationWillTerminate(_ application: Application) {}
+    public func application(_ application: Application, didReceive callback: LifecycleCallback) {}
+}
+
+/// Why ``Application/run(delegate:)`` could not go on.
+public enum ApplicationError: Error, CustomStringConvertible {
+    /// The daemon refused a request; `name` is the Varlink error, such as `io.coalesced.App.NotOwner`.
+    case refused(name: String, parameters: [String: JSONValue])
+    /// The daemon's reply made no sense.
+    case unexpectedReply(String)
+
+    public var description: String {
+        switch self {
+        case .refused(let name, let parameters):
+            let details = parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            return details.isEmpty ? name : "\(name) (\(details))"
+        case .unexpectedReply(let reason): return "unexpected reply from coalesced: \(reason)"
+        }
+    }
+}
+
+/// One app's connection to coalesced: it registers, attaches, calls the delegate for each callback and
+/// acknowledges it once the delegate returns, and reconnects when the daemon restarts.
+///
+/// Two connections are used, as Varlink serves one call at a time per connection: the attached stream, and one
+/// for requests (acknowledgements, background tasks, saved state).
+public final class Application: Sendable {
+    public let declaration: AppDeclaration
+    public let socketPath: String
+
+    private struct Shared {
+        var state: AppState = .notRunning
+        var requests: VarlinkClient?
+        var expirationHandlers: [Int: @Sendable () -> Void] = [:]
+    }
+
+    private let shared = Mutex(Shared())
+
+    /// The socket coalesced serves: `$COALESCED_SOCKET` when set, the system instance's otherwise.
+    public static var defaultSocketPath: String {
+        if let path = getenv("COALESCED_SOCKET") { return String(cString: path) }
+        return "/run/coalesced/io.coalesced"
+    }
+
+    public init(_ declaration: AppDeclaration, socketPath: String = Application.defaultSocketPath) {
+        self.declaration = declaration
+        self.socketPath = socketPath
+    }
+
+    /// The app's state, as the daemon last said.
+    public var state: AppState { self.shared.withLock { $0.state } }
+
+    /// Registers, attaches and serves the delegate until the app is terminated (willTerminate, or killed by the
+    /// daemon). A lost connection is retried with backoff, up to two seconds apart, for as long as it takes: a
+    /// daemon restart costs the app nothing but a new launch.
+    /// - Throws: ``ApplicationError/refused(name:parameters:)`` when the daemon refuses the app (another user owns
+    ///   the name, another process attached for it, …).
+    public func run(delegate: some ApplicationDelegate) throws(ApplicationError) {
+        var backoff: Duration = .milliseconds(100)
+        while true {
+            do {
+                try self.attachOnce(delegate: delegate)
+                return
+            } catch let error as VarlinkError {
+                throw .refused(name: error.varlinkName, parameters: error.varlinkParameters)
+            } catch let error as ApplicationError {
+                throw error
+            } catch {
+                // Connection lost or refused: the daemon is restarting. Try again.
+                self.shared.withLock { $0.requests = nil }
+                sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// Opens a background task; `expirationHandler` runs when the daemon says its time is nearly up.
+    public func beginBackgroundTask(
+        _ name: String,
+        expirationHandler: @escaping @Sendable () -> Void = {}
+    ) throws(ApplicationError) -> BackgroundTask {
+        let reply = try self.request("io.coalesced.App.BeginBackgroundTask", ["name": .string(name)])
+        guard let id = reply["id"]?.intValue, let remaining = reply["remainingSec"]?.doubleValue else {
+            throw .unexpectedReply("BeginBackgroundTask without id")
+        }
+        self.shared.withLock { $0.expirationHandlers[Int(id)] = expirationHandler }
+        return BackgroundTask(id: Int(id), remaining: .milliseconds(Int64(remaining * 1000)))
+    }
+
+    /// Closes a background task.
+    public func endBackgroundTask(_ task: BackgroundTask) throws(ApplicationError) {
+        _ = self.shared.withLock { $0.expirationHandlers.removeValue(forKey: task.id) }
+        _ = try self.request("io.coalesced.App.EndBackgroundTask", ["id": .int(Int64(task.id))])
+    }
+
+    /// Keeps `data` for the next launch (nil forgets it); on the daemon's disk when this returns.
+    public func saveState(_ data: String?) throws(ApplicationError) {
+        _ = try self.request("io.coalesced.App.SaveState", ["data": data.map { .string($0) } ?? .null])
+    }
+
+    // MARK: Internals
+
+    private func attachOnce(delegate: some ApplicationDelegate) throws {
+        _ = try self.requestThrowingAnything(
+            "io.coalesced.App.Register",
+            [
+                "name": .string(self.declaration.name),
+                "backgroundModes": .array(self.declaration.backgroundModes.map { .string($0) }),
+                "exitsOnSuspend": .bool(self.declaration.exitsOnSuspend),
+                "launchUnit": self.declaration.launchUnit.map { .string($0) } ?? .null,
+            ],
+            includesApp: false
+        )
+        let stream = try VarlinkClient(path: self.socketPath)
+        try stream.callMore("io.coalesced.App.Attach", ["app": .string(self.declaration.name)]) { reply in
+            guard let stateName = reply["state"]?.stringValue, let state = AppState(rawValue: stateName) else {
+                throw ApplicationError.unexpectedReply("Attach reply without a state")
+            }
+            self.shared.withLock { $0.state = state }
+            guard let callback = reply["callback"] else { return }
+            try self.dispatch(callback, to: delegate)
+        }
+    }
+
+    private func dispatch(_ callback: JSONValue, to delegate: some ApplicationDelegate) throws {
+        guard let sequence = callback["seq"]?.intValue, let kind = callback["kind"]?.stringValue else {
+            throw ApplicationError.unexpectedReply("a callback without seq or kind")
+        }
+        let name = kind.hasPrefix("lifecycle.") ? String(kind.dropFirst("lifecycle.".count)) : kind
+        switch LifecycleCallback(rawValue: name) {
+        case .didFinishLaunching?:
+            let options = callback["launchOptions"]
+            delegate.application(
+                self,
+                didFinishLaunchingWith: LaunchOptions(
+                    destination: options?["destination"]?.stringValue.flatMap(LaunchDestination.init) ?? .foreground,
+                    restoredState: options?["restoredState"]?.stringValue
+                )
+            )
+        case .didBecomeActive?: delegate.applicationDidBecomeActive(self)
+        case .willResignActive?: delegate.applicationWillResignActive(self)
+        case .didEnterBackground?: delegate.applicationDidEnterBackground(self)
+        case .willEnterForeground?: delegate.applicationWillEnterForeground(self)
+        case .willTerminate?: delegate.applicationWillTerminate(self)
+        case .backgroundTaskWillExpire?:
+            let task = callback["task"]?.intValue.map { Int($0) }
+            let handler = self.shared.withLock { shared in task.flatMap { shared.expirationHandlers[$0] } }
+            handler?()
+        case let other?: delegate.application(self, didReceive: other)
+        case nil: break  // a kind this library does not know yet: acknowledged, so deadlines are met
+        }
+        _ = try self.requestThrowingAnything("io.coalesced.App.Ack", ["seq": .int(sequence)], includesApp: true)
+    }
+
+    private func request(_ method: String, _ parameters: [String: JSONValue]) throws(ApplicationError) -> [String: JSONValue] {
+        do {
+            return try self.requestThrowingAnything(method, parameters, includesApp: true)
+        } catch let error as VarlinkError {
+            throw .refused(name: error.varlinkName, parameters: error.varlinkParameters)
+        } catch {
+            throw .refused(name: "io.coalesced.Client.Unreachable", parameters: ["reason": .string("\(error)")])
+        }
+    }
+
+    /// One call on the request connection, which is opened on first use and again after it was lost.
+    private func requestThrowingAnything(
+        _ method: String,
+        _ parameters: [String: JSONValue],
+        includesApp: Bool
+    ) throws -> [String: JSONValue] {
+        var parameters = parameters
+        if includesApp { parameters["app"] = .string(self.declaration.name) }
+        return try self.shared.withLock { shared throws in
+            let client = try shared.requests ?? VarlinkClient(path: self.socketPath)
+            shared.requests = client
+            do {
+                return try client.call(method, parameters)
+            } catch let error as VarlinkClientError {
+                shared.requests = nil
+                throw error
+            }
+        }
+    }
+}
+
+private func sleep(for duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+}

@@ -1,0 +1,866 @@
+import CoalesceCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Systemd
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every registered app: its durable registration, its lifecycle, its attached stream and its timers.
+///
+/// This is the shell around ``AppLifecycle``: requests come in from the Varlink methods and the clock, the core
+/// says what happens, and the effects are carried out here, in order, under one lock, so that each app's stream
+/// receives its callbacks in the order the core produced them and monitors see transitions in the same order.
+/// Journal entries are written after the lock is released.
+final class AppManager: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
+    /// One app as both interfaces report it.
+    struct Snapshot: Sendable, Hashable {
+        var registration: AppRegistration
+        var state: AppState
+        var pid: Int32?
+        var tasks: Int
+        /// When the app entered its state, seconds since the Unix epoch.
+        var since: Double
+    }
+
+    /// How a parked stream (an Attach or a Monitor) ended.
+    enum StreamEnd: Sendable {
+        /// Its client hung up.
+        case closed
+        /// The daemon ended it with a final reply already sent.
+        case finished
+        /// Another Attach took over.
+        case replaced
+        /// A monitor that did not read.
+        case overrun
+    }
+
+    private struct Attachment {
+        var id: Int
+        var responder: VarlinkResponder
+        var process: ProcessHandle?
+        var pid: Int32
+    }
+
+    /// What a launch hands the app with didFinishLaunching.
+    private struct LaunchContext {
+        var destination: LaunchDestination
+        var restoredState: String?
+    }
+
+    private struct PendingLaunch {
+        var destination: LaunchDestination
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+        var timeout: Scheduled<Void>?
+    }
+
+    private struct Record {
+        var registration: AppRegistration
+        var lifecycle: AppLifecycle<Instant>
+        var attachment: Attachment?
+        var pendingLaunch: PendingLaunch?
+        var deadline: Scheduled<Void>?
+        var since: Double
+        /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
+        var termination: Termination?
+    }
+
+    /// A parked stream's task, waiting for its end.
+    private struct Park {
+        var continuation: CheckedContinuation<StreamEnd, Never>?
+        var end: StreamEnd?
+    }
+
+    private struct State {
+        var records: [AppName: Record] = [:]
+        var monitors: [Int: VarlinkResponder] = [:]
+        var parks: [Int: Park] = [:]
+        var nextID = 1
+        var transitions = 0
+    }
+
+    /// What to write to the journal once the lock is released.
+    private struct LogEntry {
+        var level: Logger.Level
+        var message: String
+        var metadata: Logger.Metadata
+    }
+
+    /// A monitor's unread replies may hold this much before it is ended.
+    static let monitorBacklogBound = 1 << 20
+
+    private let registry: AppRegistryFile
+    private let savedState: SavedStateStore
+    private let daemon: DaemonState
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+    private let startUnit: @Sendable (String) throws -> Void
+    private let state: Locked<State>
+
+    /// Loads the registry from the state directory.
+    /// - Parameter startUnit: starts a launch unit through systemd; it may block.
+    init(
+        stateDirectory: String,
+        daemon: DaemonState,
+        eventLoop: any EventLoop,
+        logger: Logger,
+        startUnit: @escaping @Sendable (String) throws -> Void
+    ) throws(AppRegistryFile.Failure) {
+        self.registry = AppRegistryFile(stateDirectory: stateDirectory)
+        self.savedState = SavedStateStore(stateDirectory: stateDirectory)
+        self.daemon = daemon
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.startUnit = startUnit
+        var state = State()
+        let timings = daemon.configuration.timings
+        let now = wallClock()
+        for registration in try self.registry.load() {
+            state.records[registration.name] = Record(
+                registration: registration,
+                lifecycle: AppLifecycle(traits: registration.traits, timings: timings),
+                since: now
+            )
+        }
+        self.state = Locked(state)
+    }
+
+    var count: Int { self.state.withLock { $0.records.count } }
+
+    /// Apps per state, and transitions since start.
+    var statistics: (states: [AppState: Int], transitions: Int) {
+        self.state.withLock { state in
+            var states: [AppState: Int] = [:]
+            for record in state.records.values { states[record.lifecycle.state, default: 0] += 1 }
+            return (states, state.transitions)
+        }
+    }
+
+    // MARK: Registry
+
+    /// Registers an app for `uid`, or updates the declarations of one `uid` owns. The registry on disk is
+    /// written before the change takes effect: a registration that was answered survives a crash.
+    /// - Throws: ``AppError`` for a bad name, an app another user owns, the `limit`, or storage.
+    func register(
+        name: String,
+        traits: AppTraits,
+        launchUnit: String?,
+        uid: UInt32,
+        limit: Int
+    ) throws(AppError) -> Snapshot {
+        let appName = try Self.appName(name)
+        return try self.state.withLock { state throws(AppError) in
+            var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
+            if let existing = state.records[appName] {
+                guard existing.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
+                registration.owner = existing.registration.owner
+            } else if state.records.count >= limit {
+                throw .tooManyApps(limit: limit)
+            }
+            var updated = state.records.mapValues(\.registration)
+            updated[appName] = registration
+            do {
+                try self.registry.save(Array(updated.values))
+            } catch {
+                throw .storageFailed(reason: "\(error)")
+            }
+            var record =
+                state.records[appName]
+                ?? Record(
+                    registration: registration,
+                    lifecycle: AppLifecycle(traits: traits, timings: self.daemon.configuration.timings),
+                    since: wallClock()
+                )
+            record.registration = registration
+            record.lifecycle.traits = traits
+            state.records[appName] = record
+            return Self.snapshot(record)
+        }
+    }
+
+    /// Every app, by name.
+    func list() -> [Snapshot] {
+        self.state.withLock { state in
+            state.records.values.map(Self.snapshot).sorted { $0.registration.name < $1.registration.name }
+        }
+    }
+
+    /// One app, for the System side.
+    /// - Throws: ``AppError/noSuchApp(app:)``.
+    func get(_ name: String) throws(AppError) -> Snapshot {
+        let appName = try Self.appName(name)
+        guard let record = self.state.withLock({ $0.records[appName] }) else { throw .noSuchApp(app: name) }
+        return Self.snapshot(record)
+    }
+
+    // MARK: The app side
+
+    /// Serves an Attach until its stream ends: sends the current state, launches the app if it was not running,
+    /// and then parks until the client hangs up, the app ends, or another Attach replaces this one.
+    func attach(name: String, peer: VarlinkPeer, responder: VarlinkResponder) async throws(AppError) {
+        let appName = try Self.appName(name)
+        let restored: String?
+        do {
+            restored = try self.savedState.load(appName.value)
+        } catch {
+            throw .storageFailed(reason: error.description)
+        }
+        let process = try? ProcessHandle(pid: peer.pid)
+        let id = try self.locked { state, log throws(AppError) in
+            var record = try self.appRecord(appName, uid: peer.uid, in: state)
+            let id = state.nextID
+            state.nextID += 1
+            if let previous = record.attachment {
+                // The old stream ends with Replaced; the app keeps running, now in the new stream's process.
+                self.endPark(previous.id, .replaced, in: &state)
+                log.append(
+                    LogEntry(
+                        level: .info,
+                        message: "\(appName): attach replaced by pid \(peer.pid)",
+                        metadata: ["app": "\(appName)", "pid": "\(peer.pid)", "previous_pid": "\(previous.pid)"]
+                    )
+                )
+            }
+            record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid)
+            state.records[appName] = record
+            state.parks[id] = Park()
+            responder.send(["state": .string(record.lifecycle.state.rawValue)])
+            guard record.lifecycle.state == .notRunning else { return id }
+            // Not running: a pending Launch says where it goes; otherwise its user opened it.
+            let pending = record.pendingLaunch
+            let destination = pending?.destination ?? .foreground
+            let now = Instant.now
+            if destination == .foreground { self.clearForeground(except: appName, now: now, in: &state, log: &log) }
+            let launch = LaunchContext(destination: destination, restoredState: restored)
+            try? self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
+                try lifecycle.launch(destination, now: now)
+            } onError: { _ in }  // a not-running app can always be launched
+            if let pending {
+                pending.timeout?.cancel()
+                state.records[appName]!.pendingLaunch = nil
+                for waiter in pending.waiters { waiter.resume() }
+            }
+            return id
+        }
+        switch await self.park(id) {
+        case .replaced: throw .replaced(app: name)
+        case .overrun: throw .monitorOverrun(bound: Self.monitorBacklogBound)
+        case .closed, .finished: responder.finish(["state": "notRunning"])
+        }
+    }
+
+    /// The app has handled everything up to `sequence`.
+    func acknowledge(name: String, uid: UInt32, upTo sequence: UInt64) throws(AppError) {
+        let appName = try Self.appName(name)
+        try self.locked { state, log throws(AppError) in
+            if let termination = try self.appRecord(appName, uid: uid, in: state).termination,
+                sequence >= termination.sequence
+            {
+                state.records[appName]!.termination = nil
+                termination.acknowledged()
+            }
+            let now = Instant.now
+            self.input(appName, in: &state, log: &log) { lifecycle in
+                lifecycle.acknowledge(upTo: sequence, now: now)
+            }
+        }
+    }
+
+    func beginBackgroundTask(name: String, uid: UInt32, taskName: String) throws(AppError) -> (id: Int, remaining: Duration) {
+        let appName = try Self.appName(name)
+        return try self.locked { state, log throws(AppError) in
+            var record = try self.appRecord(appName, uid: uid, in: state)
+            let now = Instant.now
+            do throws(LifecycleError) {
+                let task = try record.lifecycle.beginBackgroundTask(name: taskName, now: now)
+                self.reschedule(appName, &record, now: now)
+                state.records[appName] = record
+                return task
+            } catch {
+                throw AppError(error, app: appName, state: record.lifecycle.state, side: .app)
+            }
+        }
+    }
+
+    func endBackgroundTask(name: String, uid: UInt32, id: Int) throws(AppError) {
+        let appName = try Self.appName(name)
+        try self.locked { state, log throws(AppError) in
+            _ = try self.appRecord(appName, uid: uid, in: state)
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, side: .app) { lifecycle throws(LifecycleError) in
+                try lifecycle.endBackgroundTask(id, now: now)
+            }
+        }
+    }
+
+    /// Keeps `data` on disk for the app's next launch; blocks until it is there.
+    func saveState(name: String, uid: UInt32, data: String?) throws(AppError) {
+        let appName = try Self.appName(name)
+        _ = try self.state.withLock { state throws(AppError) in try self.appRecord(appName, uid: uid, in: state) }
+        let limit = self.daemon.configuration.maxSavedState
+        if let data, data.utf8.count > limit {
+            throw .stateTooLarge(app: name, size: data.utf8.count, limit: limit)
+        }
+        do {
+            try self.savedState.save(appName.value, data)
+        } catch {
+            throw .storageFailed(reason: error.description)
+        }
+    }
+
+    // MARK: The system side
+
+    /// Starts an app and returns once its process has attached and been launched.
+    func launch(name: String, destination: LaunchDestination) async throws(AppError) -> Snapshot {
+        let appName = try Self.appName(name)
+        let timeout = self.daemon.configuration.launchTimeout
+        let unit = try self.state.withLock { state throws(AppError) -> String? in
+            guard var record = state.records[appName] else { throw .noSuchApp(app: name) }
+            guard record.lifecycle.state == .notRunning else {
+                throw .wrongState(
+                    app: name,
+                    state: record.lifecycle.state,
+                    reason: LifecycleError.alreadyRunning(record.lifecycle.state).description,
+                    side: .system
+                )
+            }
+            if record.pendingLaunch == nil {
+                var pending = PendingLaunch(destination: destination)
+                pending.timeout = self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+                    self.launchTimedOut(appName, timeout: timeout)
+                }
+                record.pendingLaunch = pending
+            } else {
+                // A second Launch while one waits joins it; the later destination wins.
+                record.pendingLaunch!.destination = destination
+            }
+            state.records[appName] = record
+            return record.registration.launchUnit
+        }
+        if let unit {
+            do {
+                try self.startUnit(unit)
+            } catch {
+                self.failLaunch(appName, .launchFailed(app: name, unit: unit, reason: "\(error)"))
+                throw .launchFailed(app: name, unit: unit, reason: "\(error)")
+            }
+        }
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                self.state.withLock { state in
+                    if state.records[appName]?.pendingLaunch != nil {
+                        state.records[appName]!.pendingLaunch!.waiters.append(continuation)
+                    } else if state.records[appName]?.lifecycle.state.isRunning == true {
+                        continuation.resume()  // it attached before this call started waiting
+                    } else {
+                        continuation.resume(throwing: AppError.launchTimedOut(app: name, timeout: timeout))
+                    }
+                }
+            }
+        } catch let error as AppError {
+            throw error
+        } catch {
+            throw .launchTimedOut(app: name, timeout: timeout)
+        }
+        return try self.get(name)
+    }
+
+    /// Brings a running app to the foreground.
+    func activate(name: String) throws(AppError) -> Snapshot {
+        let appName = try Self.appName(name)
+        return try self.locked { state, log throws(AppError) in
+            guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
+            let now = Instant.now
+            if record.lifecycle.state.isRunning, record.lifecycle.state != .active {
+                self.clearForeground(except: appName, now: now, in: &state, log: &log)
+            }
+            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                try lifecycle.activate(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    /// Sends an app (by default the foreground one) to the background.
+    func deactivate(name: String?) throws(AppError) -> Snapshot {
+        try self.locked { state, log throws(AppError) in
+            let appName = try self.target(name, in: state) { $0.lifecycle.state.isForeground }
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                try lifecycle.deactivate(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    /// An interruption begins or ends for an app (by default the foreground one).
+    func interrupt(name: String?, begins: Bool) throws(AppError) -> Snapshot {
+        try self.locked { state, log throws(AppError) in
+            let appName = try self.target(name, in: state) { record in
+                begins ? record.lifecycle.state == .active : record.lifecycle.interrupted
+            }
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                begins ? try lifecycle.interruptionBegan(now: now) : try lifecycle.interruptionEnded(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    func terminate(name: String) throws(AppError) -> Snapshot {
+        let appName = try Self.appName(name)
+        return try self.locked { state, log throws(AppError) in
+            guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                try lifecycle.terminate(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    /// Purges the named suspended app, or the `count` suspended apps with the most resident memory.
+    func purge(name: String?, count: Int) throws(AppError) -> [AppName] {
+        try self.locked { state, log throws(AppError) in
+            let chosen: [AppName]
+            if let name {
+                let appName = try Self.appName(name)
+                guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
+                chosen = [appName]
+            } else {
+                let suspended = state.records.filter { $0.value.lifecycle.state == .suspended }
+                guard !suspended.isEmpty else { throw .nothingToPurge }
+                let sizes = suspended.mapValues { $0.attachment?.process?.residentBytes ?? 0 }
+                chosen = Array(suspended.keys.sorted { (sizes[$0]!, $1) > (sizes[$1]!, $0) }.prefix(count))
+            }
+            let now = Instant.now
+            for appName in chosen {
+                try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                    try lifecycle.purge(now: now)
+                }
+            }
+            return chosen
+        }
+    }
+
+    /// Serves a Monitor until its client hangs up or stops reading.
+    func monitor(responder: VarlinkResponder) async throws(AppError) {
+        let id = self.state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.monitors[id] = responder
+            state.parks[id] = Park()
+            responder.send([:])
+            return id
+        }
+        switch await self.park(id) {
+        case .overrun: throw .monitorOverrun(bound: Self.monitorBacklogBound)
+        case .replaced, .closed, .finished: responder.finish()
+        }
+    }
+
+    // MARK: Carrying out the core's effects
+
+    /// Runs `body` under the lock and writes what it logged afterwards.
+    private func locked<T, Failure: Error>(
+        _ body: (inout State, inout [LogEntry]) throws(Failure) -> T
+    ) throws(Failure) -> T {
+        var log: [LogEntry] = []
+        defer {
+            for entry in log { self.logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata) }
+        }
+        return try self.state.withLock { state throws(Failure) in try body(&state, &log) }
+    }
+
+    /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the side's
+    /// WrongState (or NoSuchTask) error and changes nothing.
+    private func input(
+        _ appName: AppName,
+        in state: inout State,
+        log: inout [LogEntry],
+        side: AppError.Side,
+        _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect]
+    ) throws(AppError) {
+        let before = state.records[appName]!.lifecycle.state
+        try self.input(appName, in: &state, log: &log, launch: nil, body) { error throws(AppError) in
+            throw AppError(error, app: appName, state: before, side: side)
+        }
+    }
+
+    private func input(
+        _ appName: AppName,
+        in state: inout State,
+        log: inout [LogEntry],
+        launch: LaunchContext?,
+        _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect],
+        onError: (LifecycleError) throws(AppError) -> Void
+    ) throws(AppError) {
+        var record = state.records[appName]!
+        record.lifecycle.timings = self.daemon.configuration.timings
+        let effects: [LifecycleEffect]
+        do {
+            effects = try body(&record.lifecycle)
+        } catch {
+            try onError(error)
+            return
+        }
+        self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
+        self.reschedule(appName, &record, now: .now)
+        state.records[appName] = record
+    }
+
+    /// Requests that cannot be refused (acknowledgements, the clock).
+    private func input(
+        _ appName: AppName,
+        in state: inout State,
+        log: inout [LogEntry],
+        _ body: (inout AppLifecycle<Instant>) -> [LifecycleEffect]
+    ) {
+        var record = state.records[appName]!
+        record.lifecycle.timings = self.daemon.configuration.timings
+        let effects = body(&record.lifecycle)
+        self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: nil)
+        self.reschedule(appName, &record, now: .now)
+        state.records[appName] = record
+    }
+
+    private func apply(
+        _ effects: [LifecycleEffect],
+        app: AppName,
+        record: inout Record,
+        state: inout State,
+        log: inout [LogEntry],
+        launch: LaunchContext?
+    ) {
+        var current = effects.first.flatMap { effect -> AppState? in
+            if case .transition(let from, _, _) = effect { return from }
+            return nil
+        } ?? record.lifecycle.state
+        var lastDelivered: UInt64 = 0
+        for effect in effects {
+            switch effect {
+            case .deliver(let callback, let sequence, let task):
+                lastDelivered = sequence
+                guard let attachment = record.attachment else { continue }
+                var event: [String: JSONValue] = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
+                if let task { event["task"] = .int(Int64(task)) }
+                if callback == .didFinishLaunching {
+                    var options: [String: JSONValue] = [
+                        "destination": .string((launch?.destination ?? .foreground).rawValue)
+                    ]
+                    if let restored = launch?.restoredState { options["restoredState"] = .string(restored) }
+                    event["launchOptions"] = .object(options)
+                }
+                attachment.responder.send(["state": .string(current.rawValue), "callback": .object(event)])
+                if callback == .backgroundTaskWillExpire {
+                    log.append(
+                        LogEntry(
+                            level: .notice,
+                            message: "\(app): background task \(task ?? 0) is about to expire",
+                            metadata: [
+                                "app": "\(app)", "task": "\(task ?? 0)", "message_id": "\(MessageID.taskExpiring)",
+                            ]
+                        )
+                    )
+                }
+            case .transition(let from, let to, let reason):
+                current = to
+                record.since = wallClock()
+                state.transitions += 1
+                log.append(Self.transitionEntry(app: app, from: from, to: to, reason: reason, pid: record.attachment?.pid))
+                self.tellMonitors(app: app, from: from, to: to, reason: reason, time: record.since, state: &state)
+            case .kill:
+                // The transition that follows is the journal entry, with the pid.
+                if let attachment = record.attachment {
+                    attachment.process?.signal(SIGKILL)
+                    self.endStream(attachment, in: &state)
+                }
+                record.attachment = nil
+            case .terminate:
+                if let attachment = record.attachment {
+                    self.endStream(attachment, in: &state)
+                    if let process = attachment.process {
+                        let termination = Termination(
+                            app: app,
+                            process: process,
+                            sequence: lastDelivered,
+                            grace: self.daemon.configuration.terminateGrace,
+                            eventLoop: self.eventLoop,
+                            logger: self.logger
+                        )
+                        record.termination = termination
+                        termination.start()
+                    }
+                }
+                record.attachment = nil
+            }
+        }
+    }
+
+    /// The journal entry for one transition; its MESSAGE_ID says what kind of event it was.
+    private static func transitionEntry(
+        app: AppName,
+        from: AppState,
+        to: AppState,
+        reason: TransitionReason,
+        pid: Int32?
+    ) -> LogEntry {
+        let level: Logger.Level
+        let messageID: String
+        let what: String
+        switch reason {
+        case .launchNotAcknowledged, .backgroundNotAcknowledged:
+            level = .warning
+            messageID = MessageID.deadlineMissed
+            what = reason == .launchNotAcknowledged
+                ? "killed: didFinishLaunching was not acknowledged in time"
+                : "killed: didEnterBackground was not acknowledged in time"
+        case .backgroundTasksExpired:
+            level = .notice
+            messageID = MessageID.tasksExpired
+            what = "background tasks expired, \(to == .notRunning ? "terminated" : "tasks ended")"
+        case .purge:
+            level = .notice
+            messageID = MessageID.purged
+            what = "purged to reclaim memory"
+        default:
+            level = .info
+            messageID = MessageID.transition
+            what = "\(from.rawValue) → \(to.rawValue) (\(reason.rawValue))"
+        }
+        var metadata: Logger.Metadata = [
+            "app": "\(app)", "from": "\(from.rawValue)", "to": "\(to.rawValue)", "reason": "\(reason.rawValue)",
+            "message_id": "\(messageID)",
+        ]
+        if let pid { metadata["pid"] = "\(pid)" }
+        return LogEntry(level: level, message: "\(app): \(what)", metadata: metadata)
+    }
+
+    private func tellMonitors(
+        app: AppName,
+        from: AppState,
+        to: AppState,
+        reason: TransitionReason,
+        time: Double,
+        state: inout State
+    ) {
+        guard !state.monitors.isEmpty else { return }
+        let reply: [String: JSONValue] = [
+            "transition": [
+                "app": .string(app.value), "from": .string(from.rawValue), "to": .string(to.rawValue),
+                "reason": .string(reason.rawValue), "time": .double(time),
+            ]
+        ]
+        for (id, monitor) in state.monitors {
+            if monitor.backlog > Self.monitorBacklogBound {
+                state.monitors[id] = nil
+                self.endPark(id, .overrun, in: &state)
+            } else {
+                monitor.send(reply)
+            }
+        }
+    }
+
+    /// Ends an app's stream with its last reply: the app is not running any more.
+    private func endStream(_ attachment: Attachment, in state: inout State) {
+        attachment.responder.finish(["state": "notRunning"])
+        self.endPark(attachment.id, .finished, in: &state)
+    }
+
+    /// Another app takes the foreground: every app on screen but `appName` goes to the background.
+    private func clearForeground(except appName: AppName, now: Instant, in state: inout State, log: inout [LogEntry]) {
+        guard self.daemon.configuration.exclusiveForeground else { return }
+        for (other, record) in state.records where other != appName && record.lifecycle.state.isForeground {
+            try? self.input(other, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                try lifecycle.deactivate(now: now)
+            }
+        }
+    }
+
+    /// Arms the app's timer for its next deadline.
+    private func reschedule(_ appName: AppName, _ record: inout Record, now: Instant) {
+        record.deadline?.cancel()
+        record.deadline = nil
+        guard let deadline = record.lifecycle.nextDeadline else { return }
+        let delay = max(.zero, now.duration(to: deadline))
+        record.deadline = self.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
+            self.deadlineReached(appName)
+        }
+    }
+
+    private func deadlineReached(_ appName: AppName) {
+        self.locked { state, log in
+            guard state.records[appName] != nil else { return }
+            let now = Instant.now
+            self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.timePassed(now: now) }
+        }
+    }
+
+    private func launchTimedOut(_ appName: AppName, timeout: Duration) {
+        self.failLaunch(appName, .launchTimedOut(app: appName.value, timeout: timeout))
+        self.logger.warning(
+            "\(appName): did not attach within \(timeout.seconds) s of Launch",
+            metadata: ["app": "\(appName)", "message_id": "\(MessageID.launchTimedOut)"]
+        )
+    }
+
+    private func failLaunch(_ appName: AppName, _ error: AppError) {
+        let waiters = self.state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard let pending = state.records[appName]?.pendingLaunch else { return [] }
+            pending.timeout?.cancel()
+            state.records[appName]!.pendingLaunch = nil
+            return pending.waiters
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+
+    // MARK: Parked streams
+
+    private func park(_ id: Int) async -> StreamEnd {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<StreamEnd, Never>) in
+                self.state.withLock { state in
+                    if let end = state.parks[id]?.end {
+                        state.parks[id] = nil
+                        continuation.resume(returning: end)
+                    } else {
+                        state.parks[id]?.continuation = continuation
+                    }
+                }
+            }
+        } onCancel: {
+            self.streamClosed(id)
+        }
+    }
+
+    /// A parked stream's client went away. For an attached app that means its process is gone.
+    private func streamClosed(_ id: Int) {
+        self.locked { state, log in
+            state.monitors[id] = nil
+            if let appName = state.records.first(where: { $0.value.attachment?.id == id })?.key {
+                state.records[appName]!.attachment = nil
+                let now = Instant.now
+                self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now) }
+            }
+            self.endPark(id, .closed, in: &state)
+        }
+    }
+
+    private func endPark(_ id: Int, _ end: StreamEnd, in state: inout State) {
+        guard var park = state.parks[id] else { return }
+        if let continuation = park.continuation {
+            state.parks[id] = nil
+            continuation.resume(returning: end)
+        } else if park.end == nil {
+            park.end = end
+            state.parks[id] = park
+        }
+    }
+
+    // MARK: Lookups
+
+    private static func appName(_ name: String) throws(AppError) -> AppName {
+        do { return try AppName(name) } catch { throw AppError(error) }
+    }
+
+    /// The record of an app the caller may act for, for the App side.
+    private func appRecord(_ appName: AppName, uid: UInt32, in state: State) throws(AppError) -> Record {
+        guard let record = state.records[appName] else { throw .notRegistered(app: appName.value) }
+        guard record.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: appName.value) }
+        return record
+    }
+
+    /// The app a System call names, or the one `matches` picks when it names none.
+    private func target(_ name: String?, in state: State, matches: (Record) -> Bool) throws(AppError) -> AppName {
+        if let name {
+            let appName = try Self.appName(name)
+            guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
+            return appName
+        }
+        guard let found = state.records.first(where: { matches($0.value) })?.key else { throw .noForegroundApp }
+        return found
+    }
+
+    private static func snapshot(_ record: Record) -> Snapshot {
+        Snapshot(
+            registration: record.registration,
+            state: record.lifecycle.state,
+            pid: record.attachment?.pid,
+            tasks: record.lifecycle.tasks.count,
+            since: record.since
+        )
+    }
+}
+
+/// The end of a terminated app's process: SIGTERM once it acknowledged willTerminate or after the grace period,
+/// then SIGKILL if it still runs a grace period later.
+final class Termination: Sendable {
+    let app: AppName
+    let process: ProcessHandle
+    /// The willTerminate's sequence number.
+    let sequence: UInt64
+    private let grace: Duration
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+    private let signalled = NIOLockedValueBox(false)
+
+    init(app: AppName, process: ProcessHandle, sequence: UInt64, grace: Duration, eventLoop: any EventLoop, logger: Logger) {
+        self.app = app
+        self.process = process
+        self.sequence = sequence
+        self.grace = grace
+        self.eventLoop = eventLoop
+        self.logger = logger
+    }
+
+    func start() {
+        self.eventLoop.scheduleTask(in: .nanoseconds(self.grace.nanoseconds)) { self.signalTerm() }
+    }
+
+    func acknowledged() {
+        self.signalTerm()
+    }
+
+    private func signalTerm() {
+        let first = self.signalled.withLockedValue { signalled in
+            defer { signalled = true }
+            return !signalled
+        }
+        guard first, self.process.signal(SIGTERM) else { return }
+        self.eventLoop.scheduleTask(in: .nanoseconds(self.grace.nanoseconds)) {
+            guard self.process.isAlive, self.process.signal(SIGKILL) else { return }
+            self.logger.warning(
+                "\(self.app): pid \(self.process.pid) did not exit within \(self.grace.seconds) s of SIGTERM; killed",
+                metadata: ["app": "\(self.app)", "pid": "\(self.process.pid)", "message_id": "\(MessageID.killedAfterGrace)"]
+            )
+        }
+    }
+}
+
+/// Seconds since the Unix epoch.
+func wallClock() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// A value behind a lock, with typed throws passed through (NIOLockedValueBox's `rethrows` would erase them).
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<T, Failure: Error>(_ body: (inout Value) throws(Failure) -> T) throws(Failure) -> T {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return try body(&self.value)
+    }
+}
