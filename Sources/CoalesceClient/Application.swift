@@ -112,8 +112,8 @@ public final class Application: Sendable {
     /// The app's state, as the daemon last said.
     public var state: AppState { self.shared.withLock { $0.state } }
 
-    /// Registers, attaches and serves the delegate until the app is terminated (willTerminate, or killed by the
-    /// daemon). A lost connection is retried with backoff, up to two seconds apart, for as long as it takes: a
+    /// Registers, attaches and serves the delegate until the app is terminated: after willTerminate it returns, and
+    /// the process should exit (the daemon sends SIGTERM after `TerminateGraceSec=` otherwise). A lost connection is retried with backoff, up to two seconds apart, for as long as it takes: a
     /// daemon restart costs the app nothing but a new launch.
     /// - Throws: ``ApplicationError/refused(name:parameters:)`` when the daemon refuses the app (another user owns
     ///   the name, another process attached for it, …).
@@ -211,6 +211,9 @@ public final class Application: Sendable {
         case let other?: delegate.application(self, didReceive: other)
         case nil: break  // a kind this library does not know yet: acknowledged, so deadlines are met
         }
+        // Acknowledging willTerminate would tell the daemon to send SIGTERM at once; instead the stream ends next
+        // and run() returns, so that the app can exit on its own.
+        if kind == LifecycleCallback.willTerminate.kind { return }
         _ = try self.requestThrowingAnything("io.coalesced.App.Ack", ["seq": .int(sequence)], includesApp: true)
     }
 

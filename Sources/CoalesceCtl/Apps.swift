@@ -12,14 +12,15 @@ struct Apps: ParsableCommand {
     func run() throws {
         guard let reply = self.global.call("io.coalesced.System.ListApps") else { return }
         let apps = reply["apps"]?.arrayValue ?? []
-        var rows = [["APP", "STATE", "OWNER", "MODES", "UNIT"]]
+        var rows = [["APP", "STATE", "PID", "UNIT", "TASKS", "SINCE"]]
         for app in apps {
             rows.append([
                 app["name"]?.stringValue ?? "?",
                 app["state"]?.stringValue ?? "?",
-                app["owner"]?.intValue.map { String($0) } ?? "?",
-                (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",").ifEmpty("-"),
+                app["pid"]?.intValue.map { String($0) } ?? "-",
                 app["launchUnit"]?.stringValue ?? "-",
+                app["tasks"]?.intValue.map { String($0) } ?? "0",
+                app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
             ])
         }
         CtlOutput.print(CtlOutput.columns(rows))
@@ -43,6 +44,9 @@ struct App: ParsableCommand {
             CtlOutput.table([
                 ("App", app["name"]?.stringValue ?? "?"),
                 ("State", app["state"]?.stringValue ?? "?"),
+                ("Since", app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"),
+                ("PID", app["pid"]?.intValue.map { String($0) } ?? "none"),
+                ("Background tasks", app["tasks"]?.intValue.map { String($0) } ?? "0"),
                 ("Owner", app["owner"]?.intValue.map { "uid \($0)" } ?? "?"),
                 ("Background modes", (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
                 ("Exits on suspend", app["exitsOnSuspend"]?.boolValue == true ? "yes" : "no"),

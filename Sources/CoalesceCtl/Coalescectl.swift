@@ -16,7 +16,10 @@ struct Coalescectl: ParsableCommand {
             69 the daemon cannot be reached; 76 the daemon's answer was not Varlink.
             """,
         version: CoalescedVersion.string,
-        subcommands: [Status.self, Apps.self, App.self, Introspect.self, Call.self]
+        subcommands: [
+            Status.self, Apps.self, App.self, Launch.self, Activate.self, Deactivate.self, Interrupt.self,
+            Terminate.self, Purge.self, Monitor.self, Introspect.self, Call.self,
+        ]
     )
 
     @OptionGroup var global: GlobalOptions
@@ -117,6 +120,16 @@ enum CtlOutput {
                 column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
             }.joined(separator: " ")
         }.joined(separator: "\n")
+    }
+
+    /// A wall-clock time as systemd prints it: `2026-11-23 11:32:05 UTC`.
+    static func timestamp(_ seconds: Double) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        localtime_r(&time, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %Z", &parts)
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Label-value rows with the labels right-aligned, as `systemctl status` lays them out.

@@ -734,7 +734,9 @@ final class AppManager: Sendable {
                 }
             }
         } onCancel: {
-            self.streamClosed(id)
+            // Cancellation can run inside a write this manager makes under its lock (a write to a peer that is gone
+            // closes the channel at once, and closing cancels the call's task): take the lock later, on the loop.
+            self.eventLoop.execute { self.streamClosed(id) }
         }
     }
 

@@ -1,0 +1,163 @@
+import ArgumentParser
+import Varlink
+
+// The System methods that drive apps. Each prints the app's state afterwards, or the reply with --json.
+
+/// Prints `app: state` from a reply that carries an app.
+private func report(_ reply: [String: JSONValue]?) {
+    guard let app = reply?["app"] else { return }
+    CtlOutput.print("\(app["name"]?.stringValue ?? "?"): \(app["state"]?.stringValue ?? "?")")
+}
+
+struct Launch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start an app (io.coalesced.System.Launch); returns once it has attached.",
+        discussion: "An app with a launch unit is started through systemd; otherwise its process must attach on its own."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app's name.")
+    var name: String
+
+    @Flag(help: "Launch into the background instead of the foreground.")
+    var background = false
+
+    func run() throws {
+        report(
+            self.root.global.call(
+                "io.coalesced.System.Launch",
+                ["app": .string(self.name), "destination": self.background ? "background" : "foreground"]
+            )
+        )
+    }
+}
+
+struct Activate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Bring a running app to the foreground (io.coalesced.System.Activate)."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app's name.")
+    var name: String
+
+    func run() throws {
+        report(self.root.global.call("io.coalesced.System.Activate", ["app": .string(self.name)]))
+    }
+}
+
+struct Deactivate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send an app to the background, like the home button (io.coalesced.System.Deactivate)."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app's name (default: the foreground app).")
+    var name: String?
+
+    func run() throws {
+        report(self.root.global.call("io.coalesced.System.Deactivate", ["app": self.name.map { .string($0) } ?? .null]))
+    }
+}
+
+struct Interrupt: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Begin or end an interruption such as a call or an alert (io.coalesced.System.Interrupt)."
+    )
+
+    enum Phase: String, ExpressibleByArgument, CaseIterable {
+        case begin
+        case end
+    }
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "begin or end.")
+    var phase: Phase
+
+    @Argument(help: "The app's name (default: the foreground app).")
+    var name: String?
+
+    func run() throws {
+        report(
+            self.root.global.call(
+                "io.coalesced.System.Interrupt",
+                ["phase": .string(self.phase.rawValue), "app": self.name.map { .string($0) } ?? .null]
+            )
+        )
+    }
+}
+
+struct Terminate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "End an app: willTerminate, then SIGTERM, then SIGKILL (io.coalesced.System.Terminate)."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app's name.")
+    var name: String
+
+    func run() throws {
+        report(self.root.global.call("io.coalesced.System.Terminate", ["app": .string(self.name)]))
+    }
+}
+
+struct Purge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Kill suspended apps without a callback, as under memory pressure (io.coalesced.System.Purge)."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app's name (default: the suspended apps with the most memory).")
+    var name: String?
+
+    @Option(help: "How many apps to purge when none is named.")
+    var count: Int = 1
+
+    func validate() throws {
+        guard self.count >= 1 else { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() throws {
+        let reply = self.root.global.call(
+            "io.coalesced.System.Purge",
+            ["app": self.name.map { .string($0) } ?? .null, "count": .int(Int64(self.count))]
+        )
+        for app in reply?["purged"]?.arrayValue ?? [] {
+            CtlOutput.print("\(app.stringValue ?? "?"): purged")
+        }
+    }
+}
+
+struct Monitor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print every app's transitions as they happen, until interrupted (io.coalesced.System.Monitor)."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    func run() throws {
+        let global = self.root.global
+        let client = global.connect()
+        CtlOutput.perform {
+            try client.callMore("io.coalesced.System.Monitor") { reply in
+                guard let transition = reply["transition"] else { return }
+                if global.json {
+                    CtlOutput.print(JSONValue.object(["transition": transition]).jsonText)
+                    return
+                }
+                let time = transition["time"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"
+                let app = transition["app"]?.stringValue ?? "?"
+                let from = transition["from"]?.stringValue ?? "?"
+                let to = transition["to"]?.stringValue ?? "?"
+                let reason = transition["reason"]?.stringValue ?? "?"
+                CtlOutput.print("\(time) \(app): \(from) → \(to) (\(reason))")
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+
+/// The example app (`coalesce-example`) running as a child process, with the lines it prints collected as they
+/// come: the tests watch a real app built on CoalesceClient live through its lifecycle.
+public final class ExampleApp: @unchecked Sendable {
+    public let child: ChildProcess
+    public let name: String
+    private let condition = NSCondition()
+    private var lines: [String] = []
+    private var closed = false
+    /// How many callback lines ``nextCallbacks(_:timeout:)`` has handed out.
+    private var consumed = 0
+
+    /// Starts the example app for `name` against the daemon's socket; `asUser` runs it under that user (through
+    /// setpriv, from a copy in `directory` that the user can execute).
+    public init(
+        socket: String,
+        name: String,
+        arguments: [String] = [],
+        asUser user: String? = nil,
+        directory: TemporaryDirectory? = nil
+    ) throws {
+        self.name = name
+        var pipeEnds: [CInt] = [0, 0]
+        let created = ChildProcess.spawning.withLock { () -> Bool in
+            guard pipe(&pipeEnds) == 0 else { return false }
+            for fd in pipeEnds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            return true
+        }
+        guard created else { throw SupportError("pipe failed") }
+        var executable = BuildProducts.path(of: "coalesce-example")
+        var argv = ["--socket", socket, "--name", name] + arguments
+        if let user, let directory {
+            chmod(directory.path, 0o755)
+            let copy = directory.file("coalesce-example")
+            if !FileManager.default.fileExists(atPath: copy) {
+                try FileManager.default.copyItem(atPath: executable, toPath: copy)
+            }
+            argv = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", copy] + argv
+            executable = "/usr/bin/setpriv"
+        }
+        do {
+            self.child = try ChildProcess(executable, argv, output: pipeEnds[1])
+        } catch {
+            close(pipeEnds[0])
+            close(pipeEnds[1])
+            throw error
+        }
+        close(pipeEnds[1])
+        let readEnd = pipeEnds[0]
+        Thread.detachNewThread { [self] in
+            var pending: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { break }
+                pending += chunk[..<count]
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    self.condition.withLock {
+                        self.lines.append(line)
+                        self.condition.broadcast()
+                    }
+                }
+            }
+            close(readEnd)
+            self.condition.withLock {
+                self.closed = true
+                self.condition.broadcast()
+            }
+        }
+    }
+
+    deinit {
+        self.child.signal(SIGKILL)
+    }
+
+    /// Everything printed so far.
+    public var output: [String] { self.condition.withLock { self.lines } }
+
+    /// Waits for a line that starts with `prefix` and returns it.
+    @discardableResult
+    public func waitForLine(_ prefix: String, timeout: Duration = .seconds(20)) throws -> String {
+        try self.wait(timeout: timeout, "a line starting with '\(prefix)'") { lines, _ in
+            lines.last { $0.hasPrefix(prefix) }
+        }
+    }
+
+    /// The next `count` callbacks the app received (their names), in order.
+    public func nextCallbacks(_ count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
+        try self.wait(timeout: timeout, "\(count) more callbacks") { lines, consumed in
+            let callbacks = lines.filter { $0.hasPrefix("callback ") }.map { $0.split(separator: " ")[1] }.map(String.init)
+            guard callbacks.count >= consumed + count else { return nil }
+            consumed += count
+            return Array(callbacks[(consumed - count)..<consumed])
+        }
+    }
+
+    /// Callbacks received beyond those already handed out by ``nextCallbacks(_:timeout:)``.
+    public var unreadCallbacks: [String] {
+        self.condition.withLock {
+            Array(self.lines.filter { $0.hasPrefix("callback ") }.dropFirst(self.consumed))
+        }
+    }
+
+    private func wait<T>(
+        timeout: Duration,
+        _ what: String,
+        _ found: ([String], inout Int) -> T?
+    ) throws -> T {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        return try self.condition.withLock {
+            while true {
+                if let result = found(self.lines, &self.consumed) { return result }
+                if self.closed || !self.condition.wait(until: deadline) {
+                    if let result = found(self.lines, &self.consumed) { return result }
+                    throw SupportError("\(self.name): no \(what) (ended: \(self.closed)); output:\n\(self.lines.joined(separator: "\n"))")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,343 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// The transition table of DESIGN.md §1 end to end: the real daemon, the example app built on CoalesceClient as
+/// a separate process, and the System interface over the real socket. The callback orders are seed 004's.
+@Suite struct LifecycleTests {
+    static let mail = "org.example.mail"
+    static let maps = "org.example.maps"
+
+    /// A daemon with its System client; the apps attach from their own processes. Used from one thread at a time.
+    final class Device: @unchecked Sendable {
+        let daemon: DaemonProcess
+        let system: VarlinkClient
+
+        init(configuration: String = "") async throws {
+            self.daemon = try DaemonProcess(configuration: configuration)
+            try await onThread { [daemon] in try daemon.waitUntilReady() }
+            self.system = try testClient(self.daemon.socketPath)
+        }
+
+        func start(_ name: String, _ arguments: [String] = []) throws -> ExampleApp {
+            try ExampleApp(socket: self.daemon.socketPath, name: name, arguments: arguments)
+        }
+
+        @discardableResult
+        func call(_ method: String, _ parameters: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+            try self.system.call("io.coalesced.System." + method, parameters)
+        }
+
+        func state(_ name: String) throws -> String? {
+            try self.call("GetApp", ["app": .string(name)])["app"]?["state"]?.stringValue
+        }
+
+        /// Waits until the app reaches `state` (a background app gets suspended once it acknowledged).
+        func waitFor(_ name: String, _ state: String, timeout: Duration = .seconds(20)) throws {
+            let deadline = ContinuousClock.now + timeout
+            while try self.state(name) != state {
+                guard ContinuousClock.now < deadline else {
+                    throw SupportError("\(name) stayed \(try self.state(name) ?? "?"), expected \(state); daemon:\n\(self.daemon.output)")
+                }
+                usleep(20_000)
+            }
+        }
+    }
+
+    @Test func launchHomeAndBackToTheForeground() async throws {
+        let device = try await Device()
+        try await onThread {
+            let app = try device.start(Self.mail)
+            // Launched by its user: an app that attaches on its own goes to the foreground.
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.waitForLine("callback didFinishLaunching").contains("destination=foreground restored=-"))
+            try device.waitFor(Self.mail, "active")
+            #expect(try device.call("GetApp", ["app": .string(Self.mail)])["app"]?["pid"] == .int(Int64(app.child.pid)))
+
+            // Home: willResignActive, didEnterBackground, and once that is acknowledged, suspended.
+            #expect(try device.call("Deactivate")["app"]?["name"] == .string(Self.mail))
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try device.waitFor(Self.mail, "suspended")
+
+            // Back to the foreground (fast app switch).
+            try device.call("Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            try device.waitFor(Self.mail, "active")
+
+            // Home and straight back, before it was suspended: the same two callbacks each way.
+            try device.call("Deactivate")
+            try device.call("Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(4) == ["willResignActive", "didEnterBackground", "willEnterForeground", "didBecomeActive"])
+            #expect(app.unreadCallbacks.isEmpty)
+        }
+    }
+
+    @Test func anotherAppComingForwardSendsTheFirstToTheBackground() async throws {
+        let device = try await Device()
+        try await onThread {
+            let mail = try device.start(Self.mail)
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let maps = try device.start(Self.maps)
+            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try device.waitFor(Self.mail, "suspended")
+
+            try device.call("Activate", ["app": .string(Self.mail)])
+            #expect(try maps.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            try device.waitFor(Self.maps, "suspended")
+            try device.waitFor(Self.mail, "active")
+        }
+    }
+
+    @Test func sleepAndWakeACallAndLeavingDuringACall() async throws {
+        let device = try await Device()
+        try await onThread {
+            let app = try device.start(Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.waitFor(Self.mail, "active")
+
+            // Sleep and wake, or a call that ends: willResignActive … didBecomeActive.
+            #expect(try device.call("Interrupt", ["phase": "begin"])["app"]?["state"] == "inactive")
+            #expect(try app.nextCallbacks(1) == ["willResignActive"])
+            #expect(try device.call("Interrupt", ["phase": "end"])["app"]?["state"] == "active")
+            #expect(try app.nextCallbacks(1) == ["didBecomeActive"])
+
+            // A call, and the user leaves to the home screen during it: no second willResignActive (seed 004 2D-b).
+            try device.call("Interrupt", ["phase": "begin", "app": .string(Self.mail)])
+            try device.call("Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try device.waitFor(Self.mail, "suspended")
+            #expect(app.unreadCallbacks.isEmpty)
+        }
+    }
+
+    @Test func purgeKillsWithoutACallbackAndTheRelaunchRestoresState() async throws {
+        let device = try await Device()
+        try await onThread {
+            let first = try device.start(Self.mail, ["--save-state", "draft=42"])
+            #expect(try first.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            #expect(try first.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try first.waitForLine("saved-state")
+            try device.waitFor(Self.mail, "suspended")
+
+            #expect(try device.call("Purge")["purged"] == [.string(Self.mail)])
+            #expect(first.child.wait(timeout: .seconds(10)) == 128 + SIGKILL, "purged without notice: SIGKILL")
+            #expect(first.unreadCallbacks.isEmpty, "a purged app hears nothing")
+            #expect(try device.state(Self.mail) == "notRunning")
+
+            // Relaunch: Launch waits for the app's process to attach (it has no launch unit).
+            let launch = BackgroundCall {
+                try testClient(device.daemon.socketPath).call("io.coalesced.System.Launch", ["app": .string(Self.mail)])
+            }
+            usleep(200_000)
+            let second = try device.start(Self.mail)
+            #expect(try second.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try second.waitForLine("callback didFinishLaunching").contains("restored=draft=42"))
+            #expect(try launch.value()["app"]?["state"] == "active")
+        }
+    }
+
+    @Test func launchIntoTheBackgroundThenSuspended() async throws {
+        let device = try await Device()
+        try await onThread {
+            _ = try device.system.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            let waiting = BackgroundCall {
+                try testClient(device.daemon.socketPath).call(
+                    "io.coalesced.System.Launch",
+                    ["app": .string(Self.mail), "destination": "background"]
+                )
+            }
+            usleep(200_000)
+            let app = try device.start(Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didEnterBackground"])
+            #expect(try app.waitForLine("callback didFinishLaunching").contains("destination=background"))
+            #expect(try waiting.value()["app"]?["name"] == .string(Self.mail))
+            try device.waitFor(Self.mail, "suspended")
+        }
+    }
+
+    @Test func terminateSendsWillTerminateAndTheAppExits() async throws {
+        let device = try await Device()
+        try await onThread {
+            let app = try device.start(Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try device.call("Terminate", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning")
+            #expect(try app.nextCallbacks(1) == ["willTerminate"])
+            try app.waitForLine("exit terminated")
+            #expect(app.child.wait(timeout: .seconds(10)) == 0)
+        }
+    }
+
+    @Test func anExitsOnSuspendAppIsTerminatedInsteadOfSuspended() async throws {
+        let device = try await Device()
+        try await onThread {
+            let app = try device.start(Self.mail, ["--exits-on-suspend"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "willTerminate"])
+            #expect(app.child.wait(timeout: .seconds(10)) == 0)
+            #expect(try device.state(Self.mail) == "notRunning")
+        }
+    }
+
+    @Test func aLaunchNeverAcknowledgedGetsTheAppKilledAndLogged() async throws {
+        let device = try await Device(configuration: "[Apps]\nAcknowledgeTimeoutSec=1s\n")
+        try await onThread {
+            let app = try device.start(Self.mail, ["--stall-on", "didFinishLaunching"])
+            try app.waitForLine("stalling")
+            #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
+            try device.waitFor(Self.mail, "notRunning")
+            #expect(device.daemon.output.contains("org.example.mail: killed: didFinishLaunching was not acknowledged in time"))
+            #expect(device.daemon.output.contains("reason=launchNotAcknowledged"))
+        }
+    }
+
+    @Test func aTaskNeverEndedIsWarnedThenEndedAndTheAppSuspended() async throws {
+        let device = try await Device(configuration: "[Apps]\nBackgroundTaskBudgetSec=2s\nBackgroundTaskWarningSec=1s\n")
+        try await onThread {
+            let app = try device.start(Self.mail, ["--task-on-background", "upload"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try app.waitForLine("task-began id=1")
+            #expect(try device.state(Self.mail) == "background", "a task keeps the app running")
+            #expect(try device.call("GetApp", ["app": .string(Self.mail)])["app"]?["tasks"] == 1)
+            // The library hands backgroundTaskWillExpire to the task's expiration handler.
+            try app.waitForLine("task-expiring id=1")
+            try device.waitFor(Self.mail, "suspended")
+            #expect(device.daemon.output.contains("background tasks expired"))
+        }
+    }
+
+    @Test func aTaskEndedInTimeLetsTheAppBeSuspended() async throws {
+        let device = try await Device()
+        try await onThread {
+            let app = try device.start(Self.mail, ["--task-on-background", "upload", "--end-task-after", "0.5"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            try app.waitForLine("task-ended id=1")
+            try device.waitFor(Self.mail, "suspended")
+            #expect(app.unreadCallbacks == ["callback willResignActive state=inactive", "callback didEnterBackground state=background"])
+        }
+    }
+
+    @Test func theProcessExitingMeansNotRunningAndMonitorsSeeEveryTransition() async throws {
+        let device = try await Device()
+        let socket = device.daemon.socketPath
+        let seen = LockedLines()
+        let watching = DispatchSemaphoreBox()
+        Thread.detachNewThread {
+            do {
+                try testClient(socket).callMore("io.coalesced.System.Monitor") { reply in
+                    guard let transition = reply["transition"] else { return watching.finish(nil) }
+                    seen.append(
+                        "\(transition["app"]?.stringValue ?? "?") \(transition["from"]?.stringValue ?? "?")>\(transition["to"]?.stringValue ?? "?") \(transition["reason"]?.stringValue ?? "?")"
+                    )
+                }
+            } catch {}
+        }
+        try await onThread {
+            #expect(watching.wait() == nil)
+            let app = try device.start(Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            app.child.signal(SIGKILL)
+            try device.waitFor(Self.mail, "notRunning")
+            for _ in 0..<500 where seen.lines.count < 3 { usleep(10_000) }
+            #expect(
+                seen.lines == [
+                    "org.example.mail notRunning>inactive launch", "org.example.mail inactive>active launch",
+                    "org.example.mail active>notRunning processExited",
+                ]
+            )
+        }
+    }
+
+    @Test func aSecondAttachReplacesTheFirst() async throws {
+        let device = try await Device()
+        try await onThread {
+            let first = try device.start(Self.mail)
+            #expect(try first.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let second = try device.start(Self.mail)
+            try first.waitForLine("refused io.coalesced.App.Replaced")
+            #expect(first.child.wait(timeout: .seconds(10)) == 1)
+            #expect(second.unreadCallbacks.isEmpty, "the app was running: no launch")
+            #expect(try device.state(Self.mail) == "active")
+            #expect(try device.call("GetApp", ["app": .string(Self.mail)])["app"]?["pid"] == .int(Int64(second.child.pid)))
+        }
+    }
+
+    @Test func requestsThatDoNotFitTheStateGetClearErrors() async throws {
+        let device = try await Device(configuration: "[Apps]\nLaunchTimeoutSec=500ms\nMaxSavedState=16\n")
+        let client = device.system
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+        #expect(
+            throws: VarlinkError(
+                name: "io.coalesced.System.WrongState",
+                parameters: ["app": "org.example.mail", "state": "notRunning", "reason": "the app is not running (it is notRunning)"]
+            )
+        ) { try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)]) }
+        #expect(throws: VarlinkError(name: "io.coalesced.System.NoForegroundApp")) {
+            try client.call("io.coalesced.System.Deactivate")
+        }
+        #expect(throws: VarlinkError(name: "io.coalesced.System.NothingToPurge")) { try client.call("io.coalesced.System.Purge") }
+        #expect(throws: VarlinkError.invalidParameter("phase")) {
+            try client.call("io.coalesced.System.Interrupt", ["phase": "sideways"])
+        }
+        #expect(throws: VarlinkError(name: "io.coalesced.System.LaunchTimedOut", parameters: ["app": "org.example.mail", "timeoutSec": 0.5])) {
+            try client.call("io.coalesced.System.Launch", ["app": .string(Self.mail)])
+        }
+        #expect(throws: VarlinkError(name: "io.coalesced.System.NoSuchApp", parameters: ["app": "org.example.none"])) {
+            try client.call("io.coalesced.System.Launch", ["app": "org.example.none"])
+        }
+        #expect(throws: VarlinkError.expectedMore) { try client.call("io.coalesced.App.Attach", ["app": .string(Self.mail)]) }
+        #expect(throws: VarlinkError(name: "io.coalesced.App.NotRegistered", parameters: ["app": "org.example.none"])) {
+            try client.call("io.coalesced.App.Ack", ["app": "org.example.none", "seq": 1])
+        }
+        #expect(
+            throws: VarlinkError(
+                name: "io.coalesced.App.WrongState",
+                parameters: ["app": "org.example.mail", "state": "notRunning", "reason": "the app is not running (it is notRunning)"]
+            )
+        ) { try client.call("io.coalesced.App.BeginBackgroundTask", ["app": .string(Self.mail), "name": "upload"]) }
+        #expect(throws: VarlinkError(name: "io.coalesced.App.NoSuchTask", parameters: ["app": "org.example.mail", "id": 7])) {
+            try client.call("io.coalesced.App.EndBackgroundTask", ["app": .string(Self.mail), "id": 7])
+        }
+        #expect(
+            throws: VarlinkError(name: "io.coalesced.App.StateTooLarge", parameters: ["app": "org.example.mail", "size": 17, "limit": 16])
+        ) { try client.call("io.coalesced.App.SaveState", ["app": .string(Self.mail), "data": "12345678901234567"]) }
+        #expect(throws: VarlinkError.invalidParameter("seq")) {
+            try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": -1])
+        }
+        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "the daemon is still serving")
+    }
+}
+
+/// Lines collected from another thread.
+final class LockedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func append(_ line: String) { self.lock.withLock { self.stored.append(line) } }
+    var lines: [String] { self.lock.withLock { self.stored } }
+}
+
+/// A blocking call made on a thread of its own, while the test goes on; `value()` waits for its result.
+final class BackgroundCall<T: Sendable>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<T, any Error>?
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        Thread.detachNewThread {
+            do { self.result = .success(try body()) } catch { self.result = .failure(error) }
+            self.done.signal()
+        }
+    }
+
+    func value() throws -> T {
+        self.done.wait()
+        self.done.signal()
+        return try self.result!.get()
+    }
+}
