@@ -155,3 +155,17 @@ private func readAll(_ fd: CInt) -> [UInt8] {
         bytes += chunk[..<count]
     }
 }
+
+/// A copy of a build product in `directory`, which other users can execute (the build directory may not be
+/// theirs to enter). Copied under the spawn lock: a child forked while the copy is open for writing would keep
+/// it open and make every exec of it fail with ETXTBSY.
+public func executableCopy(of product: String, in directory: TemporaryDirectory) throws -> String {
+    try ChildProcess.spawning.withLock {
+        chmod(directory.path, 0o755)
+        let copy = directory.file(product)
+        if !FileManager.default.fileExists(atPath: copy) {
+            try FileManager.default.copyItem(atPath: BuildProducts.path(of: product), toPath: copy)
+        }
+        return copy
+    }
+}

@@ -31,11 +31,7 @@ public final class ExampleApp: @unchecked Sendable {
         var executable = BuildProducts.path(of: "coalesce-example")
         var argv = ["--socket", socket, "--name", name] + arguments
         if let user, let directory {
-            chmod(directory.path, 0o755)
-            let copy = directory.file("coalesce-example")
-            if !FileManager.default.fileExists(atPath: copy) {
-                try FileManager.default.copyItem(atPath: executable, toPath: copy)
-            }
+            let copy = try executableCopy(of: "coalesce-example", in: directory)
             argv = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", copy] + argv
             executable = "/usr/bin/setpriv"
         }

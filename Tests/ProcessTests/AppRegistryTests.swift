@@ -13,12 +13,13 @@ import Varlink
             "io.coalesced.App.Register",
             ["name": "org.example.mail", "backgroundModes": ["voip", "audio"], "launchUnit": "mail.service"]
         )
+        var app = registered["app"]?.objectValue ?? [:]
+        #expect(app.removeValue(forKey: "since")?.doubleValue ?? 0 > 1_700_000_000, "since: seconds since the epoch")
         #expect(
-            registered["app"]
-                == [
-                    "name": "org.example.mail", "state": "notRunning", "owner": 0, "backgroundModes": ["audio", "voip"],
-                    "exitsOnSuspend": false, "launchUnit": "mail.service",
-                ]
+            app == [
+                "name": "org.example.mail", "state": "notRunning", "owner": 0, "backgroundModes": ["audio", "voip"],
+                "exitsOnSuspend": false, "launchUnit": "mail.service", "tasks": 0,
+            ]
         )
         _ = try client.call("io.coalesced.App.Register", ["name": "org.example.alarm", "exitsOnSuspend": true])
         let listed = try client.call("io.coalesced.System.ListApps")["apps"]?.arrayValue ?? []
@@ -83,27 +84,11 @@ import Varlink
     /// coalescectl copied where nobody can run it, talking to `daemon`.
     func asNobody(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> Run {
         try await onThread {
-            let directory = daemon.directory
-            chmod(directory.path, 0o755)
-            let copy = directory.file("coalescectl")
-            if !FileManager.default.fileExists(atPath: copy) {
-                try FileManager.default.copyItem(atPath: BuildProducts.path(of: "coalescectl"), toPath: copy)
-            }
-            // Another test forking while the copy is still open for writing makes exec fail with ETXTBSY for a
-            // moment; that is the test process's own race, not the daemon's, so try again.
-            var run = try runProcess(
+            let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+            return try runProcess(
                 "/usr/bin/setpriv",
                 ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath] + arguments
             )
-            for _ in 0..<20 where run.status == 126 && run.stderr.contains("Text file busy") {
-                usleep(50_000)
-                run = try runProcess(
-                    "/usr/bin/setpriv",
-                    ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath]
-                        + arguments
-                )
-            }
-            return run
         }
     }
 
@@ -128,6 +113,51 @@ import Varlink
         // Root may act for any app; the owner stays.
         let updated = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "exitsOnSuspend": true])
         #expect(updated["app"]?["owner"] == 65534)
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func anotherUserCannotAttachAckOrEndTasksForAnAppItDoesNotOwnNorDriveApps() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let mail = try ExampleApp(socket: daemon.socketPath, name: "org.example.mail", arguments: ["--task-on-background", "sync"])
+        let socket = daemon.socketPath
+        #expect(try await onThread { try mail.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
+        let notOwner = #"io.coalesced.App.NotOwner {"app":"org.example.mail"}"#
+        for (method, parameters) in [
+            ("Ack", #"{"app":"org.example.mail","seq":2}"#),
+            ("BeginBackgroundTask", #"{"app":"org.example.mail","name":"x"}"#),
+            ("EndBackgroundTask", #"{"app":"org.example.mail","id":1}"#),
+            ("SaveState", #"{"app":"org.example.mail","data":"stolen"}"#),
+        ] {
+            let run = try await self.asNobody(daemon, ["call", "io.coalesced.App." + method, parameters])
+            #expect(run.status == 1 && run.stderr.contains(notOwner), "\(method): \(run.stderr)")
+        }
+        let attach = try await self.asNobody(daemon, ["call", "--more", "io.coalesced.App.Attach", #"{"app":"org.example.mail"}"#])
+        #expect(attach.status == 1 && attach.stderr.contains(notOwner), "\(attach.stderr)")
+        for arguments in [["deactivate"], ["terminate", "org.example.mail"], ["purge"], ["monitor"], ["launch", "org.example.mail"]] {
+            let run = try await self.asNobody(daemon, arguments)
+            #expect(run.status == 1 && run.stderr.contains("org.varlink.service.PermissionDenied"), "\(arguments): \(run.stderr)")
+        }
+        let mailState = try await onThread { try testClient(socket).call("io.coalesced.System.GetApp", ["app": "org.example.mail"]) }
+        #expect(mailState["app"]?["state"] == "active")
+        #expect(mail.unreadCallbacks.isEmpty, "nothing reached the app")
+
+        // nobody's own app lives its lifecycle like any other, and root drives it.
+        let own = try ExampleApp(
+            socket: daemon.socketPath,
+            name: "org.example.nobody",
+            asUser: "nobody",
+            directory: daemon.directory
+        )
+        try await onThread {
+            let root = try testClient(socket)
+            #expect(try own.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"], "one foreground app")
+            #expect(try root.call("io.coalesced.System.GetApp", ["app": "org.example.nobody"])["app"]?["owner"] == 65534)
+            _ = try root.call("io.coalesced.System.Terminate", ["app": "org.example.nobody"])
+            #expect(try own.nextCallbacks(1) == ["willTerminate"])
+            #expect(own.child.wait(timeout: .seconds(10)) == 0)
+        }
         daemon.signal(SIGKILL)
     }
 

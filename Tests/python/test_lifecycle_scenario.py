@@ -1,0 +1,137 @@
+"""One whole app lifecycle driven from Python: the app is a Python process speaking Varlink with the PyPI
+package, and the operator side is the same package calling io.coalesced.System. Nothing here is Swift."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+
+import pytest
+import varlink
+
+from test_varlink_client import daemon_binary
+
+APP = "org.example.pyapp"
+
+# The app: registers, attaches, prints one line per reply, acknowledges each callback on a second connection,
+# keeps its state on the way to the background, and exits when the daemon ends its stream.
+APP_SOURCE = textwrap.dedent(
+    """
+    import sys, varlink
+    address, name, note = sys.argv[1], sys.argv[2], sys.argv[3]
+    with varlink.Client(address=address) as client, \\
+            client.open("io.coalesced.App") as requests, client.open("io.coalesced.App") as stream:
+        requests.Register(name=name)
+        for reply in stream.Attach(name, _more=True):
+            callback = reply.get("callback")
+            if callback is None:
+                print("state", reply["state"], flush=True)
+                continue
+            options = callback.get("launchOptions") or {}
+            print("callback", callback["kind"], reply["state"], options.get("restoredState", "-"), flush=True)
+            if callback["kind"] == "lifecycle.didEnterBackground":
+                requests.SaveState(name, note)
+            if callback["kind"] != "lifecycle.willTerminate":
+                requests.Ack(name, callback["seq"])
+    print("stream ended", flush=True)
+    """
+)
+
+
+class AppProcess:
+    def __init__(self, address, note):
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", APP_SOURCE, address, APP, note], stdout=subprocess.PIPE, text=True
+        )
+        self.lines = []
+        self.ready = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.ready:
+                self.lines.append(line.rstrip("\n"))
+                self.ready.notify_all()
+
+    def callbacks(self, count, timeout=20):
+        with self.ready:
+            assert self.ready.wait_for(
+                lambda: len([l for l in self.lines if l.startswith("callback")]) >= count, timeout
+            ), self.lines
+            return [l.split()[1].removeprefix("lifecycle.") for l in self.lines if l.startswith("callback")][:count]
+
+
+@pytest.fixture
+def address():
+    with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
+        sock = os.path.join(directory, "io.coalesced")
+        notify_path = os.path.join(directory, "notify")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(30)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path, SWIFT_BACKTRACE="enable=no")
+        process = subprocess.Popen(
+            [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"),
+             "--config", "/dev/null"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            while b"READY=1" not in notify.recv(4096).split(b"\n"):
+                pass
+            yield f"unix:{sock}"
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=20) == 0
+            notify.close()
+
+
+def wait_for_state(system, state, timeout=20):
+    deadline = time.monotonic() + timeout
+    while system.GetApp(APP)["app"]["state"] != state:
+        assert time.monotonic() < deadline, f"{APP} never reached {state}"
+        time.sleep(0.02)
+
+
+def test_a_python_app_lives_its_whole_lifecycle(address):
+    with varlink.Client(address=address) as client, client.open("io.coalesced.System") as system:
+        first = AppProcess(address, "page=7")
+        assert first.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert first.lines[0] == "state notRunning"
+        wait_for_state(system, "active")
+
+        assert system.Interrupt(phase="begin")["app"]["state"] == "inactive"
+        system.Interrupt(phase="end")
+        assert first.callbacks(4)[2:] == ["willResignActive", "didBecomeActive"]
+
+        system.Deactivate()
+        assert first.callbacks(6)[4:] == ["willResignActive", "didEnterBackground"]
+        wait_for_state(system, "suspended")
+
+        assert system.Purge()["purged"] == [APP]
+        assert first.process.wait(timeout=10) == -signal.SIGKILL
+        assert len(first.callbacks(6)) == 6 and not any("willTerminate" in l for l in first.lines)
+
+        launched = {}
+        with varlink.Client(address=address) as other, other.open("io.coalesced.System") as launcher:
+            waiter = threading.Thread(target=lambda: launched.update(launcher.Launch(APP)))
+            waiter.start()
+            time.sleep(0.2)
+            second = AppProcess(address, "unused")
+            assert second.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+            assert second.lines[1].endswith(" page=7"), second.lines
+            waiter.join(timeout=20)
+        assert launched["app"]["state"] == "active"
+
+        assert system.Terminate(APP)["app"]["state"] == "notRunning"
+        assert second.callbacks(3)[2] == "willTerminate"
+        assert second.process.wait(timeout=10) == 0
+        assert second.lines[-1] == "stream ended"
+
+        with pytest.raises(varlink.VarlinkError) as refused:
+            system.Activate(APP)
+        assert refused.value.error() == "io.coalesced.System.WrongState"
