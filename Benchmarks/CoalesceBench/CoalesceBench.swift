@@ -18,6 +18,15 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Round trips per measurement.")
     var calls = 50_000
 
+    @Option(help: "Apps registered and attached for the transitions measurement.")
+    var apps = 1_000
+
+    @Option(help: "Activate calls per transitions measurement.")
+    var activations = 20_000
+
+    @Option(help: "Apps in the registry for the memory measurement.")
+    var registered = 10_000
+
     func run() throws {
         let binary = BuildProducts.path(of: "coalesced")
         print("coalesced-bench: \(binary)")
@@ -60,6 +69,71 @@ struct CoalesceBench: ParsableCommand {
         print("|---|---|---|---|")
         print(varlink.row("Varlink io.coalesced.System.Stats"))
         print(bare.row("bare Unix-socket echo, same message"))
+        print("")
+
+        try self.measureLifecycle()
+    }
+
+    /// Transitions per second through System.Activate with `apps` attached apps, and the daemon's memory with
+    /// `registered` apps in its registry.
+    private func measureLifecycle() throws {
+        raiseDescriptorLimit()
+        print("| lifecycle | value |")
+        print("|---|---|")
+        for logLevel in ["info", "notice"] {
+            // Deadlines out of the way: the benchmark attaches the apps itself and does not acknowledge.
+            let daemon = try DaemonProcess(configuration: "[Daemon]\nLogLevel=\(logLevel)\n[Apps]\nAcknowledgeTimeoutSec=1h\n")
+            try daemon.waitUntilReady()
+            let names = (0..<self.apps).map { "org.bench.app\($0)" }
+            let client = try VarlinkClient(path: daemon.socketPath)
+            let registerStart = ContinuousClock.now
+            for name in names { _ = try client.call("io.coalesced.App.Register", ["name": .string(name)]) }
+            let registerTime = (ContinuousClock.now - registerStart).milliseconds
+            // Each attach launches its app to the foreground, sending the previous one to the background.
+            var streams: [VarlinkClient] = []
+            for name in names {
+                let stream = try VarlinkClient(path: daemon.socketPath)
+                try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(name)], more: true))
+                _ = try stream.receiveReply()
+                streams.append(stream)
+            }
+            let drain = StreamDrain(streams)
+            let before = try client.call("io.coalesced.System.Stats")["stats"]?["transitions"]?.intValue ?? 0
+            let start = ContinuousClock.now
+            for index in 0..<self.activations {
+                _ = try client.call("io.coalesced.System.Activate", ["app": .string(names[(index * 7919) % names.count])])
+            }
+            let seconds = (ContinuousClock.now - start).milliseconds / 1000
+            let after = try client.call("io.coalesced.System.Stats")["stats"]?["transitions"]?.intValue ?? 0
+            let transitions = Double(after - before)
+            print("| LogLevel=\(logLevel): System.Activate calls/s, \(self.apps) apps attached, 1 client | \(Int(Double(self.activations) / seconds)) |")
+            print("| LogLevel=\(logLevel): transitions/s (\(Int(transitions / Double(self.activations))) per call: the previous app leaves, the next comes) | \(Int(transitions / seconds)) |")
+            if logLevel == "info" {
+                print("| \(self.apps) Register calls (each rewrites and fsyncs the registry) | \(Self.format(registerTime)) ms |")
+                print("| RSS with \(self.apps) apps attached | \((daemon.residentKiB ?? 0) / 1024) MiB |")
+            }
+            drain.stop()
+            daemon.signal(SIGTERM)
+            _ = daemon.waitForExit()
+        }
+
+        var entries: [JSONValue] = []
+        for index in 0..<self.registered {
+            entries.append(
+                [
+                    "name": .string("org.bench.registered\(index)"), "owner": 0, "backgroundModes": [],
+                    "exitsOnSuspend": false,
+                ]
+            )
+        }
+        let registry: JSONValue = ["version": 1, "apps": .array(entries)]
+        let daemon = try DaemonProcess(stateFiles: ["apps.json": registry.jsonText])
+        try daemon.waitUntilReady()
+        let listed = try VarlinkClient(path: daemon.socketPath).call("io.coalesced.System.Stats")["stats"]?["apps"]?.intValue ?? 0
+        Thread.sleep(forTimeInterval: 1)
+        print("| RSS with \(listed) registered apps (none running), after READY=1 | \((daemon.residentKiB ?? 0) / 1024) MiB |")
+        daemon.signal(SIGTERM)
+        _ = daemon.waitForExit()
     }
 
     private func measureVarlink(socket: String) throws -> RoundTrips {
@@ -158,4 +232,40 @@ final class EchoServer: @unchecked Sendable {
             }
         }
     }
+}
+
+/// Reads and discards what the daemon streams to the benchmark's attached apps, so that their callbacks never
+/// back up, the way a real app reads its stream.
+final class StreamDrain: @unchecked Sendable {
+    private let descriptors: [CInt]
+    private let stopped = NSLock()
+    private var done = false
+    private let streams: [VarlinkClient]
+
+    init(_ streams: [VarlinkClient]) {
+        self.streams = streams
+        self.descriptors = streams.map(\.descriptor)
+        Thread.detachNewThread { [self] in
+            var polls = self.descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while !self.stopped.withLock({ self.done }) {
+                guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
+                for index in polls.indices where polls[index].revents != 0 {
+                    _ = buffer.withUnsafeMutableBytes { recv(polls[index].fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                }
+            }
+        }
+    }
+
+    func stop() {
+        self.stopped.withLock { self.done = true }
+    }
+}
+
+/// 1,000 attached apps need more descriptors than the usual soft limit of 1,024.
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }

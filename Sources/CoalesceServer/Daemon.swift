@@ -89,6 +89,7 @@ public enum Daemon {
             printError("\(error); fix the configuration and start again")
             return DaemonExit.configuration
         }
+        raiseDescriptorLimit()
         let levelControl = LogLevelControl(configuration.logLevel)
         DaemonLogging.bootstrap(identifier: "coalesced", control: levelControl)
         let logger = Logger(label: "coalesced")
@@ -267,6 +268,15 @@ func startUnit(_ unit: String, on scope: SystemBus.Scope) throws(SystemdError) {
         arguments: [unit, "replace"],
         replyType: "o"
     )
+}
+
+/// Every connection and every attached app holds a descriptor; the soft limit (often 1,024) is lifted to the hard
+/// limit, as systemd's own daemons do, so that MaxConnections= is what bounds them.
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)  // the old limit stays if this fails
 }
 
 /// Writes one line to stderr: for problems the person starting the daemon must see before logging is set up.

@@ -48,6 +48,9 @@ public final class VarlinkClient {
         close(self.fd)
     }
 
+    /// The socket, for waiting on several clients at once with poll(2).
+    public var descriptor: CInt { self.fd }
+
     /// Bounds how long a read waits for the server.
     public func setReceiveTimeout(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components

@@ -54,8 +54,15 @@ public final class DaemonProcess: @unchecked Sendable {
     /// - Parameters:
     ///   - configuration: the text of coalesced.conf.
     ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
-    public init(configuration: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
+    ///   - stateFiles: files to put in the state directory before the daemon starts, by name.
+    public init(
+        configuration: String = "",
+        environment: [String: String] = [:],
+        arguments: [String] = [],
+        stateFiles: [String: String] = [:]
+    ) throws {
         self.directory = try TemporaryDirectory()
+        for (name, text) in stateFiles { try self.directory.write("state/" + name, text) }
         self.notify = try NotifyListener(path: self.directory.file("notify"))
         try self.directory.write("coalesced.conf", configuration)
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
