@@ -28,6 +28,9 @@ struct CoalesceExample: ParsableCommand {
     @Flag(help: "Declare that the app exits instead of being suspended.")
     var exitsOnSuspend = false
 
+    @Option(help: "Declare the systemd service that launches the app.")
+    var launchUnit: String?
+
     @Option(help: "Never return from this callback (a hung app), e.g. didFinishLaunching.")
     var stallOn: String?
 
@@ -45,7 +48,12 @@ struct CoalesceExample: ParsableCommand {
 
     func run() throws {
         let application = Application(
-            AppDeclaration(name: self.name, backgroundModes: self.modes, exitsOnSuspend: self.exitsOnSuspend),
+            AppDeclaration(
+                name: self.name,
+                backgroundModes: self.modes,
+                exitsOnSuspend: self.exitsOnSuspend,
+                launchUnit: self.launchUnit
+            ),
             socketPath: self.socket ?? Application.defaultSocketPath
         )
         let delegate = ExampleDelegate(

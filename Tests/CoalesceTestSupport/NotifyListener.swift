@@ -1,38 +1,72 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// The receiving end of `NOTIFY_SOCKET`: what a service manager would see from `sd_notify`.
+///
+/// Like a service manager, it reads every datagram as it comes (on a thread of its own) and keeps it for the test:
+/// a daemon's `sd_notify` blocks once the socket's queue is full, and a listener that read only when asked would
+/// end up freezing the daemon's event loop in a long test or benchmark.
 public final class NotifyListener: @unchecked Sendable {
-    // Used from one test at a time; the fd is only read by the owner.
     public let path: String
-    private let fd: CInt
-    /// Every datagram received so far, in order.
-    public private(set) var messages: [String] = []
+    private let inbox = Inbox()
+
+    /// Datagrams received and not yet handed out, shared with the reading thread.
+    private final class Inbox: @unchecked Sendable {
+        let condition = NSCondition()
+        var unread: [String] = []
+        var all: [String] = []
+        var stopped = false
+    }
+
+    /// Every datagram handed out by ``receive(timeout:)`` so far, in order.
+    public var messages: [String] { self.inbox.condition.withLock { self.inbox.all } }
 
     public init(path: String) throws {
         self.path = path
-        self.fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard self.fd >= 0 else { throw SupportError("socket: \(String(cString: strerror(errno)))") }
-        try bindUnixSocket(self.fd, path: path)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SupportError("socket: \(String(cString: strerror(errno)))") }
+        do {
+            try bindUnixSocket(fd, path: path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        let inbox = self.inbox
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while !inbox.condition.withLock({ inbox.stopped }) {
+                guard poll(&poller, 1, 100) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { continue }
+                let message = String(decoding: buffer[..<count], as: UTF8.self)
+                inbox.condition.withLock {
+                    inbox.unread.append(message)
+                    inbox.condition.broadcast()
+                }
+            }
+            close(fd)
+        }
     }
 
     deinit {
-        close(self.fd)
+        self.inbox.condition.withLock { self.inbox.stopped = true }
         unlink(self.path)
     }
 
-    /// Receives one datagram, waiting at most `timeout`; `nil` if none came.
+    /// The next datagram, waiting at most `timeout`; `nil` if none came.
     public func receive(timeout: Duration) -> String? {
-        var poller = pollfd(fd: self.fd, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        guard poll(&poller, 1, milliseconds) > 0 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        let message = String(decoding: buffer[..<count], as: UTF8.self)
-        self.messages.append(message)
-        return message
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        )
+        return self.inbox.condition.withLock {
+            while self.inbox.unread.isEmpty {
+                guard self.inbox.condition.wait(until: deadline) else { break }
+            }
+            guard !self.inbox.unread.isEmpty else { return nil }
+            let message = self.inbox.unread.removeFirst()
+            self.inbox.all.append(message)
+            return message
+        }
     }
 
     /// Receives until a datagram satisfies `predicate`, for at most `timeout` in all; returns that datagram.

@@ -35,6 +35,8 @@ import Varlink
         let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": "400000"])
         try await onThread { try daemon.waitUntilReady() }
         let pings = try await onThread { () -> [ContinuousClock.Instant] in
+            // What came before is queued in the listener; the interval is measured from now on.
+            while daemon.notify.receive(timeout: .zero) != nil {}
             var times: [ContinuousClock.Instant] = []
             let end = ContinuousClock.now + .seconds(3)
             while ContinuousClock.now < end {
