@@ -82,6 +82,10 @@ final class AppManager: Sendable {
         var parks: [Int: Park] = [:]
         var nextID = 1
         var transitions = 0
+        /// Apps in the foreground (inactive or active): an index, so that finding them does not visit every app.
+        var onScreen: Set<AppName> = []
+        /// Which app each attached stream belongs to.
+        var attached: [Int: AppName] = [:]
     }
 
     /// What to write to the journal once the lock is released.
@@ -101,6 +105,8 @@ final class AppManager: Sendable {
     private let logger: Logger
     private let startUnit: @Sendable (String) throws -> Void
     private let state: Locked<State>
+    /// Held while the registry file is written; only registrations change it.
+    private let registryWrites = Locked(())
 
     /// Loads the registry from the state directory.
     /// - Parameter startUnit: starts a launch unit through systemd; it may block.
@@ -154,32 +160,39 @@ final class AppManager: Sendable {
         limit: Int
     ) throws(AppError) -> Snapshot {
         let appName = try Self.appName(name)
-        return try self.state.withLock { state throws(AppError) in
-            var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
-            if let existing = state.records[appName] {
-                guard existing.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
-                registration.owner = existing.registration.owner
-            } else if state.records.count >= limit {
-                throw .tooManyApps(limit: limit)
+        // Registrations are written one at a time, under their own lock: the file is flushed to disk while the
+        // lifecycle lock stays free for the event loop (an fsync can take tens of milliseconds).
+        return try self.registryWrites.withLock { _ throws(AppError) in
+            let (registration, all) = try self.state.withLock { state throws(AppError) in
+                var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
+                if let existing = state.records[appName] {
+                    guard existing.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
+                    registration.owner = existing.registration.owner
+                } else if state.records.count >= limit {
+                    throw .tooManyApps(limit: limit)
+                }
+                var all = state.records.mapValues(\.registration)
+                all[appName] = registration
+                return (registration, all)
             }
-            var updated = state.records.mapValues(\.registration)
-            updated[appName] = registration
             do {
-                try self.registry.save(Array(updated.values))
+                try self.registry.save(Array(all.values))
             } catch {
                 throw .storageFailed(reason: "\(error)")
             }
-            var record =
-                state.records[appName]
-                ?? Record(
-                    registration: registration,
-                    lifecycle: AppLifecycle(traits: traits, timings: self.daemon.configuration.timings),
-                    since: wallClock()
-                )
-            record.registration = registration
-            record.lifecycle.traits = traits
-            state.records[appName] = record
-            return Self.snapshot(record)
+            return self.state.withLock { state in
+                var record =
+                    state.records[appName]
+                    ?? Record(
+                        registration: registration,
+                        lifecycle: AppLifecycle(traits: traits, timings: self.daemon.configuration.timings),
+                        since: wallClock()
+                    )
+                record.registration = registration
+                record.lifecycle.traits = traits
+                state.records[appName] = record
+                return Self.snapshot(record)
+            }
         }
     }
 
@@ -217,6 +230,7 @@ final class AppManager: Sendable {
             state.nextID += 1
             if let previous = record.attachment {
                 // The old stream ends with Replaced; the app keeps running, now in the new stream's process.
+                state.attached[previous.id] = nil
                 self.endPark(previous.id, .replaced, in: &state)
                 log.append(
                     LogEntry(
@@ -228,6 +242,7 @@ final class AppManager: Sendable {
             }
             record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid)
             state.records[appName] = record
+            state.attached[id] = appName
             state.parks[id] = Park()
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
             guard record.lifecycle.state == .notRunning else { return id }
@@ -570,6 +585,7 @@ final class AppManager: Sendable {
                 }
             case .transition(let from, let to, let reason):
                 current = to
+                if to.isForeground { state.onScreen.insert(app) } else { state.onScreen.remove(app) }
                 record.since = wallClock()
                 state.transitions += 1
                 log.append(Self.transitionEntry(app: app, from: from, to: to, reason: reason, pid: record.attachment?.pid))
@@ -668,6 +684,7 @@ final class AppManager: Sendable {
 
     /// Ends an app's stream with its last reply: the app is not running any more.
     private func endStream(_ attachment: Attachment, in state: inout State) {
+        state.attached[attachment.id] = nil
         attachment.responder.finish(["state": "notRunning"])
         self.endPark(attachment.id, .finished, in: &state)
     }
@@ -675,7 +692,7 @@ final class AppManager: Sendable {
     /// Another app takes the foreground: every app on screen but `appName` goes to the background.
     private func clearForeground(except appName: AppName, now: Instant, in state: inout State, log: inout [LogEntry]) {
         guard self.daemon.configuration.exclusiveForeground else { return }
-        for (other, record) in state.records where other != appName && record.lifecycle.state.isForeground {
+        for other in state.onScreen where other != appName {
             try? self.input(other, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
                 try lifecycle.deactivate(now: now)
             }
@@ -744,7 +761,7 @@ final class AppManager: Sendable {
     private func streamClosed(_ id: Int) {
         self.locked { state, log in
             state.monitors[id] = nil
-            if let appName = state.records.first(where: { $0.value.attachment?.id == id })?.key {
+            if let appName = state.attached.removeValue(forKey: id), state.records[appName]?.attachment?.id == id {
                 state.records[appName]!.attachment = nil
                 let now = Instant.now
                 self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now) }
@@ -784,7 +801,9 @@ final class AppManager: Sendable {
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
             return appName
         }
-        guard let found = state.records.first(where: { matches($0.value) })?.key else { throw .noForegroundApp }
+        guard let found = state.onScreen.sorted().first(where: { matches(state.records[$0]!) }) else {
+            throw .noForegroundApp
+        }
         return found
     }
 

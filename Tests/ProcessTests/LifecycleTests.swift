@@ -195,6 +195,19 @@ import Varlink
         }
     }
 
+    @Test func didEnterBackgroundNeverAcknowledgedGetsTheAppKilled() async throws {
+        let device = try await Device(configuration: "[Apps]\nAcknowledgeTimeoutSec=1s\n")
+        try await onThread {
+            let app = try device.start(Self.mail, ["--stall-on", "didEnterBackground"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
+            try device.waitFor(Self.mail, "notRunning")
+            #expect(device.daemon.output.contains("org.example.mail: killed: didEnterBackground was not acknowledged in time"))
+        }
+    }
+
     @Test func aTaskNeverEndedIsWarnedThenEndedAndTheAppSuspended() async throws {
         let device = try await Device(configuration: "[Apps]\nBackgroundTaskBudgetSec=2s\nBackgroundTaskWarningSec=1s\n")
         try await onThread {
