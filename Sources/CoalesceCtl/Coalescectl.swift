@@ -89,6 +89,12 @@ enum CtlOutput {
         _ = line.withCString { write(1, $0, strlen($0)) }
     }
 
+    /// A line for the person at the terminal, on stderr, so that stdout stays the data.
+    static func note(_ text: String) {
+        let line = text + "\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
     static func fail(_ message: String, status: Int32) -> Never {
         let line = "coalescectl: \(message)\n"
         _ = line.withCString { write(2, $0, strlen($0)) }

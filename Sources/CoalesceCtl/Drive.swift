@@ -146,7 +146,11 @@ struct Monitor: ParsableCommand {
         let client = global.connect()
         CtlOutput.perform {
             try client.callMore("io.coalesced.System.Monitor") { reply in
-                guard let transition = reply["transition"] else { return }
+                guard let transition = reply["transition"] else {
+                    // The first reply: the monitor is in place. Said on stderr, as busctl monitor does.
+                    if !global.json { CtlOutput.note("Monitoring app transitions; press Ctrl-C to stop.") }
+                    return
+                }
                 if global.json {
                     CtlOutput.print(JSONValue.object(["transition": transition]).jsonText)
                     return

@@ -1,26 +1,16 @@
 import Foundation
 
-/// The example app (`coalesce-example`) running as a child process, with the lines it prints collected as they
-/// come: the tests watch a real app built on CoalesceClient live through its lifecycle.
-public final class ExampleApp: @unchecked Sendable {
+/// A child process whose standard output is collected line by line as it comes, for tests that watch a running
+/// program (an app, `coalescectl monitor`).
+public final class WatchedProcess: @unchecked Sendable {
     public let child: ChildProcess
-    public let name: String
     private let condition = NSCondition()
     private var lines: [String] = []
     private var closed = false
-    /// How many callback lines ``nextCallbacks(_:timeout:)`` has handed out.
-    private var consumed = 0
+    /// How many lines a consumer such as ``ExampleApp/nextCallbacks(_:timeout:)`` has taken.
+    fileprivate var consumed = 0
 
-    /// Starts the example app for `name` against the daemon's socket; `asUser` runs it under that user (through
-    /// setpriv, from a copy in `directory` that the user can execute).
-    public init(
-        socket: String,
-        name: String,
-        arguments: [String] = [],
-        asUser user: String? = nil,
-        directory: TemporaryDirectory? = nil
-    ) throws {
-        self.name = name
+    public init(_ executable: String, _ arguments: [String]) throws {
         var pipeEnds: [CInt] = [0, 0]
         let created = ChildProcess.spawning.withLock { () -> Bool in
             guard pipe(&pipeEnds) == 0 else { return false }
@@ -28,15 +18,8 @@ public final class ExampleApp: @unchecked Sendable {
             return true
         }
         guard created else { throw SupportError("pipe failed") }
-        var executable = BuildProducts.path(of: "coalesce-example")
-        var argv = ["--socket", socket, "--name", name] + arguments
-        if let user, let directory {
-            let copy = try executableCopy(of: "coalesce-example", in: directory)
-            argv = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", copy] + argv
-            executable = "/usr/bin/setpriv"
-        }
         do {
-            self.child = try ChildProcess(executable, argv, output: pipeEnds[1])
+            self.child = try ChildProcess(executable, arguments, output: pipeEnds[1])
         } catch {
             close(pipeEnds[0])
             close(pipeEnds[1])
@@ -84,37 +67,77 @@ public final class ExampleApp: @unchecked Sendable {
         }
     }
 
-    /// The next `count` callbacks the app received (their names), in order.
-    public func nextCallbacks(_ count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
-        try self.wait(timeout: timeout, "\(count) more callbacks") { lines, consumed in
-            let callbacks = lines.filter { $0.hasPrefix("callback ") }.map { $0.split(separator: " ")[1] }.map(String.init)
-            guard callbacks.count >= consumed + count else { return nil }
-            consumed += count
-            return Array(callbacks[(consumed - count)..<consumed])
-        }
+    /// Waits for a line that contains `text` and returns it.
+    @discardableResult
+    public func waitForLine(containing text: String, timeout: Duration = .seconds(20)) throws -> String {
+        try self.wait(timeout: timeout, "a line containing '\(text)'") { lines, _ in lines.last { $0.contains(text) } }
     }
 
-    /// Callbacks received beyond those already handed out by ``nextCallbacks(_:timeout:)``.
-    public var unreadCallbacks: [String] {
-        self.condition.withLock {
-            Array(self.lines.filter { $0.hasPrefix("callback ") }.dropFirst(self.consumed))
-        }
-    }
-
-    private func wait<T>(
-        timeout: Duration,
-        _ what: String,
-        _ found: ([String], inout Int) -> T?
-    ) throws -> T {
+    /// Waits until `found` returns a value for the lines so far (it may move the consumed count).
+    fileprivate func wait<T>(timeout: Duration, _ what: String, _ found: ([String], inout Int) -> T?) throws -> T {
         let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
         return try self.condition.withLock {
             while true {
                 if let result = found(self.lines, &self.consumed) { return result }
                 if self.closed || !self.condition.wait(until: deadline) {
                     if let result = found(self.lines, &self.consumed) { return result }
-                    throw SupportError("\(self.name): no \(what) (ended: \(self.closed)); output:\n\(self.lines.joined(separator: "\n"))")
+                    throw SupportError("no \(what) (ended: \(self.closed)); output:\n\(self.lines.joined(separator: "\n"))")
                 }
             }
         }
+    }
+
+    fileprivate var consumedCount: Int { self.condition.withLock { self.consumed } }
+}
+
+/// The example app (`coalesce-example`) running as a child process: the tests watch a real app built on
+/// CoalesceClient live through its lifecycle.
+public final class ExampleApp: @unchecked Sendable {
+    public let name: String
+    private let process: WatchedProcess
+    public var child: ChildProcess { self.process.child }
+
+    /// Starts the example app for `name` against the daemon's socket; `asUser` runs it under that user (through
+    /// setpriv, from a copy in `directory` that the user can execute).
+    public init(
+        socket: String,
+        name: String,
+        arguments: [String] = [],
+        asUser user: String? = nil,
+        directory: TemporaryDirectory? = nil
+    ) throws {
+        self.name = name
+        var executable = BuildProducts.path(of: "coalesce-example")
+        var argv = ["--socket", socket, "--name", name] + arguments
+        if let user, let directory {
+            let copy = try executableCopy(of: "coalesce-example", in: directory)
+            argv = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", copy] + argv
+            executable = "/usr/bin/setpriv"
+        }
+        self.process = try WatchedProcess(executable, argv)
+    }
+
+    /// Everything printed so far.
+    public var output: [String] { self.process.output }
+
+    /// Waits for a line that starts with `prefix` and returns it.
+    @discardableResult
+    public func waitForLine(_ prefix: String, timeout: Duration = .seconds(20)) throws -> String {
+        try self.process.waitForLine(prefix, timeout: timeout)
+    }
+
+    /// The next `count` callbacks the app received (their names), in order.
+    public func nextCallbacks(_ count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
+        try self.process.wait(timeout: timeout, "\(count) more callbacks of \(self.name)") { lines, consumed in
+            let callbacks = lines.filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
+            guard callbacks.count >= consumed + count else { return nil }
+            consumed += count
+            return Array(callbacks[(consumed - count)..<consumed])
+        }
+    }
+
+    /// Callback lines received beyond those already handed out by ``nextCallbacks(_:timeout:)``.
+    public var unreadCallbacks: [String] {
+        Array(self.process.output.filter { $0.hasPrefix("callback ") }.dropFirst(self.process.consumedCount))
     }
 }

@@ -25,6 +25,44 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    @Test func appsMonitorAndTheCommandsThatDriveApps() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let socket = daemon.socketPath
+        try await onThread {
+            let monitor = try WatchedProcess(BuildProducts.path(of: "coalescectl"), ["monitor", "--socket", socket])
+            try monitor.waitForLine("Monitoring app transitions; press Ctrl-C to stop.")
+            let app = try ExampleApp(socket: socket, name: "org.example.mail")
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let ctl = BuildProducts.path(of: "coalescectl")
+            #expect(try runProcess(ctl, ["deactivate", "--socket", socket]).stdout == "org.example.mail: background\n")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try monitor.waitForLine(containing: "(backgroundWorkDone)")
+            let lines = monitor.output.dropFirst().map { $0.split(separator: " ").dropFirst(3).joined(separator: " ") }
+            #expect(
+                lines == [
+                    "org.example.mail: notRunning → inactive (launch)", "org.example.mail: inactive → active (launch)",
+                    "org.example.mail: active → inactive (deactivate)",
+                    "org.example.mail: inactive → background (deactivate)",
+                    "org.example.mail: background → suspended (backgroundWorkDone)",
+                ],
+                "\(monitor.output)"
+            )
+            let apps = try runProcess(ctl, ["apps", "--socket", socket]).stdout.split(separator: "\n")
+            #expect(apps.first?.split(separator: " ", omittingEmptySubsequences: true) == ["APP", "STATE", "PID", "UNIT", "TASKS", "SINCE"])
+            #expect(apps.contains { $0.hasPrefix("org.example.mail") && $0.contains(" suspended ") && $0.contains(" \(app.child.pid) ") })
+            let shown = try runProcess(ctl, ["app", "org.example.mail", "--socket", socket]).stdout
+            #expect(shown.contains("State: suspended") && shown.contains("PID: \(app.child.pid)"), "\(shown)")
+            #expect(try runProcess(ctl, ["activate", "org.example.mail", "--socket", socket]).stdout == "org.example.mail: active\n")
+            #expect(try runProcess(ctl, ["interrupt", "begin", "--socket", socket]).stdout == "org.example.mail: inactive\n")
+            #expect(try runProcess(ctl, ["interrupt", "end", "--socket", socket]).stdout == "org.example.mail: active\n")
+            #expect(try runProcess(ctl, ["terminate", "org.example.mail", "--socket", socket]).stdout == "org.example.mail: notRunning\n")
+            let none = try runProcess(ctl, ["purge", "--socket", socket])
+            #expect(none.status == 1 && none.stderr.contains("io.coalesced.System.NothingToPurge"))
+        }
+        daemon.signal(SIGKILL)
+    }
+
     @Test func introspectListsInterfacesAndPrintsTheirText() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }

@@ -282,6 +282,55 @@ import Varlink
         }
     }
 
+    @Test func theClientLibraryReconnectsAfterADaemonRestart() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let app = try ExampleApp(socket: first.socketPath, name: Self.mail)
+        #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+        let second = try DaemonProcess(arguments: ["--socket", first.socketPath, "--state-dir", first.directory.file("state")])
+        try await onThread { try second.waitUntilReady() }
+        // States are not kept across a daemon restart yet: the app, attaching again, is launched anew.
+        #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
+        let info = try await onThread { try testClient(first.socketPath).call("io.coalesced.System.GetApp", ["app": .string(Self.mail)]) }
+        #expect(info["app"]?["state"] == "active")
+        #expect(info["app"]?["pid"] == .int(Int64(app.child.pid)))
+        second.signal(SIGKILL)
+    }
+
+    @Test func aMonitorThatDoesNotReadIsEndedInsteadOfGrowingTheDaemon() async throws {
+        let device = try await Device()
+        try await onThread {
+            let mail = try device.start(Self.mail)
+            let maps = try device.start(Self.maps)
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let monitor = try testClient(device.daemon.socketPath)
+            try monitor.send(VarlinkCall(method: "io.coalesced.System.Monitor", more: true))
+            #expect(try monitor.receiveReply().continues)
+            // Each Activate is four transitions, about 700 bytes to the monitor, which stops reading: 4,000 of them
+            // are more than the socket buffers and the 1 MiB bound together.
+            let switches = 4000
+            for index in 0..<switches {
+                try device.call("Activate", ["app": .string(index % 2 == 0 ? Self.mail : Self.maps)])
+            }
+            // Now read: the transitions that were sent, then the error that ended the monitor.
+            var transitions = 0
+            while true {
+                let reply = try monitor.receiveReply()
+                if let error = reply.error {
+                    #expect(error == "io.coalesced.System.MonitorOverrun")
+                    #expect(reply.parameters["bound"] == 1_048_576)
+                    break
+                }
+                transitions += 1
+            }
+            #expect(transitions > 1000 && transitions < switches * 4, "\(transitions) of \(switches * 4)")
+            #expect(try device.call("Stats")["stats"]?["apps"] == 2, "still serving")
+        }
+    }
+
     @Test func requestsThatDoNotFitTheStateGetClearErrors() async throws {
         let device = try await Device(configuration: "[Apps]\nLaunchTimeoutSec=500ms\nMaxSavedState=16\n")
         let client = device.system
