@@ -1,12 +1,9 @@
 """One whole app lifecycle driven from Python: the app is a Python process speaking Varlink with the PyPI
 package, and the operator side is the same package calling io.coalesced.System. Nothing here is Swift."""
 
-import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -14,7 +11,7 @@ import time
 import pytest
 import varlink
 
-from test_varlink_client import daemon_binary
+from test_varlink_client import running_daemon
 
 APP = "org.example.pyapp"
 
@@ -68,26 +65,8 @@ class AppProcess:
 
 @pytest.fixture
 def address():
-    with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
-        sock = os.path.join(directory, "io.coalesced")
-        notify_path = os.path.join(directory, "notify")
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(notify_path)
-        notify.settimeout(30)
-        env = dict(os.environ, NOTIFY_SOCKET=notify_path, SWIFT_BACKTRACE="enable=no")
-        process = subprocess.Popen(
-            [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"),
-             "--config", "/dev/null"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            while b"READY=1" not in notify.recv(4096).split(b"\n"):
-                pass
-            yield f"unix:{sock}"
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=20) == 0
-            notify.close()
+    with running_daemon() as address:
+        yield address
 
 
 def wait_for_state(system, state, timeout=20):

@@ -1,5 +1,6 @@
 """The Python varlink package (PyPI), a third-party client, against the real daemon."""
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -25,8 +26,10 @@ def daemon_binary():
     return os.path.join(bin_path, "coalesced")
 
 
-@pytest.fixture(scope="module")
-def daemon():
+@contextlib.contextmanager
+def running_daemon():
+    """The real daemon on a socket in a temporary directory, ready (READY=1) when this yields its address; stopped
+    with SIGTERM afterwards, which must end it with status 0."""
     with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
         sock = os.path.join(directory, "io.coalesced")
         notify_path = os.path.join(directory, "notify")
@@ -49,6 +52,12 @@ def daemon():
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=20) == 0
             notify.close()
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with running_daemon() as address:
+        yield address
 
 
 def test_get_info_lists_every_interface(daemon):
