@@ -46,6 +46,9 @@ struct CoalesceExample: ParsableCommand {
     @Option(help: "SaveState this text when entering the background.")
     var saveState: String?
 
+    @Flag(help: "Ignore SIGTERM (a badly behaved app, for the grace period before SIGKILL).")
+    var ignoreSigterm = false
+
     func run() throws {
         let application = Application(
             AppDeclaration(
@@ -63,6 +66,7 @@ struct CoalesceExample: ParsableCommand {
             endTaskOnExpiry: self.endTaskOnExpiry,
             saveState: self.saveState
         )
+        if self.ignoreSigterm { signal(SIGTERM, SIG_IGN) }
         say("ready pid=\(getpid())")
         do {
             try application.run(delegate: delegate)

@@ -19,7 +19,8 @@ struct Status: ParsableCommand {
                 ("Uptime", Self.format(seconds: stats["uptimeSec"]?.doubleValue ?? 0)),
                 ("Connections", "\(int("connections")) open, \(int("connectionsTotal")) since start, \(int("connectionsRefused")) refused"),
                 ("Calls", int("calls")),
-                ("Apps", int("apps")),
+                ("Apps", Self.apps(stats)),
+                ("Transitions", int("transitions")),
                 ("Protocol errors", int("protocolErrors")),
                 ("Reloads", "\(int("reloads")) done, \(int("failedReloads")) refused"),
                 (
@@ -29,6 +30,16 @@ struct Status: ParsableCommand {
                 ),
             ])
         )
+    }
+
+    /// "3 registered: 1 active, 2 suspended".
+    static func apps(_ stats: JSONValue) -> String {
+        let registered = "\(stats["apps"]?.intValue ?? 0) registered"
+        let running = ["active", "inactive", "background", "suspended"].compactMap { state -> String? in
+            guard let count = stats["states"]?[state]?.intValue, count > 0 else { return nil }
+            return "\(count) \(state)"
+        }
+        return running.isEmpty ? registered : registered + ": " + running.joined(separator: ", ")
     }
 
     /// "2d 3h 4min 5s", as systemd prints time spans.

@@ -86,6 +86,8 @@ final class AppManager: Sendable {
         var onScreen: Set<AppName> = []
         /// Which app each attached stream belongs to.
         var attached: [Int: AppName] = [:]
+        /// Apps per state, kept as transitions happen (STATUS= asks every second).
+        var counts: [AppState: Int] = [:]
     }
 
     /// What to write to the journal once the lock is released.
@@ -133,6 +135,7 @@ final class AppManager: Sendable {
                 since: now
             )
         }
+        state.counts[.notRunning] = state.records.count
         self.state = Locked(state)
     }
 
@@ -140,11 +143,7 @@ final class AppManager: Sendable {
 
     /// Apps per state, and transitions since start.
     var statistics: (states: [AppState: Int], transitions: Int) {
-        self.state.withLock { state in
-            var states: [AppState: Int] = [:]
-            for record in state.records.values { states[record.lifecycle.state, default: 0] += 1 }
-            return (states, state.transitions)
-        }
+        self.state.withLock { ($0.counts.filter { $0.value > 0 }, $0.transitions) }
     }
 
     // MARK: Registry
@@ -181,6 +180,7 @@ final class AppManager: Sendable {
                 throw .storageFailed(reason: "\(error)")
             }
             return self.state.withLock { state in
+                if state.records[appName] == nil { state.counts[.notRunning, default: 0] += 1 }
                 var record =
                     state.records[appName]
                     ?? Record(
@@ -586,6 +586,8 @@ final class AppManager: Sendable {
             case .transition(let from, let to, let reason):
                 current = to
                 if to.isForeground { state.onScreen.insert(app) } else { state.onScreen.remove(app) }
+                state.counts[from, default: 0] -= 1
+                state.counts[to, default: 0] += 1
                 record.since = wallClock()
                 state.transitions += 1
                 log.append(Self.transitionEntry(app: app, from: from, to: to, reason: reason, pid: record.attachment?.pid))

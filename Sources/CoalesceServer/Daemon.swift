@@ -181,7 +181,7 @@ public enum Daemon {
         }
 
         let notifier = SystemdNotifier()
-        let status = StatusReporter(notifier: notifier, server: server, address: address)
+        let status = StatusReporter(notifier: notifier, server: server, address: address, apps: apps)
         let eventLoop = group.next()
         // The watchdog is fed from the serving loop itself: if that loop hangs, the pings stop and systemd acts.
         let watchdogTask = notifier.watchdogTimeout.map { timeout in

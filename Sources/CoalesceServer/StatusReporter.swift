@@ -1,3 +1,4 @@
+import CoalesceCore
 import NIOConcurrencyHelpers
 import Systemd
 import Varlink
@@ -8,19 +9,27 @@ final class StatusReporter: Sendable {
     private let notifier: SystemdNotifier
     private let server: VarlinkServer
     private let address: VarlinkListenAddress
+    private let apps: AppManager
     private let lastSent = NIOLockedValueBox<String?>(nil)
 
-    init(notifier: SystemdNotifier, server: VarlinkServer, address: VarlinkListenAddress) {
+    init(notifier: SystemdNotifier, server: VarlinkServer, address: VarlinkListenAddress, apps: AppManager) {
         self.notifier = notifier
         self.server = server
         self.address = address
+        self.apps = apps
     }
 
     /// The one-line summary `systemctl status` shows.
     private func summary() -> String {
         let statistics = self.server.statistics.snapshot
         let noun = statistics.connections == 1 ? "connection" : "connections"
-        return "Serving \(self.address); \(statistics.connections) \(noun), \(statistics.calls) calls"
+        let states = self.apps.statistics.states
+        let apps = states.values.reduce(0, +)
+        let running = [AppState.active, .inactive, .background, .suspended].compactMap { state in
+            states[state].map { "\($0) \(state.rawValue)" }
+        }
+        return "Serving \(self.address); \(statistics.connections) \(noun), \(statistics.calls) calls; "
+            + "\(apps) \(apps == 1 ? "app" : "apps")" + (running.isEmpty ? "" : " (" + running.joined(separator: ", ") + ")")
     }
 
     /// READY=1 with the summary: at start-up and after a reload.

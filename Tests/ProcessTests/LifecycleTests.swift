@@ -225,6 +225,48 @@ import Varlink
         }
     }
 
+    @Test func anAppThatRunsOutOfBackgroundTimeIsTerminatedWhenSoConfigured() async throws {
+        let device = try await Device(
+            configuration: "[Apps]\nBackgroundTaskBudgetSec=1s\nBackgroundTaskWarningSec=500ms\nBackgroundTaskExpiry=terminate\n"
+        )
+        try await onThread {
+            let app = try device.start(Self.mail, ["--task-on-background", "upload"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try app.waitForLine("task-expiring id=1")
+            #expect(try app.nextCallbacks(1) == ["willTerminate"])
+            #expect(app.child.wait(timeout: .seconds(10)) == 0)
+            #expect(try device.state(Self.mail) == "notRunning")
+            #expect(device.daemon.output.contains("background tasks expired, terminated"))
+        }
+    }
+
+    @Test func anAppWithABackgroundModeStaysInTheBackground() async throws {
+        let device = try await Device()
+        try await onThread {
+            let app = try device.start(Self.mail, ["--mode", "audio"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            usleep(500_000)  // long past its acknowledgement of didEnterBackground
+            #expect(try device.state(Self.mail) == "background", "playing audio: not suspended")
+        }
+    }
+
+    @Test func anAppThatIgnoresSIGTERMIsKilledAfterTheGracePeriod() async throws {
+        let device = try await Device(configuration: "[Apps]\nTerminateGraceSec=300ms\n")
+        try await onThread {
+            let app = try device.start(Self.mail, ["--stall-on", "willTerminate", "--ignore-sigterm"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try device.call("Terminate", ["app": .string(Self.mail)])
+            try app.waitForLine("stalling")
+            #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
+            for _ in 0..<100 where !device.daemon.output.contains("did not exit within") { usleep(20_000) }
+            #expect(device.daemon.output.contains("org.example.mail: pid \(app.child.pid) did not exit within 0.3 s of SIGTERM; killed"))
+        }
+    }
+
     @Test func aTaskEndedInTimeLetsTheAppBeSuspended() async throws {
         let device = try await Device()
         try await onThread {
