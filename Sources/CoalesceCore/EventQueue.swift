@@ -1,0 +1,164 @@
+/// A post the queue refused; nothing was held.
+public enum PostRefusal: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A sum needs a number in its field.
+    case notANumber(kind: EventKind, field: String)
+    /// The app already holds as many kinds as allowed.
+    case tooManyKinds(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .notANumber(let kind, let field): return "\(kind) sums member '\(field)', and this payload has no number there"
+        case .tooManyKinds(let limit): return "the app already holds events of \(limit) kinds"
+        }
+    }
+}
+
+/// One event as the app receives it on waking: a kind and what its posts add up to.
+public struct CoalescedEvent<Payload: CoalescablePayload, Stamp: Comparable & Sendable>: Sendable, Equatable {
+    public var kind: EventKind
+    /// The payload the policy produced; `nil` for count and for an overflow marker.
+    public var payload: Payload?
+    /// How many posts this event stands for.
+    public var count: Int
+    public var firstPosted: Stamp
+    public var lastPosted: Stamp
+    /// For a queue's overflow marker: how many of the oldest posts were dropped. `nil` otherwise.
+    public var dropped: Int?
+
+    public init(kind: EventKind, payload: Payload?, count: Int, firstPosted: Stamp, lastPosted: Stamp, dropped: Int? = nil) {
+        self.kind = kind
+        self.payload = payload
+        self.count = count
+        self.firstPosted = firstPosted
+        self.lastPosted = lastPosted
+        self.dropped = dropped
+    }
+}
+
+/// What one suspended app holds: one slot per kind, in order of each kind's first post, each folding its posts
+/// by its policy. Memory grows with the number of kinds, not of posts (queue kinds excepted, up to their bound).
+///
+/// Pure: times come in as stamps, and nothing is kept but what the policies need.
+public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendable>: Sendable {
+    public typealias Event = CoalescedEvent<Payload, Stamp>
+
+    private struct Slot: Sendable {
+        var policy: CoalescingPolicy
+        var count: Int
+        var first: Stamp
+        var last: Stamp
+        var held: Held
+    }
+
+    private enum Held: Sendable {
+        case payload(Payload)
+        case nothing
+        case sum(Double)
+        case list([(payload: Payload, posted: Stamp)], dropped: Int)
+    }
+
+    /// The most kinds held at once.
+    public let kindLimit: Int
+    private var slots: [EventKind: Slot] = [:]
+    private var order: [EventKind] = []
+    /// The payload of each netChange kind the app last received: what a wake compares against.
+    public private(set) var lastDelivered: [EventKind: Payload] = [:]
+
+    public init(kindLimit: Int = 1024) {
+        self.kindLimit = kindLimit
+    }
+
+    public var isEmpty: Bool { self.order.isEmpty }
+    /// Kinds held, in order of first post.
+    public var kinds: [EventKind] { self.order }
+    /// Posts held for `kind` so far.
+    public func count(of kind: EventKind) -> Int { self.slots[kind]?.count ?? 0 }
+    /// The policy `kind` is held under (the one of the post that opened its slot).
+    public func policy(of kind: EventKind) -> CoalescingPolicy? { self.slots[kind]?.policy }
+
+    /// Holds one post. A kind's slot keeps the policy of the post that opened it: a later post with another
+    /// policy is folded into it by the slot's policy, so that what was held is never reinterpreted.
+    /// - Throws: ``PostRefusal``; nothing changes then.
+    public mutating func post(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) {
+        guard var slot = self.slots[kind] else {
+            guard self.order.count < self.kindLimit else { throw .tooManyKinds(limit: self.kindLimit) }
+            self.slots[kind] = try Self.open(kind, payload, policy: policy, at: stamp)
+            self.order.append(kind)
+            return
+        }
+        switch (slot.policy, slot.held) {
+        case (.latest, _), (.netChange, _): slot.held = .payload(payload)
+        case (.first, _), (.count, _): break
+        case (.sum(let field), .sum(let total)):
+            guard let number = payload.number(at: field) else { throw .notANumber(kind: kind, field: field) }
+            slot.held = .sum(total + number)
+        case (.merge, .payload(let merged)): slot.held = .payload(merged.merged(with: payload))
+        case (.queue(let bound), .list(var list, let dropped)):
+            list.append((payload, stamp))
+            let excess = max(0, list.count - bound)
+            list.removeFirst(excess)
+            slot.held = .list(list, dropped: dropped + excess)
+        default: preconditionFailure("a slot's holding does not match its policy")  // open() pairs them
+        }
+        slot.count += 1
+        slot.last = max(slot.last, stamp)
+        self.slots[kind] = slot
+    }
+
+    /// The app received `payload` for `kind` while running: a later wake compares netChange kinds against it.
+    public mutating func delivered(_ kind: EventKind, _ payload: Payload) {
+        self.lastDelivered[kind] = payload
+    }
+
+    /// Everything held, coalesced: one event per kind in order of first post (a queue kind: each of its events,
+    /// then its overflow marker), and the queue is left empty. netChange kinds whose latest payload equals what the
+    /// app last received produce nothing.
+    public mutating func drain() -> [Event] {
+        var events: [Event] = []
+        for kind in self.order {
+            let slot = self.slots[kind]!  // order and slots hold the same kinds
+            switch slot.held {
+            case .payload(let payload):
+                if slot.policy == .netChange {
+                    let unchanged = self.lastDelivered[kind] == payload
+                    self.lastDelivered[kind] = payload
+                    if unchanged { continue }
+                }
+                events.append(Event(kind: kind, payload: payload, count: slot.count, firstPosted: slot.first, lastPosted: slot.last))
+            case .nothing:
+                events.append(Event(kind: kind, payload: nil, count: slot.count, firstPosted: slot.first, lastPosted: slot.last))
+            case .sum(let total):
+                guard case .sum(let field) = slot.policy else { continue }
+                events.append(
+                    Event(kind: kind, payload: .sum(total, at: field), count: slot.count, firstPosted: slot.first, lastPosted: slot.last)
+                )
+            case .list(let list, let dropped):
+                for entry in list {
+                    events.append(Event(kind: kind, payload: entry.payload, count: 1, firstPosted: entry.posted, lastPosted: entry.posted))
+                }
+                if dropped > 0 {
+                    events.append(
+                        Event(kind: kind, payload: nil, count: dropped, firstPosted: slot.first, lastPosted: slot.last, dropped: dropped)
+                    )
+                }
+            }
+        }
+        self.slots.removeAll()
+        self.order.removeAll()
+        return events
+    }
+
+    private static func open(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) -> Slot {
+        let held: Held
+        switch policy {
+        case .latest, .first, .merge, .netChange: held = .payload(payload)
+        case .count: held = .nothing
+        case .sum(let field):
+            guard let number = payload.number(at: field) else { throw .notANumber(kind: kind, field: field) }
+            held = .sum(number)
+        case .queue(let bound):
+            held = bound > 0 ? .list([(payload, stamp)], dropped: 0) : .list([], dropped: 1)
+        }
+        return Slot(policy: policy, count: 1, first: stamp, last: stamp, held: held)
+    }
+}
