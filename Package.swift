@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -53,6 +54,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "CoalesceStore",
+            dependencies: ["CoalesceCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "VarlinkEmbed",
             swiftSettings: swiftSettings
@@ -66,6 +72,7 @@ let package = Package(
             name: "CoalesceServer",
             dependencies: [
                 "CoalesceCore",
+                "CoalesceStore",
                 "Varlink",
                 "Systemd",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -11,10 +11,10 @@ enum AppInterface {
         VarlinkInterface(
             text: InterfaceText.ioCoalescedApp,
             methods: [
-                // Runs off the event loop: it waits for the registry to reach the disk.
+                // Runs as a task: it waits for the store's commit.
                 "Register": .streaming { request, responder in
                     let peer = try self.peer(request)
-                    let snapshot = try apps.register(
+                    let snapshot = try await apps.register(
                         name: try request.string("name"),
                         traits: AppTraits(
                             backgroundModes: try self.backgroundModes(request.call.parameters["backgroundModes"]),
@@ -53,7 +53,7 @@ enum AppInterface {
                     try apps.endBackgroundTask(name: try request.string("app"), uid: peer.uid, id: id)
                     return [:]
                 },
-                // Runs off the event loop: it waits for the data to reach the disk.
+                // Runs as a task: it waits for the store's commit.
                 "SaveState": .streaming { request, responder in
                     let peer = try self.peer(request)
                     let data: String?
@@ -62,7 +62,7 @@ enum AppInterface {
                     case .string(let text)?: data = text
                     default: throw VarlinkError.invalidParameter("data")
                     }
-                    try apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
+                    try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
                     responder.finish()
                 },
             ]

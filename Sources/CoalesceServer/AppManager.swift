@@ -3,6 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import Systemd
+import CoalesceStore
 import Varlink
 
 #if canImport(Glibc)
@@ -100,27 +101,23 @@ final class AppManager: Sendable {
     /// A monitor's unread replies may hold this much before it is ended.
     static let monitorBacklogBound = 1 << 20
 
-    private let registry: AppRegistryFile
-    private let savedState: SavedStateStore
+    private let store: Store
     private let daemon: DaemonState
     private let eventLoop: any EventLoop
     private let logger: Logger
     private let startUnit: @Sendable (String) throws -> Void
     private let state: Locked<State>
-    /// Held while the registry file is written; only registrations change it.
-    private let registryWrites = Locked(())
 
-    /// Loads the registry from the state directory.
+    /// Loads the registered apps from the store.
     /// - Parameter startUnit: starts a launch unit through systemd; it may block.
     init(
-        stateDirectory: String,
+        store: Store,
         daemon: DaemonState,
         eventLoop: any EventLoop,
         logger: Logger,
         startUnit: @escaping @Sendable (String) throws -> Void
-    ) throws(AppRegistryFile.Failure) {
-        self.registry = AppRegistryFile(stateDirectory: stateDirectory)
-        self.savedState = SavedStateStore(stateDirectory: stateDirectory)
+    ) throws(StoreError) {
+        self.store = store
         self.daemon = daemon
         self.eventLoop = eventLoop
         self.logger = logger
@@ -128,7 +125,7 @@ final class AppManager: Sendable {
         var state = State()
         let timings = daemon.configuration.timings
         let now = wallClock()
-        for registration in try self.registry.load() {
+        for registration in try store.apps() {
             state.records[registration.name] = Record(
                 registration: registration,
                 lifecycle: AppLifecycle(traits: registration.traits, timings: timings),
@@ -148,8 +145,11 @@ final class AppManager: Sendable {
 
     // MARK: Registry
 
-    /// Registers an app for `uid`, or updates the declarations of one `uid` owns. The registry on disk is
-    /// written before the change takes effect: a registration that was answered survives a crash.
+    /// Registers an app for `uid`, or updates the declarations of one `uid` owns. The reply waits for the store's
+    /// commit: a registration that was answered survives a crash.
+    ///
+    /// The change is made in memory first, so that a concurrent registration of the same new name by another user
+    /// is refused at once (the first one owns it), and undone if the store cannot keep it.
     /// - Throws: ``AppError`` for a bad name, an app another user owns, the `limit`, or storage.
     func register(
         name: String,
@@ -157,43 +157,52 @@ final class AppManager: Sendable {
         launchUnit: String?,
         uid: UInt32,
         limit: Int
-    ) throws(AppError) -> Snapshot {
+    ) async throws(AppError) -> Snapshot {
         let appName = try Self.appName(name)
-        // Registrations are written one at a time, under their own lock: the file is flushed to disk while the
-        // lifecycle lock stays free for the event loop (an fsync can take tens of milliseconds).
-        return try self.registryWrites.withLock { _ throws(AppError) in
-            let (registration, all) = try self.state.withLock { state throws(AppError) in
-                var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
-                if let existing = state.records[appName] {
-                    guard existing.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
-                    registration.owner = existing.registration.owner
-                } else if state.records.count >= limit {
-                    throw .tooManyApps(limit: limit)
-                }
-                var all = state.records.mapValues(\.registration)
-                all[appName] = registration
-                return (registration, all)
+        let (registration, previous) = try self.state.withLock { state throws(AppError) in
+            var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
+            let previous = state.records[appName]
+            if let previous {
+                guard previous.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
+                registration.owner = previous.registration.owner
+            } else if state.records.count >= limit {
+                throw .tooManyApps(limit: limit)
             }
-            do {
-                try self.registry.save(Array(all.values))
-            } catch {
-                throw .storageFailed(reason: "\(error)")
-            }
-            return self.state.withLock { state in
-                if state.records[appName] == nil { state.counts[.notRunning, default: 0] += 1 }
-                var record =
-                    state.records[appName]
-                    ?? Record(
-                        registration: registration,
-                        lifecycle: AppLifecycle(traits: traits, timings: self.daemon.configuration.timings),
-                        since: wallClock()
-                    )
-                record.registration = registration
-                record.lifecycle.traits = traits
-                state.records[appName] = record
-                return Self.snapshot(record)
-            }
+            self.apply(registration, in: &state)
+            return (registration, previous?.registration)
         }
+        do {
+            try await self.store.save(registration)
+        } catch {
+            self.state.withLock { state in
+                guard state.records[appName]?.registration == registration else { return }
+                if let previous {
+                    self.apply(previous, in: &state)
+                } else if state.records[appName]?.lifecycle.state == .notRunning {
+                    state.records[appName] = nil
+                    state.counts[.notRunning, default: 0] -= 1
+                }
+            }
+            throw .storageFailed(reason: error.description)
+        }
+        return try self.state.withLock { state throws(AppError) in
+            guard let record = state.records[appName] else { throw .storageFailed(reason: "registration undone") }
+            return Self.snapshot(record)
+        }
+    }
+
+    private func apply(_ registration: AppRegistration, in state: inout State) {
+        if state.records[registration.name] == nil { state.counts[.notRunning, default: 0] += 1 }
+        var record =
+            state.records[registration.name]
+            ?? Record(
+                registration: registration,
+                lifecycle: AppLifecycle(traits: registration.traits, timings: self.daemon.configuration.timings),
+                since: wallClock()
+            )
+        record.registration = registration
+        record.lifecycle.traits = registration.traits
+        state.records[registration.name] = record
     }
 
     /// Every app, by name.
@@ -219,7 +228,7 @@ final class AppManager: Sendable {
         let appName = try Self.appName(name)
         let restored: String?
         do {
-            restored = try self.savedState.load(appName.value)
+            restored = try self.store.savedState(of: appName)
         } catch {
             throw .storageFailed(reason: error.description)
         }
@@ -313,8 +322,8 @@ final class AppManager: Sendable {
         }
     }
 
-    /// Keeps `data` on disk for the app's next launch; blocks until it is there.
-    func saveState(name: String, uid: UInt32, data: String?) throws(AppError) {
+    /// Keeps `data` in the store for the app's next launch; returns once it is on disk.
+    func saveState(name: String, uid: UInt32, data: String?) async throws(AppError) {
         let appName = try Self.appName(name)
         _ = try self.state.withLock { state throws(AppError) in try self.appRecord(appName, uid: uid, in: state) }
         let limit = self.daemon.configuration.maxSavedState
@@ -322,7 +331,7 @@ final class AppManager: Sendable {
             throw .stateTooLarge(app: name, size: data.utf8.count, limit: limit)
         }
         do {
-            try self.savedState.save(appName.value, data)
+            try await self.store.saveState(of: appName, data)
         } catch {
             throw .storageFailed(reason: error.description)
         }

@@ -5,8 +5,8 @@ import Varlink
 import Glibc
 #endif
 
-/// The registered apps, kept in `apps.json` in the state directory. Every change is written to a new file that is
-/// flushed to disk and renamed over the old one, so a crash leaves either the old registry or the new, never half.
+/// The registry as versions before the store kept it: `apps.json` in the state directory. Read once, to import it
+/// into the store, and then renamed to `apps.json.imported`.
 struct AppRegistryFile: Sendable {
     let path: String
 
@@ -19,7 +19,17 @@ struct AppRegistryFile: Sendable {
         var description: String
     }
 
-    /// The registrations on disk; none when the file does not exist yet.
+    /// Whether there is a file to import.
+    var exists: Bool { access(self.path, F_OK) == 0 }
+
+    /// Moves the imported file aside, so that it is imported once.
+    func markImported() throws(Failure) {
+        guard rename(self.path, self.path + ".imported") == 0 else {
+            throw Failure(description: "cannot rename \(self.path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The registrations on disk; none when the file does not exist.
     func load() throws(Failure) -> [AppRegistration] {
         let fd = open(self.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -47,33 +57,6 @@ struct AppRegistryFile: Sendable {
         } catch {
             throw Failure(description: "\(self.path) is damaged (\(error)); move it aside to start with no apps")
         }
-    }
-
-    /// Replaces the registry on disk with `registrations`, durably.
-    func save(_ registrations: [AppRegistration]) throws(Failure) {
-        let document: JSONValue = [
-            "version": 1,
-            "apps": .array(registrations.sorted { $0.name < $1.name }.map(Self.entry)),
-        ]
-        var bytes: [UInt8] = []
-        document.write(to: &bytes)
-        bytes.append(UInt8(ascii: "\n"))
-        do {
-            try DurableFile.replace(self.path, with: bytes)
-        } catch {
-            throw Failure(description: error.description)
-        }
-    }
-
-    private static func entry(_ registration: AppRegistration) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "name": .string(registration.name.value),
-            "owner": .int(Int64(registration.owner)),
-            "backgroundModes": .array(registration.traits.backgroundModes.sorted().map { .string($0) }),
-            "exitsOnSuspend": .bool(registration.traits.exitsOnSuspend),
-        ]
-        if let unit = registration.launchUnit { object["launchUnit"] = .string(unit) }
-        return .object(object)
     }
 
     private static func registration(_ entry: JSONValue) throws(Failure) -> AppRegistration {

@@ -5,6 +5,7 @@ import ServiceLifecycle
 import Systemd
 import UnixSignals
 import Varlink
+import CoalesceStore
 
 #if canImport(Glibc)
 import Glibc
@@ -129,8 +130,10 @@ public enum Daemon {
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager
         do {
+            let store = try Store(stateDirectory: options.stateDirectory)
+            try await importRegistryFile(stateDirectory: options.stateDirectory, into: store, logger: logger)
             apps = try AppManager(
-                stateDirectory: options.stateDirectory,
+                store: store,
                 daemon: state,
                 eventLoop: group.next(),
                 logger: logger,
@@ -138,7 +141,7 @@ public enum Daemon {
             )
         } catch {
             logger.critical(
-                "Cannot read the app registry",
+                "Cannot open the store",
                 metadata: ["reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
             )
             try? await group.shutdownGracefully()  // exiting anyway
@@ -254,6 +257,20 @@ public enum Daemon {
         }
         return .descriptor(chosen.descriptor, path: chosen.path)
     }
+}
+
+/// Imports `apps.json`, the registry of versions before the store, once: into the store in one transaction, then
+/// renamed to `apps.json.imported`.
+func importRegistryFile(stateDirectory: String, into store: Store, logger: Logger) async throws {
+    let file = AppRegistryFile(stateDirectory: stateDirectory)
+    guard file.exists else { return }
+    let registrations = try file.load()
+    try await store.save(all: registrations)
+    try file.markImported()
+    logger.notice(
+        "Imported the app registry into the store",
+        metadata: ["apps": "\(registrations.count)", "from": "\(file.path)", "store": "\(store.path)"]
+    )
 }
 
 /// Asks systemd to start a unit (StartUnit, mode "replace") and returns once the job is queued; the app it starts

@@ -69,6 +69,32 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    @Test func aDamagedStoreStopsStartUpAndSaysWhichFile() async throws {
+        let directory = try TemporaryDirectory()
+        let garbage = String(repeating: "not a database. ", count: 512)
+        try directory.write("state/coalesced.db", garbage)
+        let daemon = try DaemonProcess(arguments: ["--state-dir", directory.file("state")])
+        #expect(try await onThread { daemon.waitForExit() } == 1)
+        #expect(daemon.output.contains("\(directory.file("state/coalesced.db")) cannot be used"), "\(daemon.output)")
+        #expect(daemon.output.contains("move it aside"))
+        #expect(try String(contentsOfFile: directory.file("state/coalesced.db"), encoding: .utf8) == garbage, "left as it was")
+    }
+
+    @Test func theRegistryFileOfEarlierVersionsIsImportedOnce() async throws {
+        let directory = try TemporaryDirectory()
+        try directory.write(
+            "state/apps.json",
+            #"{"version":1,"apps":[{"name":"org.example.mail","owner":65534,"backgroundModes":["voip"],"exitsOnSuspend":false,"launchUnit":"mail.service"}]}"#
+        )
+        let daemon = try DaemonProcess(arguments: ["--state-dir", directory.file("state")])
+        try await onThread { try daemon.waitUntilReady() }
+        let app = try testClient(daemon.socketPath).call("io.coalesced.System.GetApp", ["app": "org.example.mail"])["app"]
+        #expect(app?["owner"] == 65534 && app?["backgroundModes"] == ["voip"] && app?["launchUnit"] == "mail.service")
+        #expect(FileManager.default.fileExists(atPath: directory.file("state/apps.json.imported")))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("state/apps.json")))
+        daemon.signal(SIGKILL)
+    }
+
     @Test func aDamagedRegistryStopsStartUpAndSaysWhichFile() async throws {
         let directory = try TemporaryDirectory()
         try directory.write("state/apps.json", "{not json")
