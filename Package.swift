@@ -113,6 +113,7 @@ let package = Package(
             dependencies: [
                 "CoalesceClient",
                 "CoalesceCore",
+                "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/CoalesceExample",
@@ -155,6 +156,7 @@ let package = Package(
             name: "CoalesceServerTests",
             dependencies: [
                 "CoalesceServer",
+                "CoalesceCore",
                 "Systemd",
                 "CoalesceTestSupport",
                 "Varlink",

@@ -2,6 +2,7 @@ import ArgumentParser
 import CoalesceClient
 import CoalesceCore
 import Synchronization
+import Varlink
 
 #if canImport(Glibc)
 import Glibc
@@ -46,6 +47,9 @@ struct CoalesceExample: ParsableCommand {
     @Option(help: "SaveState this text when entering the background.")
     var saveState: String?
 
+    @Option(help: "Never return from the handler of events of this kind (an app that dies before acknowledging).")
+    var stallOnEvent: String?
+
     @Flag(help: "Ignore SIGTERM (a badly behaved app, for the grace period before SIGKILL).")
     var ignoreSigterm = false
 
@@ -61,6 +65,7 @@ struct CoalesceExample: ParsableCommand {
         )
         let delegate = ExampleDelegate(
             stallOn: self.stallOn,
+            stallOnEvent: self.stallOnEvent,
             taskOnBackground: self.taskOnBackground,
             endTaskAfter: self.endTaskAfter,
             endTaskOnExpiry: self.endTaskOnExpiry,
@@ -80,13 +85,22 @@ struct CoalesceExample: ParsableCommand {
 
 final class ExampleDelegate: ApplicationDelegate {
     let stallOn: String?
+    let stallOnEvent: String?
     let taskOnBackground: String?
     let endTaskAfter: Double?
     let endTaskOnExpiry: Bool
     let saveState: String?
 
-    init(stallOn: String?, taskOnBackground: String?, endTaskAfter: Double?, endTaskOnExpiry: Bool, saveState: String?) {
+    init(
+        stallOn: String?,
+        stallOnEvent: String?,
+        taskOnBackground: String?,
+        endTaskAfter: Double?,
+        endTaskOnExpiry: Bool,
+        saveState: String?
+    ) {
         self.stallOn = stallOn
+        self.stallOnEvent = stallOnEvent
         self.taskOnBackground = taskOnBackground
         self.endTaskAfter = endTaskAfter
         self.endTaskOnExpiry = endTaskOnExpiry
@@ -102,6 +116,16 @@ final class ExampleDelegate: ApplicationDelegate {
     func applicationWillEnterForeground(_ application: Application) { self.report(.willEnterForeground, application) }
     func applicationWillTerminate(_ application: Application) { self.report(.willTerminate, application) }
     func application(_ application: Application, didReceive callback: LifecycleCallback) { self.report(callback, application) }
+
+    func application(_ application: Application, didReceive event: Event) {
+        var line = "event \(event.kind) count=\(event.count) payload=\(event.payload?.jsonText ?? "-")"
+        if let dropped = event.dropped { line += " dropped=\(dropped)" }
+        say(line + " seq=\(event.sequence)")
+        if event.kind == self.stallOnEvent {
+            say("stalling")
+            while true { pause() }
+        }
+    }
 
     func applicationDidEnterBackground(_ application: Application) {
         self.report(.didEnterBackground, application)

@@ -33,6 +33,23 @@ public struct LaunchOptions: Sendable, Hashable {
     public var restoredState: String?
 }
 
+/// An event posted to the app: one kind and what its posts add up to (one post, while the app runs; all posts of
+/// the kind since it was suspended, coalesced by the kind's policy, when it wakes).
+public struct Event: Sendable, Hashable {
+    /// Its number in the app's stream: always increasing; an event not acknowledged comes again with a new one.
+    public var sequence: Int64
+    public var kind: String
+    /// What the posts add up to; `nil` for count and for a queue's overflow marker.
+    public var payload: JSONValue?
+    /// How many posts this event stands for.
+    public var count: Int
+    /// When the first and the last of them were posted, seconds since the Unix epoch.
+    public var firstPosted: Double
+    public var lastPosted: Double
+    /// For a queue's overflow marker: how many of the oldest posts were dropped.
+    public var dropped: Int?
+}
+
 /// An open background task.
 public struct BackgroundTask: Sendable, Hashable {
     public var id: Int
@@ -52,6 +69,8 @@ public protocol ApplicationDelegate: AnyObject, Sendable {
     func applicationWillTerminate(_ application: Application)
     /// The other callbacks: didReceiveMemoryWarning, significantTimeChange, protectedData…
     func application(_ application: Application, didReceive callback: LifecycleCallback)
+    /// An event posted to the app.
+    func application(_ application: Application, didReceive event: Event)
 }
 
 extension ApplicationDelegate {
@@ -62,6 +81,7 @@ extension ApplicationDelegate {
     public func applicationWillEnterForeground(_ application: Application) {}
     public func applicationWillTerminate(_ application: Application) {}
     public func application(_ application: Application, didReceive callback: LifecycleCallback) {}
+    public func application(_ application: Application, didReceive event: Event) {}
 }
 
 /// Why ``Application/run(delegate:)`` could not go on.
@@ -188,8 +208,23 @@ public final class Application: Sendable {
         guard let sequence = callback["seq"]?.intValue, let kind = callback["kind"]?.stringValue else {
             throw ApplicationError.unexpectedReply("a callback without seq or kind")
         }
-        let name = kind.hasPrefix("lifecycle.") ? String(kind.dropFirst("lifecycle.".count)) : kind
-        switch LifecycleCallback(rawValue: name) {
+        guard kind.hasPrefix("lifecycle.") else {
+            delegate.application(
+                self,
+                didReceive: Event(
+                    sequence: sequence,
+                    kind: kind,
+                    payload: callback["payload"],
+                    count: Int(callback["count"]?.intValue ?? 1),
+                    firstPosted: callback["firstPosted"]?.doubleValue ?? 0,
+                    lastPosted: callback["lastPosted"]?.doubleValue ?? 0,
+                    dropped: callback["dropped"]?.intValue.map { Int($0) }
+                )
+            )
+            _ = try self.requestThrowingAnything("io.coalesced.App.Ack", ["seq": .int(sequence)], includesApp: true)
+            return
+        }
+        switch LifecycleCallback(rawValue: String(kind.dropFirst("lifecycle.".count))) {
         case .didFinishLaunching?:
             let options = callback["launchOptions"]
             delegate.application(

@@ -57,10 +57,22 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     private var budgetEnds: Instant?
     private var expiryWarned = false
 
-    public init(traits: AppTraits = AppTraits(), timings: LifecycleTimings = LifecycleTimings()) {
+    /// - Parameter firstSequence: the number of the first callback; events delivered to the app are numbered from
+    ///   the same counter (``reserveSequence()``), and a daemon that restarts starts past every number it used.
+    public init(traits: AppTraits = AppTraits(), timings: LifecycleTimings = LifecycleTimings(), firstSequence: UInt64 = 1) {
         self.traits = traits
         self.timings = timings
+        self.nextSequence = firstSequence
     }
+
+    /// Takes the next number of the app's stream for something other than a callback (an event).
+    public mutating func reserveSequence() -> UInt64 {
+        defer { self.nextSequence += 1 }
+        return self.nextSequence
+    }
+
+    /// Whether the app runs code now and so receives what is sent to it at once: not suspended, not stopped.
+    public var receivesAtOnce: Bool { self.state.isRunning && self.state != .suspended }
 
     /// The earliest time at which ``timePassed(now:)`` has something to do.
     public var nextDeadline: Instant? {

@@ -42,15 +42,26 @@ public struct CoalescedEvent<Payload: CoalescablePayload, Stamp: Comparable & Se
 public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendable>: Sendable {
     public typealias Event = CoalescedEvent<Payload, Stamp>
 
-    private struct Slot: Sendable {
-        var policy: CoalescingPolicy
-        var count: Int
-        var first: Stamp
-        var last: Stamp
-        var held: Held
+    /// What is held for one kind: enough to store it and to rebuild the queue from the store.
+    public struct Slot: Sendable {
+        public var policy: CoalescingPolicy
+        public var count: Int
+        public var first: Stamp
+        public var last: Stamp
+        public var held: Held
+
+        public init(policy: CoalescingPolicy, count: Int, first: Stamp, last: Stamp, held: Held) {
+            self.policy = policy
+            self.count = count
+            self.first = first
+            self.last = last
+            self.held = held
+        }
     }
 
-    private enum Held: Sendable {
+    /// What a slot keeps, by policy: a payload (latest, first, merge, netChange), nothing (count), a sum, or a
+    /// bounded list (queue).
+    public enum Held: Sendable {
         case payload(Payload)
         case nothing
         case sum(Double)
@@ -75,6 +86,14 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
     public func count(of kind: EventKind) -> Int { self.slots[kind]?.count ?? 0 }
     /// The policy `kind` is held under (the one of the post that opened its slot).
     public func policy(of kind: EventKind) -> CoalescingPolicy? { self.slots[kind]?.policy }
+
+    /// What is held for `kind`, to store it.
+    public func slot(of kind: EventKind) -> Slot? { self.slots[kind] }
+
+    /// Puts back a slot read from the store; slots come back in the order they were first posted.
+    public mutating func restore(_ kind: EventKind, _ slot: Slot) {
+        if self.slots.updateValue(slot, forKey: kind) == nil { self.order.append(kind) }
+    }
 
     /// Holds one post. A kind's slot keeps the policy of the post that opened it: a later post with another
     /// policy is folded into it by the slot's policy, so that what was held is never reinterpreted.

@@ -31,6 +31,12 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case launchFailed(app: String, unit: String, reason: String)
     case nothingToPurge
     case monitorOverrun(bound: Int)
+    case unknownTarget(target: String)
+    case invalidKind(kind: String, reason: String)
+    case notAllowedToPost(target: String)
+    case tooManyKinds(target: String, limit: Int)
+    case notANumber(target: String, kind: String, field: String)
+    case payloadTooLarge(size: Int, limit: Int)
 
     var varlinkName: String {
         switch self {
@@ -49,6 +55,12 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .launchFailed: return "io.coalesced.System.LaunchFailed"
         case .nothingToPurge: return "io.coalesced.System.NothingToPurge"
         case .monitorOverrun: return "io.coalesced.System.MonitorOverrun"
+        case .unknownTarget: return "io.coalesced.App.UnknownTarget"
+        case .invalidKind: return "io.coalesced.App.InvalidKind"
+        case .notAllowedToPost: return "io.coalesced.App.NotAllowedToPost"
+        case .tooManyKinds: return "io.coalesced.App.TooManyKinds"
+        case .notANumber: return "io.coalesced.App.NotANumber"
+        case .payloadTooLarge: return "io.coalesced.App.PayloadTooLarge"
         }
     }
 
@@ -69,11 +81,24 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .launchFailed(let app, let unit, let reason):
             return ["app": .string(app), "unit": .string(unit), "reason": .string(reason)]
         case .monitorOverrun(let bound): return ["bound": .int(Int64(bound))]
+        case .unknownTarget(let target), .notAllowedToPost(let target): return ["target": .string(target)]
+        case .invalidKind(let kind, let reason): return ["kind": .string(kind), "reason": .string(reason)]
+        case .tooManyKinds(let target, let limit): return ["target": .string(target), "limit": .int(Int64(limit))]
+        case .payloadTooLarge(let size, let limit): return ["size": .int(Int64(size)), "limit": .int(Int64(limit))]
+        case .notANumber(let target, let kind, let field):
+            return ["target": .string(target), "kind": .string(kind), "field": .string(field)]
         }
     }
 
     init(_ error: AppNameError) {
         self = .invalidAppName(name: error.name, reason: error.reason)
+    }
+
+    init(_ refusal: PostRefusal, target: String) {
+        switch refusal {
+        case .notANumber(let kind, let field): self = .notANumber(target: target, kind: kind.value, field: field)
+        case .tooManyKinds(let limit): self = .tooManyKinds(target: target, limit: limit)
+        }
     }
 
     init(_ error: LifecycleError, app: AppName, state: AppState, side: Side) {

@@ -21,6 +21,14 @@ enum AppInterface {
                             exitsOnSuspend: try self.flag(request.call.parameters["exitsOnSuspend"], "exitsOnSuspend")
                         ),
                         launchUnit: try self.launchUnit(request.call.parameters["launchUnit"]),
+                        declarations: try EventDeclarations(
+                            kinds: request.call.parameters["kinds"],
+                            posters: request.call.parameters["posters"]
+                        ),
+                        keeping: (
+                            policies: (request.call.parameters["kinds"] ?? .null) == .null,
+                            posters: (request.call.parameters["posters"] ?? .null) == .null
+                        ),
                         uid: peer.uid,
                         limit: daemon.configuration.maxApps
                     )
@@ -52,6 +60,28 @@ enum AppInterface {
                     }
                     try apps.endBackgroundTask(name: try request.string("app"), uid: peer.uid, id: id)
                     return [:]
+                },
+                // Runs as a task: it waits for the store's commit.
+                "Post": .streaming { request, responder in
+                    let peer = try self.peer(request)
+                    guard let payload = request.call.parameters["payload"], payload.objectValue != nil else {
+                        throw VarlinkError.invalidParameter("payload")
+                    }
+                    let limit = daemon.configuration.maxPayloadSize
+                    let size = payload.jsonText.utf8.count
+                    guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
+                    var policy: CoalescingPolicy?
+                    if let value = request.call.parameters["policy"], value != .null {
+                        policy = try EventDeclarations.policy(value, parameter: "policy")
+                    }
+                    let sent = try await apps.post(
+                        target: try request.string("target"),
+                        kind: try request.string("kind"),
+                        payload: payload,
+                        policy: policy,
+                        peer: peer
+                    )
+                    responder.finish(["delivered": .bool(sent)])
                 },
                 // Runs as a task: it waits for the store's commit.
                 "SaveState": .streaming { request, responder in

@@ -69,6 +69,14 @@ final class AppManager: Sendable {
         var since: Double
         /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
         var termination: Termination?
+        /// Policies per kind and who may post.
+        var declarations = EventDeclarations()
+        /// What the app holds while it receives nothing (suspended or not running), one slot per kind.
+        var queue: EventCoding.Queue
+        /// Events sent and not yet acknowledged, by sequence number; stored until acknowledged.
+        var unacked: [(seq: UInt64, event: JSONValue)] = []
+        /// A new stream attached: what was not acknowledged goes out again once the app runs.
+        var redeliver = false
     }
 
     /// A parked stream's task, waiting for its end.
@@ -107,8 +115,10 @@ final class AppManager: Sendable {
     private let logger: Logger
     private let startUnit: @Sendable (String) throws -> Void
     private let state: Locked<State>
+    /// The first sequence number of this generation of the daemon.
+    private let firstSequence: UInt64
 
-    /// Loads the registered apps from the store.
+    /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
     /// - Parameter startUnit: starts a launch unit through systemd; it may block.
     init(
         store: Store,
@@ -125,12 +135,28 @@ final class AppManager: Sendable {
         var state = State()
         let timings = daemon.configuration.timings
         let now = wallClock()
+        // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
+        self.firstSequence = UInt64(try store.nextGeneration()) << 32 + 1
+        let declarations = try store.declarations()
         for registration in try store.apps() {
-            state.records[registration.name] = Record(
+            var record = Record(
                 registration: registration,
-                lifecycle: AppLifecycle(traits: registration.traits, timings: timings),
-                since: now
+                lifecycle: AppLifecycle(traits: registration.traits, timings: timings, firstSequence: self.firstSequence),
+                since: now,
+                queue: EventCoding.Queue(kindLimit: daemon.configuration.maxKindsPerApp)
             )
+            record.declarations = declarations[registration.name.value].map(EventDeclarations.init(stored:)) ?? EventDeclarations()
+            state.records[registration.name] = record
+        }
+        for row in try store.heldRows() {
+            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+                let slot = EventCoding.decodeSlot(row.slot)
+            else { continue }
+            state.records[app]?.queue.restore(kind, slot)
+        }
+        for row in try store.deliveryRows() {
+            guard let app = try? AppName(row.app), let event = try? JSONParser.parse(Array(row.event.utf8)) else { continue }
+            state.records[app]?.unacked.append((UInt64(row.seq), event))
         }
         state.counts[.notRunning] = state.records.count
         self.state = Locked(state)
@@ -155,11 +181,13 @@ final class AppManager: Sendable {
         name: String,
         traits: AppTraits,
         launchUnit: String?,
+        declarations given: EventDeclarations,
+        keeping: (policies: Bool, posters: Bool) = (false, false),
         uid: UInt32,
         limit: Int
     ) async throws(AppError) -> Snapshot {
         let appName = try Self.appName(name)
-        let (registration, previous) = try self.state.withLock { state throws(AppError) in
+        let (registration, previous, previousDeclarations, declarations) = try self.state.withLock { state throws(AppError) in
             var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
             let previous = state.records[appName]
             if let previous {
@@ -168,16 +196,20 @@ final class AppManager: Sendable {
             } else if state.records.count >= limit {
                 throw .tooManyApps(limit: limit)
             }
-            self.apply(registration, in: &state)
-            return (registration, previous?.registration)
+            // What a registration leaves out, it keeps from the one before.
+            var declarations = given
+            if keeping.policies, let previous { declarations.policies = previous.declarations.policies }
+            if keeping.posters, let previous { declarations.posters = previous.declarations.posters }
+            self.apply(registration, declarations, in: &state)
+            return (registration, previous?.registration, previous?.declarations, declarations)
         }
         do {
-            try await self.store.save(registration)
+            try await self.store.save(registration, declarations: declarations.json.jsonText)
         } catch {
             self.state.withLock { state in
                 guard state.records[appName]?.registration == registration else { return }
                 if let previous {
-                    self.apply(previous, in: &state)
+                    self.apply(previous, previousDeclarations ?? EventDeclarations(), in: &state)
                 } else if state.records[appName]?.lifecycle.state == .notRunning {
                     state.records[appName] = nil
                     state.counts[.notRunning, default: 0] -= 1
@@ -191,16 +223,22 @@ final class AppManager: Sendable {
         }
     }
 
-    private func apply(_ registration: AppRegistration, in state: inout State) {
+    private func apply(_ registration: AppRegistration, _ declarations: EventDeclarations, in state: inout State) {
         if state.records[registration.name] == nil { state.counts[.notRunning, default: 0] += 1 }
         var record =
             state.records[registration.name]
             ?? Record(
                 registration: registration,
-                lifecycle: AppLifecycle(traits: registration.traits, timings: self.daemon.configuration.timings),
-                since: wallClock()
+                lifecycle: AppLifecycle(
+                    traits: registration.traits,
+                    timings: self.daemon.configuration.timings,
+                    firstSequence: self.firstSequence
+                ),
+                since: wallClock(),
+                queue: EventCoding.Queue(kindLimit: self.daemon.configuration.maxKindsPerApp)
             )
         record.registration = registration
+        record.declarations = declarations
         record.lifecycle.traits = registration.traits
         state.records[registration.name] = record
     }
@@ -250,10 +288,12 @@ final class AppManager: Sendable {
                 )
             }
             record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid)
+            record.redeliver = true
+            responder.send(["state": .string(record.lifecycle.state.rawValue)])
+            if record.lifecycle.receivesAtOnce { self.sendPending(appName, &record) }
             state.records[appName] = record
             state.attached[id] = appName
             state.parks[id] = Park()
-            responder.send(["state": .string(record.lifecycle.state.rawValue)])
             guard record.lifecycle.state == .notRunning else { return id }
             // Not running: a pending Launch says where it goes; otherwise its user opened it.
             let pending = record.pendingLaunch
@@ -287,6 +327,11 @@ final class AppManager: Sendable {
             {
                 state.records[appName]!.termination = nil
                 termination.acknowledged()
+            }
+            if state.records[appName]!.unacked.first.map({ $0.seq <= sequence }) == true {
+                state.records[appName]!.unacked.removeAll { $0.seq <= sequence }
+                // Not waited for: an acknowledgement lost in a crash only means the events come again.
+                _ = self.store.acknowledge(app: appName, upTo: Int64(bitPattern: sequence))
             }
             let now = Instant.now
             self.input(appName, in: &state, log: &log) { lifecycle in
@@ -335,6 +380,100 @@ final class AppManager: Sendable {
         } catch {
             throw .storageFailed(reason: error.description)
         }
+    }
+
+    // MARK: Events
+
+    /// Posts an event to an app: sent at once to an app that runs code, held and coalesced for one that is
+    /// suspended or not running. Returns whether it was sent at once, after the store's commit.
+    func post(
+        target: String,
+        kind kindName: String,
+        payload: JSONValue,
+        policy: CoalescingPolicy?,
+        peer: VarlinkPeer
+    ) async throws(AppError) -> Bool {
+        guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
+        let kind: EventKind
+        do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
+        let (commit, sent) = try self.state.withLock { state throws(AppError) -> (StoreCommit, Bool) in
+            guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
+            guard record.declarations.mayPost(peer, owner: record.registration.owner) else {
+                throw .notAllowedToPost(target: target)
+            }
+            let now = wallClock()
+            let payload = EventPayload(payload)
+            if record.lifecycle.receivesAtOnce, let attachment = record.attachment {
+                let seq = record.lifecycle.reserveSequence()
+                let event = EventCoding.event(
+                    CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: now, lastPosted: now)
+                )
+                self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+                record.unacked.append((seq, event))
+                record.queue.delivered(kind, payload)
+                state.records[appName] = record
+                let commit = self.store.deliver(app: appName, [(Int64(bitPattern: seq), event.jsonText)], clearHeld: false)
+                return (commit, true)
+            }
+            let policy = policy ?? record.declarations.policies[kind] ?? .latest
+            do throws(PostRefusal) {
+                try record.queue.post(kind, payload, policy: policy, at: now)
+            } catch {
+                throw AppError(error, target: target)
+            }
+            let position = record.queue.kinds.firstIndex(of: kind) ?? 0
+            let slot = EventCoding.encode(record.queue.slot(of: kind)!)  // just posted
+            state.records[appName] = record
+            return (self.store.hold(app: appName, kind: kind.value, position: position, slot: slot), false)
+        }
+        do throws(StoreError) {
+            try await commit.wait()
+        } catch {
+            throw .storageFailed(reason: error.description)
+        }
+        return sent
+    }
+
+    /// Once an app receives at once again (woken, launched, or a new stream attached): first what it has not
+    /// acknowledged (after a new attach), renumbered, then what it held, coalesced.
+    private func wake(_ appName: AppName, _ record: inout Record, wasReceiving: Bool) {
+        guard record.lifecycle.receivesAtOnce, record.attachment != nil, !wasReceiving || record.redeliver else { return }
+        self.sendPending(appName, &record)
+    }
+
+    private func sendPending(_ appName: AppName, _ record: inout Record) {
+        guard let attachment = record.attachment else { return }
+        var writes: [(seq: Int64, event: String)] = []
+        var replaced: [Int64] = []
+        if record.redeliver {
+            record.redeliver = false
+            let unacked = record.unacked
+            record.unacked = []
+            for (old, event) in unacked {
+                let seq = record.lifecycle.reserveSequence()
+                self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+                record.unacked.append((seq, event))
+                replaced.append(Int64(bitPattern: old))
+                writes.append((Int64(bitPattern: seq), event.jsonText))
+            }
+        }
+        let held = !record.queue.isEmpty
+        for coalesced in record.queue.drain() {
+            let event = EventCoding.event(coalesced)
+            let seq = record.lifecycle.reserveSequence()
+            self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+            record.unacked.append((seq, event))
+            writes.append((Int64(bitPattern: seq), event.jsonText))
+        }
+        guard !writes.isEmpty || held else { return }
+        // Not waited for: until it commits, the store still holds the events as they were, and they come again.
+        _ = self.store.deliver(app: appName, writes, replacing: replaced, clearHeld: held)
+    }
+
+    private func send(_ event: JSONValue, seq: UInt64, state: AppState, to attachment: Attachment) {
+        var callback = event.objectValue ?? [:]
+        callback["seq"] = .int(Int64(bitPattern: seq))
+        attachment.responder.send(["state": .string(state.rawValue), "callback": .object(callback)])
     }
 
     // MARK: The system side
@@ -526,6 +665,7 @@ final class AppManager: Sendable {
     ) throws(AppError) {
         var record = state.records[appName]!
         record.lifecycle.timings = self.daemon.configuration.timings
+        let wasReceiving = record.lifecycle.receivesAtOnce
         let effects: [LifecycleEffect]
         do {
             effects = try body(&record.lifecycle)
@@ -534,6 +674,7 @@ final class AppManager: Sendable {
             return
         }
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
+        self.wake(appName, &record, wasReceiving: wasReceiving)
         self.reschedule(appName, &record, now: .now)
         state.records[appName] = record
     }
@@ -547,8 +688,10 @@ final class AppManager: Sendable {
     ) {
         var record = state.records[appName]!
         record.lifecycle.timings = self.daemon.configuration.timings
+        let wasReceiving = record.lifecycle.receivesAtOnce
         let effects = body(&record.lifecycle)
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: nil)
+        self.wake(appName, &record, wasReceiving: wasReceiving)
         self.reschedule(appName, &record, now: .now)
         state.records[appName] = record
     }

@@ -22,7 +22,7 @@ enum Authorization {
     }
 
     /// The groups the user database gives `uid` (the process's own list is not in SO_PEERCRED).
-    private static func supplementaryGroups(of uid: UInt32, primary: UInt32) -> [UInt32] {
+    static func supplementaryGroups(of uid: UInt32, primary: UInt32) -> [UInt32] {
         guard let user = getpwuid(uid), let name = user.pointee.pw_name else { return [] }
         var count: Int32 = 64
         var groups = [gid_t](repeating: 0, count: Int(count))

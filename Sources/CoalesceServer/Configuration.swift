@@ -30,6 +30,10 @@ public struct Configuration: Sendable, Hashable {
     public var exclusiveForeground = true
     /// `[Apps] MaxSavedState=`: the largest SaveState an app may keep, in bytes.
     public var maxSavedState: Int = 64 << 10
+    /// `[Events] MaxKindsPerApp=`: kinds an app may hold while it receives nothing.
+    public var maxKindsPerApp: Int = 1024
+    /// `[Events] MaxPayloadSize=`: the largest payload of a post, serialized, in bytes.
+    public var maxPayloadSize: Int = 64 << 10
 
     public init() {}
 }
@@ -171,6 +175,16 @@ enum ConfigurationKey {
             "MaxSavedState": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxSavedState =
                     value.isEmpty ? Configuration().maxSavedState : try parseSize(value, in: 0...(16 << 20))
+            },
+        ],
+        "Events": [
+            "MaxKindsPerApp": { configuration, value throws(ConfigurationValueError) in
+                configuration.maxKindsPerApp =
+                    value.isEmpty ? Configuration().maxKindsPerApp : try parseInteger(value, in: 1...100_000)
+            },
+            "MaxPayloadSize": { configuration, value throws(ConfigurationValueError) in
+                configuration.maxPayloadSize =
+                    value.isEmpty ? Configuration().maxPayloadSize : try parseSize(value, in: 2...(16 << 20))
             },
         ],
         "Varlink": [

@@ -1,9 +1,46 @@
 import Foundation
 import GRDB
+import Synchronization
+
+/// One write handed to the store: `wait()` returns once the transaction it went into is on disk.
+public final class StoreCommit: Sendable {
+    private struct State {
+        var outcome: Result<Void, StoreError>?
+        var waiter: CheckedContinuation<Result<Void, StoreError>, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Waits for the commit.
+    /// - Throws: ``StoreError`` when the write or its transaction failed; nothing of it is on disk then.
+    public func wait() async throws(StoreError) {
+        let outcome = await withCheckedContinuation { (waiter: CheckedContinuation<Result<Void, StoreError>, Never>) in
+            let ready = self.state.withLock { state -> Result<Void, StoreError>? in
+                if let outcome = state.outcome { return outcome }
+                state.waiter = waiter
+                return nil
+            }
+            if let ready { waiter.resume(returning: ready) }
+        }
+        try outcome.get()
+    }
+
+    func finish(_ outcome: Result<Void, StoreError>) {
+        let waiter = self.state.withLock { state in
+            state.outcome = outcome
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: outcome)
+    }
+}
 
 /// Group commit: writes that arrive while a transaction is being flushed wait, and then all of them go to disk in
 /// the next transaction, one fsync for the batch. Each caller is answered once its batch is durable, so
-/// durability does not cost an fsync per write, and a write that was answered is on disk.
+/// durability does not cost an fsync per write, and a write that was answered is on disk. Writes are applied in
+/// the order they were submitted.
 ///
 /// One thread writes; every write runs in a savepoint of its own, so one that fails is undone alone and the others
 /// in its batch still commit.
@@ -12,7 +49,7 @@ final class GroupCommit: Sendable {
 
     private struct Pending {
         var body: Body
-        var done: CheckedContinuation<Result<Void, StoreError>, Never>
+        var commit: StoreCommit
     }
 
     private final class Queue: @unchecked Sendable {
@@ -38,15 +75,14 @@ final class GroupCommit: Sendable {
         thread.start()
     }
 
-    /// Runs `body` in the next transaction and returns once that transaction is on disk.
-    func write(_ body: @escaping Body) async throws(StoreError) {
-        let result = await withCheckedContinuation { (done: CheckedContinuation<Result<Void, StoreError>, Never>) in
-            self.queue.condition.withLock {
-                self.queue.pending.append(Pending(body: body, done: done))
-                self.queue.condition.signal()
-            }
+    /// Queues `body` for the next transaction; it returns at once.
+    func submit(_ body: @escaping Body) -> StoreCommit {
+        let commit = StoreCommit()
+        self.queue.condition.withLock {
+            self.queue.pending.append(Pending(body: body, commit: commit))
+            self.queue.condition.signal()
         }
-        try result.get()
+        return commit
     }
 
     private static func commit(_ batch: [Pending], pool: DatabasePool) {
@@ -65,9 +101,9 @@ final class GroupCommit: Sendable {
                 }
             }
         } catch {
-            let failure = StoreError("cannot commit to the store: \(error)")
+            let failure = StoreError("cannot commit to \(pool.path): \(error)")
             outcomes = outcomes.map { _ in .failure(failure) }
         }
-        for (pending, outcome) in zip(batch, outcomes) { pending.done.resume(returning: outcome) }
+        for (pending, outcome) in zip(batch, outcomes) { pending.commit.finish(outcome) }
     }
 }

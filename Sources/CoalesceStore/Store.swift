@@ -1,6 +1,7 @@
 public import CoalesceCore
 import Foundation
 import GRDB
+import Synchronization
 
 /// Why the store cannot be opened, read or written. The message names the file and says what to do.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
@@ -58,7 +59,117 @@ public final class Store: Sendable {
                 table.column("data", .text).notNull()
             }
         }
+        migrator.registerMigration("2: events") { db in
+            // What an app declared about its events (policies per kind, who may post), as JSON the daemon reads.
+            try db.alter(table: "app") { table in table.add(column: "declarations", .text).notNull().defaults(to: "{}") }
+            // Each start of the daemon is a generation; sequence numbers start past the previous one's.
+            try db.create(table: "meta") { table in
+                table.column("key", .text).primaryKey()
+                table.column("value", .integer).notNull()
+            }
+            // What a suspended or stopped app holds: one row per kind (upserted as posts fold in), in order of
+            // each kind's first post.
+            try db.create(table: "held") { table in
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("kind", .text).notNull()
+                table.column("position", .integer).notNull()
+                table.column("slot", .text).notNull()
+                table.primaryKey(["app", "kind"])
+            }
+            // Events sent to an app and not yet acknowledged: sent again when it attaches again.
+            try db.create(table: "delivery") { table in
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("seq", .integer).notNull()
+                table.column("event", .text).notNull()
+                table.primaryKey(["app", "seq"])
+            }
+        }
         return migrator
+    }
+
+    // MARK: Generations
+
+    /// Starts a new generation of the daemon and returns its number (1 for the first start).
+    public func nextGeneration() throws(StoreError) -> Int64 {
+        do {
+            return try self.pool.write { db in
+                try db.execute(
+                    sql: "INSERT INTO meta (key, value) VALUES ('generation', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
+                )
+                return try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") ?? 1
+            }
+        } catch {
+            throw StoreError("cannot write \(self.path): \(error)")
+        }
+    }
+
+    // MARK: Events
+
+    /// A held kind as stored: its app, kind, position among the app's kinds and the slot, encoded by the daemon.
+    public struct HeldRow: Sendable {
+        public var app: String
+        public var kind: String
+        public var position: Int
+        public var slot: String
+    }
+
+    /// An unacknowledged delivery as stored.
+    public struct DeliveryRow: Sendable {
+        public var app: String
+        public var seq: Int64
+        public var event: String
+    }
+
+    public func heldRows() throws(StoreError) -> [HeldRow] {
+        try self.read { db in
+            try Row.fetchAll(db, sql: "SELECT app, kind, position, slot FROM held ORDER BY app, position").map {
+                HeldRow(app: $0["app"], kind: $0["kind"], position: $0["position"], slot: $0["slot"])
+            }
+        }
+    }
+
+    public func deliveryRows() throws(StoreError) -> [DeliveryRow] {
+        try self.read { db in
+            try Row.fetchAll(db, sql: "SELECT app, seq, event FROM delivery ORDER BY app, seq").map {
+                DeliveryRow(app: $0["app"], seq: $0["seq"], event: $0["event"])
+            }
+        }
+    }
+
+    /// Stores what is held for one kind (replacing what was).
+    public func hold(app: AppName, kind: String, position: Int, slot: String) -> StoreCommit {
+        self.commits.submit { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO held (app, kind, position, slot) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(app, kind) DO UPDATE SET slot = excluded.slot
+                    """,
+                arguments: [app.value, kind, position, slot]
+            )
+        }
+    }
+
+    /// Records deliveries (and drops what was held, when they are a wake's), in one write.
+    public func deliver(app: AppName, _ deliveries: [(seq: Int64, event: String)], replacing: [Int64] = [], clearHeld: Bool) -> StoreCommit {
+        self.commits.submit { db in
+            if clearHeld { try db.execute(sql: "DELETE FROM held WHERE app = ?", arguments: [app.value]) }
+            for seq in replacing {
+                try db.execute(sql: "DELETE FROM delivery WHERE app = ? AND seq = ?", arguments: [app.value, seq])
+            }
+            for delivery in deliveries {
+                try db.execute(
+                    sql: "INSERT INTO delivery (app, seq, event) VALUES (?, ?, ?)",
+                    arguments: [app.value, delivery.seq, delivery.event]
+                )
+            }
+        }
+    }
+
+    /// The app acknowledged everything up to `seq`.
+    public func acknowledge(app: AppName, upTo seq: Int64) -> StoreCommit {
+        self.commits.submit { db in
+            try db.execute(sql: "DELETE FROM delivery WHERE app = ? AND seq <= ?", arguments: [app.value, seq])
+        }
     }
 
     // MARK: Apps
@@ -88,29 +199,42 @@ public final class Store: Sendable {
         try self.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM app") ?? 0 }
     }
 
-    /// Registers or updates an app; on disk when this returns.
-    public func save(_ registration: AppRegistration) async throws(StoreError) {
-        try await self.commits.write { db in try Self.upsert(registration, db) }
+    /// Registers or updates an app with its event declarations (JSON the daemon reads); on disk when this returns.
+    public func save(_ registration: AppRegistration, declarations: String = "{}") async throws(StoreError) {
+        try await self.commits.submit { db in try Self.upsert(registration, declarations: declarations, db) }.wait()
     }
 
     /// Registers many apps in one transaction (an import).
     public func save(all registrations: [AppRegistration]) async throws(StoreError) {
-        try await self.commits.write { db in
-            for registration in registrations { try Self.upsert(registration, db) }
+        try await self.commits.submit { db in
+            for registration in registrations { try Self.upsert(registration, declarations: "{}", db) }
+        }.wait()
+    }
+
+    /// Each app's event declarations, by name.
+    public func declarations() throws(StoreError) -> [String: String] {
+        try self.read { db in
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT name, declarations FROM app").map {
+                    ($0["name"] as String, $0["declarations"] as String)
+                }
+            )
         }
     }
 
-    private static func upsert(_ registration: AppRegistration, _ db: Database) throws {
+    private static func upsert(_ registration: AppRegistration, declarations: String, _ db: Database) throws {
         try db.execute(
             sql: """
-                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, declarations)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, backgroundModes = excluded.backgroundModes,
-                    exitsOnSuspend = excluded.exitsOnSuspend, launchUnit = excluded.launchUnit
+                    exitsOnSuspend = excluded.exitsOnSuspend, launchUnit = excluded.launchUnit,
+                    declarations = excluded.declarations
                 """,
             arguments: [
                 registration.name.value, Int64(registration.owner),
                 registration.traits.backgroundModes.sorted().joined(separator: "\n"),
-                registration.traits.exitsOnSuspend, registration.launchUnit,
+                registration.traits.exitsOnSuspend, registration.launchUnit, declarations,
             ]
         )
     }
@@ -124,7 +248,7 @@ public final class Store: Sendable {
 
     /// Keeps `data` for the app, or forgets what it kept; on disk when this returns.
     public func saveState(of app: AppName, _ data: String?) async throws(StoreError) {
-        try await self.commits.write { db in
+        try await self.commits.submit { db in
             if let data {
                 try db.execute(
                     sql: "INSERT INTO savedState (app, data) VALUES (?, ?) ON CONFLICT(app) DO UPDATE SET data = excluded.data",
@@ -133,7 +257,7 @@ public final class Store: Sendable {
             } else {
                 try db.execute(sql: "DELETE FROM savedState WHERE app = ?", arguments: [app.value])
             }
-        }
+        }.wait()
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {

@@ -1,3 +1,4 @@
+import CoalesceCore
 import CoalesceServer
 import CoalesceTestSupport
 import Logging
@@ -33,6 +34,36 @@ import Testing
         #expect(configuration.maxConnections == 12)
     }
 
+    @Test func readsTheLifecycleAndEventSettings() throws {
+        let configuration = try self.parse(
+            """
+            [Apps]
+            AcknowledgeTimeoutSec=1min 30s
+            BackgroundTaskBudgetSec=2h
+            BackgroundTaskWarningSec=500ms
+            BackgroundTaskExpiry=terminate
+            LaunchTimeoutSec=7
+            TerminateGraceSec=0
+            ExclusiveForeground=no
+            MaxSavedState=1K
+            [Events]
+            MaxKindsPerApp=3
+            MaxPayloadSize=2K
+            """
+        )
+        #expect(configuration.timings.launchAcknowledgement == .seconds(90))
+        #expect(configuration.timings.backgroundAcknowledgement == .seconds(90))
+        #expect(configuration.timings.backgroundTaskBudget == .seconds(7200))
+        #expect(configuration.timings.expiryWarning == .milliseconds(500))
+        #expect(configuration.timings.terminateWhenBudgetRunsOut)
+        #expect(configuration.launchTimeout == .seconds(7))
+        #expect(configuration.terminateGrace == .zero)
+        #expect(!configuration.exclusiveForeground)
+        #expect(configuration.maxSavedState == 1024)
+        #expect(configuration.maxKindsPerApp == 3)
+        #expect(configuration.maxPayloadSize == 2048)
+    }
+
     @Test func laterFilesOverrideEarlierOnesAndEmptyRestoresTheDefault() throws {
         let configuration = try self.parse(
             "[Varlink]\nMaxMessageSize=2M\nMaxConnections=10\n",
@@ -44,7 +75,11 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Varlink]"),
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Varlink]"),
+        ("[Apps]\nAcknowledgeTimeoutSec=soon\n", "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min"),
+        ("[Apps]\nLaunchTimeoutSec=0\n", "f0.conf:2: bad value '0' for LaunchTimeoutSec=: must be longer than zero"),
+        ("[Apps]\nBackgroundTaskExpiry=never\n", "f0.conf:2: bad value 'never' for BackgroundTaskExpiry=: expected suspend or terminate"),
+        ("[Apps]\nExclusiveForeground=maybe\n", "f0.conf:2: bad value 'maybe' for ExclusiveForeground=: expected yes or no"),
         ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: MaxConnections, MaxMessageSize"),
         ("\n\n[Varlink]\nMaxMessageSize=lots\n", "f0.conf:4: bad value 'lots' for MaxMessageSize=: expected a size in bytes, optionally with K, M or G"),
         ("[Varlink]\nMaxMessageSize=1K\n", "f0.conf:2: bad value '1K' for MaxMessageSize=: must be between 4096 and 67108864 bytes"),

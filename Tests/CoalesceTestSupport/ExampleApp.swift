@@ -136,6 +136,23 @@ public final class ExampleApp: @unchecked Sendable {
         }
     }
 
+    /// The events received so far (`event KIND count=N payload=JSON [dropped=N]`), without their sequence numbers,
+    /// once there are at least `count`.
+    public func events(atLeast count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
+        try self.process.wait(timeout: timeout, "\(count) events for \(self.name)") { lines, _ in
+            let events = lines.filter { $0.hasPrefix("event ") }
+            guard events.count >= count else { return nil }
+            return events.map { String($0[..<($0.range(of: " seq=")?.lowerBound ?? $0.endIndex)]) }
+        }
+    }
+
+    /// The sequence numbers of the events received so far.
+    public var eventSequences: [Int64] {
+        self.process.output.filter { $0.hasPrefix("event ") }.compactMap { line in
+            line.range(of: " seq=").flatMap { Int64(line[$0.upperBound...]) }
+        }
+    }
+
     /// Callback lines received beyond those already handed out by ``nextCallbacks(_:timeout:)``.
     public var unreadCallbacks: [String] {
         Array(self.process.output.filter { $0.hasPrefix("callback ") }.dropFirst(self.process.consumedCount))

@@ -1,0 +1,195 @@
+import CoalesceCore
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An event's payload: a JSON object, merged member by member, summed by one numeric member.
+struct EventPayload: CoalescablePayload {
+    var value: JSONValue
+
+    init(_ value: JSONValue) {
+        self.value = value
+    }
+
+    func merged(with newer: EventPayload) -> EventPayload {
+        guard let base = self.value.objectValue, let overlay = newer.value.objectValue else { return newer }
+        return EventPayload(.object(base.merging(overlay) { _, later in later }))
+    }
+
+    func number(at field: String) -> Double? {
+        self.value[field]?.doubleValue
+    }
+
+    static func sum(_ sum: Double, at field: String) -> EventPayload {
+        let exact = sum.rounded() == sum && abs(sum) < 9e15
+        return EventPayload(.object([field: exact ? .int(Int64(sum)) : .double(sum)]))
+    }
+}
+
+/// What an app declared about the events it receives: each kind's coalescing policy, and who may post to it
+/// besides its own user and root.
+struct EventDeclarations: Sendable, Hashable {
+    var policies: [EventKind: CoalescingPolicy] = [:]
+    var posters = Posters()
+
+    /// Who may post to an app besides its owner and root.
+    struct Posters: Sendable, Hashable {
+        var anyone = false
+        var uids: Set<UInt32> = []
+        /// Group names with the ids they had at registration.
+        var groups: [String: UInt32] = [:]
+    }
+
+    static let maximumKinds = 256
+    static let maximumQueueBound = 10_000
+
+    /// Whether `peer` may post to an app `owner` owns.
+    func mayPost(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
+        if peer.uid == 0 || peer.uid == owner || self.posters.anyone || self.posters.uids.contains(peer.uid) {
+            return true
+        }
+        guard !self.posters.groups.isEmpty else { return false }
+        let groups = Set(self.posters.groups.values)
+        return groups.contains(peer.gid) || Authorization.supplementaryGroups(of: peer.uid, primary: peer.gid).contains { groups.contains($0) }
+    }
+
+    // MARK: Wire and store
+
+    /// Reads Register's `kinds` and `posters`.
+    init(kinds: JSONValue?, posters: JSONValue?) throws(VarlinkError) {
+        if let kinds, kinds != .null {
+            guard let members = kinds.objectValue, members.count <= Self.maximumKinds else {
+                throw .invalidParameter("kinds")
+            }
+            for (name, declaration) in members {
+                guard let kind = try? EventKind(name) else { throw .invalidParameter("kinds") }
+                self.policies[kind] = try Self.policy(declaration, parameter: "kinds")
+            }
+        }
+        if let posters, posters != .null {
+            guard let object = posters.objectValue else { throw .invalidParameter("posters") }
+            self.posters.anyone = object["anyone"]?.boolValue ?? false
+            for uid in object["uids"]?.arrayValue ?? [] {
+                guard let number = uid.intValue, let value = UInt32(exactly: number) else { throw .invalidParameter("posters") }
+                self.posters.uids.insert(value)
+            }
+            for group in object["groups"]?.arrayValue ?? [] {
+                guard let name = group.stringValue, let entry = getgrnam(name) else { throw .invalidParameter("posters") }
+                self.posters.groups[name] = entry.pointee.gr_gid
+            }
+        }
+    }
+
+    /// A policy as Register's `kinds` and Post's `policy` give it: `{"policy":"sum","field":"unread"}`.
+    static func policy(_ value: JSONValue, parameter: String) throws(VarlinkError) -> CoalescingPolicy {
+        guard let name = value["policy"]?.stringValue else { throw .invalidParameter(parameter) }
+        switch name {
+        case "latest": return .latest
+        case "first": return .first
+        case "count": return .count
+        case "merge": return .merge
+        case "netChange": return .netChange
+        case "sum":
+            guard let field = value["field"]?.stringValue, !field.isEmpty, field.utf8.count <= 128 else {
+                throw .invalidParameter(parameter)
+            }
+            return .sum(field: field)
+        case "queue":
+            guard let bound = value["bound"]?.intValue, bound >= 1, bound <= Self.maximumQueueBound else {
+                throw .invalidParameter(parameter)
+            }
+            return .queue(bound: Int(bound))
+        default: throw .invalidParameter(parameter)
+        }
+    }
+
+    static func json(_ policy: CoalescingPolicy) -> JSONValue {
+        switch policy {
+        case .latest: return ["policy": "latest"]
+        case .first: return ["policy": "first"]
+        case .count: return ["policy": "count"]
+        case .merge: return ["policy": "merge"]
+        case .netChange: return ["policy": "netChange"]
+        case .sum(let field): return ["policy": "sum", "field": .string(field)]
+        case .queue(let bound): return ["policy": "queue", "bound": .int(Int64(bound))]
+        }
+    }
+
+    /// As the store keeps it.
+    var json: JSONValue {
+        var kinds: [String: JSONValue] = [:]
+        for (kind, policy) in self.policies { kinds[kind.value] = Self.json(policy) }
+        var posters: [String: JSONValue] = ["anyone": .bool(self.posters.anyone)]
+        posters["uids"] = .array(self.posters.uids.sorted().map { .int(Int64($0)) })
+        posters["groups"] = .array(self.posters.groups.keys.sorted().map { .string($0) })
+        return ["kinds": .object(kinds), "posters": .object(posters)]
+    }
+
+    /// From the store; a group that no longer exists is dropped.
+    init(stored text: String) {
+        let value = try? JSONParser.parse(Array(text.utf8))
+        let groups = value?["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { getgrnam($0) } != nil }
+        var posters = value?["posters"]?.objectValue ?? [:]
+        posters["groups"] = .array(groups ?? [])
+        self = (try? EventDeclarations(kinds: value?["kinds"], posters: .object(posters))) ?? EventDeclarations()
+    }
+
+    init() {}
+}
+
+/// Held slots and delivered events as the store keeps them (JSON text).
+enum EventCoding {
+    typealias Queue = EventQueue<EventPayload, Double>
+
+    static func encode(_ slot: Queue.Slot) -> String {
+        var object: [String: JSONValue] = [
+            "policy": EventDeclarations.json(slot.policy), "count": .int(Int64(slot.count)),
+            "first": .double(slot.first), "last": .double(slot.last),
+        ]
+        switch slot.held {
+        case .payload(let payload): object["payload"] = payload.value
+        case .nothing: break
+        case .sum(let sum): object["sum"] = .double(sum)
+        case .list(let list, let dropped):
+            object["list"] = .array(list.map { ["payload": $0.payload.value, "posted": .double($0.posted)] })
+            object["dropped"] = .int(Int64(dropped))
+        }
+        return JSONValue.object(object).jsonText
+    }
+
+    static func decodeSlot(_ text: String) -> Queue.Slot? {
+        guard let value = try? JSONParser.parse(Array(text.utf8)), let policyValue = value["policy"],
+            let policy = try? EventDeclarations.policy(policyValue, parameter: "slot"),
+            let count = value["count"]?.intValue, let first = value["first"]?.doubleValue,
+            let last = value["last"]?.doubleValue
+        else { return nil }
+        let held: Queue.Held
+        switch policy {
+        case .latest, .first, .merge, .netChange:
+            guard let payload = value["payload"] else { return nil }
+            held = .payload(EventPayload(payload))
+        case .count: held = .nothing
+        case .sum: held = .sum(value["sum"]?.doubleValue ?? 0)
+        case .queue:
+            let list = (value["list"]?.arrayValue ?? []).compactMap { entry -> (payload: EventPayload, posted: Double)? in
+                guard let payload = entry["payload"], let posted = entry["posted"]?.doubleValue else { return nil }
+                return (EventPayload(payload), posted)
+            }
+            held = .list(list, dropped: Int(value["dropped"]?.intValue ?? 0))
+        }
+        return Queue.Slot(policy: policy, count: Int(count), first: first, last: last, held: held)
+    }
+
+    /// An event as the app's stream carries it (its `seq` added when sent).
+    static func event(_ event: Queue.Event) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "kind": .string(event.kind.value), "count": .int(Int64(event.count)),
+            "firstPosted": .double(event.firstPosted), "lastPosted": .double(event.lastPosted),
+        ]
+        if let payload = event.payload { object["payload"] = payload.value }
+        if let dropped = event.dropped { object["dropped"] = .int(Int64(dropped)) }
+        return .object(object)
+    }
+}

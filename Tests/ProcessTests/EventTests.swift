@@ -1,0 +1,188 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// Events through the real socket: posted to running apps, held and coalesced for suspended ones, durable across
+/// a killed daemon, sent again until acknowledged.
+@Suite struct EventTests {
+    static let mail = "org.example.mail"
+
+    func post(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue, policy: JSONValue? = nil, to target: String = mail) throws -> Bool? {
+        var parameters: [String: JSONValue] = ["target": .string(target), "kind": .string(kind), "payload": payload]
+        if let policy { parameters["policy"] = policy }
+        return try client.call("io.coalesced.App.Post", parameters)["delivered"]?.boolValue
+    }
+
+    func waitFor(_ client: VarlinkClient, _ state: String) throws {
+        for _ in 0..<1000 {
+            if try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == .string(state) { return }
+            usleep(10_000)
+        }
+        throw SupportError("\(Self.mail) never became \(state)")
+    }
+
+    /// Registers the app with a policy for each kind, starts it, and sends it home until suspended.
+    func suspendedApp(_ daemon: DaemonProcess, _ client: VarlinkClient) throws -> ExampleApp {
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            [
+                "name": .string(Self.mail),
+                "kinds": [
+                    "mail.received": ["policy": "latest"], "mail.first": ["policy": "first"],
+                    "log.error": ["policy": "count"], "badge": ["policy": "sum", "field": "unread"],
+                    "weather": ["policy": "merge"], "temperature": ["policy": "netChange"],
+                    "chat.message": ["policy": "queue", "bound": 2],
+                ],
+            ]
+        )
+        let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail)
+        #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        return app
+    }
+
+    @Test func eachPolicyCoalescesToItsExactResultOnWake() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let app = try self.suspendedApp(daemon, client)
+            // While active, an event arrives at once; it is also what netChange compares against later.
+            #expect(try self.post(client, "temperature", ["celsius": 20]) == true)
+            #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
+            _ = try client.call("io.coalesced.System.Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try self.waitFor(client, "suspended")
+
+            let posts: [(String, JSONValue)] = [
+                ("mail.received", ["id": 1]), ("badge", ["unread": 2]), ("temperature", ["celsius": 25]),
+                ("log.error", ["line": "a"]), ("mail.first", ["id": 10]), ("weather", ["wind": 3, "sky": "grey"]),
+                ("chat.message", ["text": "hi"]), ("mail.received", ["id": 2]), ("badge", ["unread": 3]),
+                ("log.error", ["line": "b"]), ("mail.first", ["id": 11]), ("weather", ["sky": "blue"]),
+                ("chat.message", ["text": "are you there"]), ("temperature", ["celsius": 20]),
+                ("chat.message", ["text": "hello?"]), ("log.error", ["line": "c"]),
+                ("dynamic.kind", ["v": 1]),
+            ]
+            for (kind, payload) in posts { #expect(try self.post(client, kind, payload) == false, "\(kind) is held") }
+            #expect(app.output.filter { $0.hasPrefix("event ") }.count == 1, "a suspended app receives nothing")
+
+            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            let events = try app.events(atLeast: 10).dropFirst()
+            #expect(
+                Array(events) == [
+                    #"event mail.received count=2 payload={"id":2}"#,
+                    #"event badge count=2 payload={"unread":5}"#,
+                    // temperature: back to 20, what the app had before it was suspended: nothing to deliver.
+                    #"event log.error count=3 payload=-"#,
+                    #"event mail.first count=2 payload={"id":10}"#,
+                    #"event weather count=2 payload={"sky":"blue","wind":3}"#,
+                    #"event chat.message count=1 payload={"text":"are you there"}"#,
+                    #"event chat.message count=1 payload={"text":"hello?"}"#,
+                    #"event chat.message count=1 payload=- dropped=1"#,
+                    #"event dynamic.kind count=1 payload={"v":1}"#,
+                ]
+            )
+            // The callbacks of the wake come first, then the events; numbers always increase.
+            let sequences = app.eventSequences
+            #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count)
+        }
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func heldEventsSurviveKillMinusNineAndUnacknowledgedOnesComeAgain() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        try await onThread {
+            let client = try testClient(socket)
+            let app = try self.suspendedApp(first, client)
+            _ = try client.call("io.coalesced.System.Deactivate")
+            try self.waitFor(client, "suspended")
+            for id in 1...3 { _ = try self.post(client, "mail.received", ["id": .int(Int64(id))]) }
+            _ = try self.post(client, "badge", ["unread": 4])
+            app.child.signal(SIGKILL)
+            _ = app.child.wait(timeout: .seconds(10))
+        }
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+
+        let second = try DaemonProcess(arguments: ["--socket", socket, "--state-dir", first.directory.file("state")])
+        try await onThread { try second.waitUntilReady() }
+        try await onThread {
+            // The app comes back and dies handling the first event, before acknowledging it.
+            let dying = try ExampleApp(socket: socket, name: Self.mail, arguments: ["--stall-on-event", "mail.received"])
+            #expect(try dying.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try dying.events(atLeast: 1) == [#"event mail.received count=3 payload={"id":3}"#])
+            let firstSequence = dying.eventSequences.first!
+            dying.child.signal(SIGKILL)
+            _ = dying.child.wait(timeout: .seconds(10))
+
+            let again = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try again.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(
+                try again.events(atLeast: 2) == [
+                    #"event mail.received count=3 payload={"id":3}"#, #"event badge count=1 payload={"unread":4}"#,
+                ],
+                "what was not acknowledged comes again, in order"
+            )
+            #expect(again.eventSequences.allSatisfy { $0 > firstSequence }, "numbers never go backwards")
+            // Acknowledged now: a third attach gets nothing again.
+            usleep(300_000)
+            again.child.signal(SIGKILL)
+            _ = again.child.wait(timeout: .seconds(10))
+            let third = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try third.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            usleep(300_000)
+            #expect(third.eventSequences.isEmpty, "acknowledged events never come again")
+        }
+        second.signal(SIGKILL)
+    }
+
+    @Test func badPostsGetErrorsThatNameTheProblemAndChangeNothing() async throws {
+        let daemon = try DaemonProcess(configuration: "[Events]\nMaxPayloadSize=64\nMaxKindsPerApp=2\n")
+        try await onThread { try daemon.waitUntilReady() }
+        let client = try testClient(daemon.socketPath)
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "kinds": ["badge": ["policy": "sum", "field": "n"]]])
+        #expect(throws: VarlinkError(name: "io.coalesced.App.UnknownTarget", parameters: ["target": "org.example.none"])) {
+            try self.post(client, "mail", [:], to: "org.example.none")
+        }
+        #expect(
+            throws: VarlinkError(
+                name: "io.coalesced.App.InvalidKind",
+                parameters: ["kind": "Mail", "reason": "each label starts with a lower-case letter or digit"]
+            )
+        ) { try self.post(client, "Mail", [:]) }
+        #expect(throws: VarlinkError(name: "io.coalesced.App.InvalidKind", parameters: ["kind": "lifecycle.x", "reason": "lifecycle.* kinds are the daemon's own"])) {
+            try self.post(client, "lifecycle.x", [:])
+        }
+        #expect(throws: VarlinkError.invalidParameter("payload")) { try self.post(client, "mail", [1, 2]) }
+        #expect(throws: VarlinkError(name: "io.coalesced.App.PayloadTooLarge", parameters: ["size": 81, "limit": 64])) {
+            try self.post(client, "mail", ["text": .string(String(repeating: "x", count: 70))])
+        }
+        #expect(throws: VarlinkError.invalidParameter("policy")) { try self.post(client, "mail", [:], policy: ["policy": "most"]) }
+        #expect(
+            throws: VarlinkError(name: "io.coalesced.App.NotANumber", parameters: ["target": "org.example.mail", "kind": "badge", "field": "n"])
+        ) { try self.post(client, "badge", ["n": "three"]) }
+        #expect(try self.post(client, "a", [:]) == false)
+        #expect(try self.post(client, "b", [:]) == false)
+        #expect(throws: VarlinkError(name: "io.coalesced.App.TooManyKinds", parameters: ["target": "org.example.mail", "limit": 2])) {
+            try self.post(client, "c", [:])
+        }
+        #expect(try self.post(client, "a", [:]) == false, "a kind already held still folds")
+
+        // Another user may not post unless the app says so.
+        let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+        let post = #"{"target":"org.example.mail","kind":"a","payload":{}}"#
+        let refused = try await onThread {
+            try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", post])
+        }
+        #expect(refused.status == 1 && refused.stderr.contains(#"io.coalesced.App.NotAllowedToPost {"target":"org.example.mail"}"#), "\(refused.stderr)")
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [65534]]])
+        let allowed = try await onThread {
+            try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", post])
+        }
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        daemon.signal(SIGKILL)
+    }
+}
