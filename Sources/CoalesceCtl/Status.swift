@@ -21,6 +21,7 @@ struct Status: ParsableCommand {
                 ("Calls", int("calls")),
                 ("Apps", Self.apps(stats)),
                 ("Transitions", int("transitions")),
+                ("Events", Self.events(stats["events"] ?? .null)),
                 ("Protocol errors", int("protocolErrors")),
                 ("Reloads", "\(int("reloads")) done, \(int("failedReloads")) refused"),
                 (
@@ -40,6 +41,13 @@ struct Status: ParsableCommand {
             return "\(count) \(state)"
         }
         return running.isEmpty ? registered : registered + ": " + running.joined(separator: ", ")
+    }
+
+    /// "12 posts sent at once, 40 held; 3 kinds held now, 1 unacknowledged".
+    static func events(_ events: JSONValue) -> String {
+        func int(_ key: String) -> Int64 { events[key]?.intValue ?? 0 }
+        return "\(int("postsSent")) posts sent at once, \(int("postsHeld")) held; "
+            + "\(int("kindsHeld")) kinds held now, \(int("unacknowledged")) unacknowledged"
     }
 
     /// "2d 3h 4min 5s", as systemd prints time spans.

@@ -97,6 +97,9 @@ final class AppManager: Sendable {
         var attached: [Int: AppName] = [:]
         /// Apps per state, kept as transitions happen (STATUS= asks every second).
         var counts: [AppState: Int] = [:]
+        /// Posts accepted since start: sent at once, and held.
+        var postsSent = 0
+        var postsHeld = 0
     }
 
     /// What to write to the journal once the lock is released.
@@ -167,6 +170,19 @@ final class AppManager: Sendable {
     /// Apps per state, and transitions since start.
     var statistics: (states: [AppState: Int], transitions: Int) {
         self.state.withLock { ($0.counts.filter { $0.value > 0 }, $0.transitions) }
+    }
+
+    /// Posts since start, sent at once and held; kinds held and events unacknowledged now, over every app.
+    var eventStatistics: (sent: Int, held: Int, kindsHeld: Int, unacknowledged: Int) {
+        self.state.withLock { state in
+            var kinds = 0
+            var unacknowledged = 0
+            for name in state.records.keys {
+                kinds += state.records[name]!.queue.kinds.count
+                unacknowledged += state.records[name]!.unacked.count
+            }
+            return (state.postsSent, state.postsHeld, kinds, unacknowledged)
+        }
     }
 
     // MARK: Registry
@@ -412,6 +428,7 @@ final class AppManager: Sendable {
                 record.unacked.append((seq, event))
                 record.queue.delivered(kind, payload)
                 state.records[appName] = record
+                state.postsSent += 1
                 let commit = self.store.deliver(app: appName, [(Int64(bitPattern: seq), event.jsonText)], clearHeld: false)
                 return (commit, true)
             }
@@ -424,6 +441,7 @@ final class AppManager: Sendable {
             let position = record.queue.kinds.firstIndex(of: kind) ?? 0
             let slot = EventCoding.encode(record.queue.slot(of: kind)!)  // just posted
             state.records[appName] = record
+            state.postsHeld += 1
             return (self.store.hold(app: appName, kind: kind.value, position: position, slot: slot), false)
         }
         do throws(StoreError) {
@@ -474,6 +492,15 @@ final class AppManager: Sendable {
         var callback = event.objectValue ?? [:]
         callback["seq"] = .int(Int64(bitPattern: seq))
         attachment.responder.send(["state": .string(state.rawValue), "callback": .object(callback)])
+    }
+
+    /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.
+    func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
+        let appName = try Self.appName(name)
+        return try self.state.withLock { state throws(AppError) in
+            guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
+            return (record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) }, record.unacked.count)
+        }
     }
 
     // MARK: The system side

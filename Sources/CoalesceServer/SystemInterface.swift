@@ -29,6 +29,14 @@ enum SystemInterface {
                         "apps": .int(Int64(apps.count)),
                         "states": .object(states),
                         "transitions": .int(Int64(lifecycle.transitions)),
+                        "events": .object({
+                            let events = apps.eventStatistics
+                            return [
+                                "postsSent": .int(Int64(events.sent)), "postsHeld": .int(Int64(events.held)),
+                                "kindsHeld": .int(Int64(events.kindsHeld)),
+                                "unacknowledged": .int(Int64(events.unacknowledged)),
+                            ]
+                        }()),
                         "failedReloads": .int(Int64(state.failedReloads)),
                         "limits": [
                             "maxMessageSize": .int(Int64(state.configuration.maxMessageSize)),
@@ -96,6 +104,22 @@ enum SystemInterface {
                     }
                     let purged = try apps.purge(name: try self.optionalString(request, "app"), count: count)
                     return ["purged": .array(purged.map { .string($0.value) })]
+                },
+                "GetQueue": .immediate { request in
+                    try admin(request)
+                    let queue = try apps.queue(of: try request.string("app"))
+                    return [
+                        "held": .array(
+                            queue.held.map { kind, slot in
+                                [
+                                    "kind": .string(kind.value), "policy": EventDeclarations.json(slot.policy),
+                                    "count": .int(Int64(slot.count)), "firstPosted": .double(slot.first),
+                                    "lastPosted": .double(slot.last),
+                                ]
+                            }
+                        ),
+                        "unacknowledged": .int(Int64(queue.unacknowledged)),
+                    ]
                 },
                 "Monitor": .streaming { request, responder in
                     try admin(request)

@@ -139,6 +139,29 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    @Test func coalescectlPostsAndShowsWhatIsHeld() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let socket = daemon.socketPath
+        try await onThread {
+            let ctl = BuildProducts.path(of: "coalescectl")
+            _ = try testClient(socket).call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            #expect(try runProcess(ctl, ["post", Self.mail, "badge", #"{"n":2}"#, "--policy", "sum:n", "--socket", socket]).stdout == "held\n")
+            #expect(try runProcess(ctl, ["post", Self.mail, "badge", #"{"n":5}"#, "--socket", socket]).stdout == "held\n")
+            #expect(try runProcess(ctl, ["post", Self.mail, "mail.received", "--socket", socket]).stdout == "held\n")
+            let bad = try runProcess(ctl, ["post", Self.mail, "badge", "{nope", "--socket", socket])
+            #expect(bad.status == 64 && bad.stderr.contains("the payload is not JSON"), "\(bad.stderr)")
+            let queue = try runProcess(ctl, ["queue", Self.mail, "--socket", socket]).stdout.split(separator: "\n")
+            #expect(queue.first?.split(separator: " ", omittingEmptySubsequences: true) == ["KIND", "POLICY", "COUNT", "FIRST", "LAST"])
+            #expect(queue[1].split(separator: " ", omittingEmptySubsequences: true).prefix(3) == ["badge", "sum:n", "2"])
+            #expect(queue[2].split(separator: " ", omittingEmptySubsequences: true).prefix(3) == ["mail.received", "latest", "1"])
+            #expect(queue.last == "2 kinds held; 0 sent and not acknowledged.")
+            let status = try runProcess(ctl, ["status", "--socket", socket]).stdout
+            #expect(status.contains("Events: 0 posts sent at once, 3 held; 2 kinds held now, 0 unacknowledged"), "\(status)")
+        }
+        daemon.signal(SIGKILL)
+    }
+
     @Test func badPostsGetErrorsThatNameTheProblemAndChangeNothing() async throws {
         let daemon = try DaemonProcess(configuration: "[Events]\nMaxPayloadSize=64\nMaxKindsPerApp=2\n")
         try await onThread { try daemon.waitUntilReady() }

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Varlink
+
+struct Post: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Post an event to an app (io.coalesced.App.Post).",
+        discussion: "Prints 'delivered' when the app received it at once, 'held' when it waits, coalesced, for the app to wake."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app to post to.")
+    var target: String
+
+    @Argument(help: "The event's kind, such as mail.received.")
+    var kind: String
+
+    @Argument(help: "The payload: a JSON object (default {}).")
+    var payload: String = "{}"
+
+    @Option(help: "The policy for this post when it opens the kind: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND.")
+    var policy: String?
+
+    func run() throws {
+        let payload: JSONValue
+        do {
+            payload = try JSONParser.parse(Array(self.payload.utf8))
+        } catch {
+            throw ValidationError("the payload is not JSON: \(error)")
+        }
+        var parameters: [String: JSONValue] = ["target": .string(self.target), "kind": .string(self.kind), "payload": payload]
+        if let policy = self.policy {
+            let parts = policy.split(separator: ":", maxSplits: 1).map(String.init)
+            switch parts.first {
+            case "sum" where parts.count == 2: parameters["policy"] = ["policy": "sum", "field": .string(parts[1])]
+            case "queue" where parts.count == 2:
+                guard let bound = Int64(parts[1]) else { throw ValidationError("queue:BOUND needs a number") }
+                parameters["policy"] = ["policy": "queue", "bound": .int(bound)]
+            case let name?: parameters["policy"] = ["policy": .string(name)]
+            case nil: throw ValidationError("--policy needs a value")
+            }
+        }
+        guard let reply = self.root.global.call("io.coalesced.App.Post", parameters) else { return }
+        CtlOutput.print(reply["delivered"]?.boolValue == true ? "delivered" : "held")
+    }
+}
+
+struct Queue: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what an app holds while it receives nothing (io.coalesced.System.GetQueue)."
+    )
+
+    @ParentCommand var root: Coalescectl
+
+    @Argument(help: "The app's name.")
+    var name: String
+
+    func run() throws {
+        guard let reply = self.root.global.call("io.coalesced.System.GetQueue", ["app": .string(self.name)]) else { return }
+        var rows = [["KIND", "POLICY", "COUNT", "FIRST", "LAST"]]
+        for held in reply["held"]?.arrayValue ?? [] {
+            let policy = held["policy"] ?? .null
+            var policyText = policy["policy"]?.stringValue ?? "?"
+            if let field = policy["field"]?.stringValue { policyText += ":" + field }
+            if let bound = policy["bound"]?.intValue { policyText += ":\(bound)" }
+            rows.append([
+                held["kind"]?.stringValue ?? "?", policyText, held["count"]?.intValue.map { String($0) } ?? "?",
+                held["firstPosted"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
+                held["lastPosted"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
+            ])
+        }
+        CtlOutput.print(CtlOutput.columns(rows))
+        let kinds = rows.count - 1
+        let unacknowledged = reply["unacknowledged"]?.intValue ?? 0
+        CtlOutput.print("\n\(kinds) \(kinds == 1 ? "kind" : "kinds") held; \(unacknowledged) sent and not acknowledged.")
+    }
+}
