@@ -112,11 +112,13 @@ public final class Application: Sendable {
 
     private struct Shared {
         var state: AppState = .notRunning
-        var requests: VarlinkClient?
         var expirationHandlers: [Int: @Sendable () -> Void] = [:]
     }
 
+    /// Small and never held across I/O.
     private let shared = Mutex(Shared())
+    /// The request connection, held for one call at a time.
+    private let requests = Mutex<VarlinkClient?>(nil)
 
     /// The socket coalesced serves: `$COALESCED_SOCKET` when set, the system instance's otherwise.
     public static var defaultSocketPath: String {
@@ -148,8 +150,10 @@ public final class Application: Sendable {
             } catch let error as ApplicationError {
                 throw error
             } catch {
-                // Connection lost or refused: the daemon is restarting. Try again.
-                self.shared.withLock { $0.requests = nil }
+                // Connection lost or refused: the daemon is restarting. Try again. Its background tasks died with
+                // it; their handlers go, so that a new task with an old id is never mistaken for an old one.
+                self.requests.withLock { $0 = nil }
+                self.shared.withLock { $0.expirationHandlers.removeAll() }
                 sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(2))
             }
@@ -270,13 +274,20 @@ public final class Application: Sendable {
     ) throws -> [String: JSONValue] {
         var parameters = parameters
         if includesApp { parameters["app"] = .string(self.declaration.name) }
-        return try self.shared.withLock { shared throws in
-            let client = try shared.requests ?? VarlinkClient(path: self.socketPath)
-            shared.requests = client
+        return try self.requests.withLock { requests throws in
+            let client: VarlinkClient
+            if let open = requests {
+                client = open
+            } else {
+                client = try VarlinkClient(path: self.socketPath)
+                // A daemon that stops answering fails the call instead of hanging the app.
+                client.setReceiveTimeout(.seconds(30))
+            }
+            requests = client
             do {
                 return try client.call(method, parameters)
             } catch let error as VarlinkClientError {
-                shared.requests = nil
+                requests = nil
                 throw error
             }
         }

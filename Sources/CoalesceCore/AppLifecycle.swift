@@ -21,6 +21,7 @@ public enum LifecycleError: Error, Sendable, Hashable, CustomStringConvertible {
     case alreadyInterrupted
     case notSuspended(AppState)
     case noSuchTask(Int)
+    case tooManyTasks(limit: Int)
 
     public var description: String {
         switch self {
@@ -32,6 +33,7 @@ public enum LifecycleError: Error, Sendable, Hashable, CustomStringConvertible {
         case .alreadyInterrupted: return "the app is already interrupted"
         case .notSuspended(let state): return "only a suspended app can be purged (it is \(state.rawValue))"
         case .noSuchTask(let id): return "no open background task \(id)"
+        case .tooManyTasks(let limit): return "the app already holds \(limit) background tasks"
         }
     }
 }
@@ -44,6 +46,8 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public private(set) var state: AppState = .notRunning
     public var traits: AppTraits
     public var timings: LifecycleTimings
+    /// Background tasks an app may hold at once: each is warned separately when the budget runs out.
+    public static var maximumTasks: Int { 64 }
     /// Open background tasks by id, with their names.
     public private(set) var tasks: [Int: String] = [:]
     /// The app is inactive because of an interruption (alert, call, sleep, lock), not a transition.
@@ -195,6 +199,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         now: Instant
     ) throws(LifecycleError) -> (id: Int, remaining: Duration) {
         guard self.state.isRunning, self.state != .suspended else { throw .notRunning(self.state) }
+        guard self.tasks.count < Self.maximumTasks else { throw .tooManyTasks(limit: Self.maximumTasks) }
         let id = self.nextTaskID
         self.nextTaskID += 1
         self.tasks[id] = name

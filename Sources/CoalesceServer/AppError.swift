@@ -37,6 +37,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case tooManyKinds(target: String, limit: Int)
     case notANumber(target: String, kind: String, field: String)
     case payloadTooLarge(size: Int, limit: Int)
+    case launchUnitNotAllowed(app: String, unit: String)
+    case tooManyTasks(app: String, limit: Int)
 
     var varlinkName: String {
         switch self {
@@ -61,6 +63,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .tooManyKinds: return "io.coalesced.App.TooManyKinds"
         case .notANumber: return "io.coalesced.App.NotANumber"
         case .payloadTooLarge: return "io.coalesced.App.PayloadTooLarge"
+        case .launchUnitNotAllowed: return "io.coalesced.App.LaunchUnitNotAllowed"
+        case .tooManyTasks: return "io.coalesced.App.TooManyTasks"
         }
     }
 
@@ -85,6 +89,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .invalidKind(let kind, let reason): return ["kind": .string(kind), "reason": .string(reason)]
         case .tooManyKinds(let target, let limit): return ["target": .string(target), "limit": .int(Int64(limit))]
         case .payloadTooLarge(let size, let limit): return ["size": .int(Int64(size)), "limit": .int(Int64(limit))]
+        case .launchUnitNotAllowed(let app, let unit): return ["app": .string(app), "unit": .string(unit)]
+        case .tooManyTasks(let app, let limit): return ["app": .string(app), "limit": .int(Int64(limit))]
         case .notANumber(let target, let kind, let field):
             return ["target": .string(target), "kind": .string(kind), "field": .string(field)]
         }
@@ -104,6 +110,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     init(_ error: LifecycleError, app: AppName, state: AppState, side: Side) {
         if case .noSuchTask(let id) = error {
             self = .noSuchTask(app: app.value, id: id)
+        } else if case .tooManyTasks(let limit) = error {
+            self = .tooManyTasks(app: app.value, limit: limit)
         } else {
             self = .wrongState(app: app.value, state: state, reason: error.description, side: side)
         }

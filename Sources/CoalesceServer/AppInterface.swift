@@ -20,7 +20,10 @@ enum AppInterface {
                             backgroundModes: try self.backgroundModes(request.call.parameters["backgroundModes"]),
                             exitsOnSuspend: try self.flag(request.call.parameters["exitsOnSuspend"], "exitsOnSuspend")
                         ),
-                        launchUnit: try self.launchUnit(request.call.parameters["launchUnit"]),
+                        launchUnit: try self.launchUnit(
+                            request.call.parameters["launchUnit"],
+                            byAdmin: Authorization.isAdmin(peer, group: daemon.configuration.adminGroup)
+                        ),
                         declarations: try EventDeclarations(
                             kinds: request.call.parameters["kinds"],
                             posters: request.call.parameters["posters"]
@@ -61,8 +64,8 @@ enum AppInterface {
                     try apps.endBackgroundTask(name: try request.string("app"), uid: peer.uid, id: id)
                     return [:]
                 },
-                // Runs as a task: it waits for the store's commit.
-                "Post": .streaming { request, responder in
+                // Concurrent: a client's pipelined posts share the store's group commits, replies in order.
+                "Post": .concurrent { request in
                     let peer = try self.peer(request)
                     guard let payload = request.call.parameters["payload"], payload.objectValue != nil else {
                         throw VarlinkError.invalidParameter("payload")
@@ -81,7 +84,7 @@ enum AppInterface {
                         policy: policy,
                         peer: peer
                     )
-                    responder.finish(["delivered": .bool(sent)])
+                    return ["delivered": .bool(sent)]
                 },
                 // Runs as a task: it waits for the store's commit.
                 "SaveState": .streaming { request, responder in
@@ -136,11 +139,12 @@ enum AppInterface {
         return flag
     }
 
-    private static func launchUnit(_ value: JSONValue?) throws(VarlinkError) -> String? {
-        guard let value, value != .null else { return nil }
+    private static func launchUnit(_ value: JSONValue?, byAdmin: Bool) throws(VarlinkError) -> LaunchUnitChange {
+        guard let value, value != .null else { return .keep }
+        if value == "" { return .clear }
         guard let unit = value.stringValue, unit.hasSuffix(".service"), unit.count > ".service".count,
             unit.utf8.count <= 255, !unit.contains("/")
         else { throw .invalidParameter("launchUnit") }
-        return unit
+        return .set(unit, byAdmin: byAdmin)
     }
 }

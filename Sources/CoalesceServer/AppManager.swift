@@ -2,6 +2,7 @@ import CoalesceCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Systemd
 import CoalesceStore
 import Varlink
@@ -111,6 +112,8 @@ final class AppManager: Sendable {
 
     /// A monitor's unread replies may hold this much before it is ended.
     static let monitorBacklogBound = 1 << 20
+    /// Events sent to an app and not acknowledged, past which its posts are held until it catches up.
+    static let maximumUnacknowledged = 4096
 
     private let store: Store
     private let daemon: DaemonState
@@ -196,7 +199,7 @@ final class AppManager: Sendable {
     func register(
         name: String,
         traits: AppTraits,
-        launchUnit: String?,
+        launchUnit: LaunchUnitChange,
         declarations given: EventDeclarations,
         keeping: (policies: Bool, posters: Bool) = (false, false),
         uid: UInt32,
@@ -204,8 +207,19 @@ final class AppManager: Sendable {
     ) async throws(AppError) -> Snapshot {
         let appName = try Self.appName(name)
         let (registration, previous, previousDeclarations, declarations) = try self.state.withLock { state throws(AppError) in
-            var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: launchUnit)
             let previous = state.records[appName]
+            let unit: String?
+            switch launchUnit {
+            case .keep: unit = previous?.registration.launchUnit
+            case .clear: unit = nil
+            case .set(let chosen, let byAdmin):
+                // systemd starts the unit at root's request: only an admin may choose which.
+                guard byAdmin || chosen == previous?.registration.launchUnit else {
+                    throw .launchUnitNotAllowed(app: name, unit: chosen)
+                }
+                unit = chosen
+            }
+            var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: unit)
             if let previous {
                 guard previous.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
                 registration.owner = previous.registration.owner
@@ -269,7 +283,7 @@ final class AppManager: Sendable {
     /// One app, for the System side.
     /// - Throws: ``AppError/noSuchApp(app:)``.
     func get(_ name: String) throws(AppError) -> Snapshot {
-        let appName = try Self.appName(name)
+        let appName = try Self.systemAppName(name)
         guard let record = self.state.withLock({ $0.records[appName] }) else { throw .noSuchApp(app: name) }
         return Self.snapshot(record)
     }
@@ -286,7 +300,7 @@ final class AppManager: Sendable {
         } catch {
             throw .storageFailed(reason: error.description)
         }
-        let process = try? ProcessHandle(pid: peer.pid)
+        let process = Self.processHandle(of: peer)
         let id = try self.locked { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: peer.uid, in: state)
             let id = state.nextID
@@ -304,6 +318,7 @@ final class AppManager: Sendable {
                 )
             }
             record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid)
+            record.termination = nil  // a new process: the old one's end runs on its own timers
             record.redeliver = true
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
             if record.lifecycle.receivesAtOnce { self.sendPending(appName, &record) }
@@ -348,6 +363,14 @@ final class AppManager: Sendable {
                 state.records[appName]!.unacked.removeAll { $0.seq <= sequence }
                 // Not waited for: an acknowledgement lost in a crash only means the events come again.
                 _ = self.store.acknowledge(app: appName, upTo: Int64(bitPattern: sequence))
+                // Caught up: what was held while it lagged goes out now.
+                var record = state.records[appName]!
+                if record.lifecycle.receivesAtOnce, !record.queue.isEmpty,
+                    record.unacked.count < Self.maximumUnacknowledged / 2
+                {
+                    self.sendPending(appName, &record)
+                    state.records[appName] = record
+                }
             }
             let now = Instant.now
             self.input(appName, in: &state, log: &log) { lifecycle in
@@ -412,14 +435,22 @@ final class AppManager: Sendable {
         guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
         let kind: EventKind
         do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
+        // Asked outside the lock: it may consult the user database (groups), which can be slow.
+        let (declarations, owner) = try self.state.withLock { state throws(AppError) in
+            guard let record = state.records[appName] else { throw .unknownTarget(target: target) }
+            return (record.declarations, record.registration.owner)
+        }
+        guard declarations.mayPost(peer, owner: owner) else { throw .notAllowedToPost(target: target) }
         let (commit, sent) = try self.state.withLock { state throws(AppError) -> (StoreCommit, Bool) in
             guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
-            guard record.declarations.mayPost(peer, owner: record.registration.owner) else {
-                throw .notAllowedToPost(target: target)
-            }
             let now = wallClock()
             let payload = EventPayload(payload)
-            if record.lifecycle.receivesAtOnce, let attachment = record.attachment {
+            // An app that does not keep up (too much unread or unacknowledged) gets its events held and coalesced
+            // like a suspended one until it catches up, rather than growing the daemon's memory.
+            if record.lifecycle.receivesAtOnce, let attachment = record.attachment,
+                record.unacked.count < Self.maximumUnacknowledged,
+                attachment.responder.backlog < Self.monitorBacklogBound
+            {
                 let seq = record.lifecycle.reserveSequence()
                 let event = EventCoding.event(
                     CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: now, lastPosted: now)
@@ -496,7 +527,7 @@ final class AppManager: Sendable {
 
     /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.
     func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
-        let appName = try Self.appName(name)
+        let appName = try Self.systemAppName(name)
         return try self.state.withLock { state throws(AppError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             return (record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) }, record.unacked.count)
@@ -507,7 +538,7 @@ final class AppManager: Sendable {
 
     /// Starts an app and returns once its process has attached and been launched.
     func launch(name: String, destination: LaunchDestination) async throws(AppError) -> Snapshot {
-        let appName = try Self.appName(name)
+        let appName = try Self.systemAppName(name)
         let timeout = self.daemon.configuration.launchTimeout
         let unit = try self.state.withLock { state throws(AppError) -> String? in
             guard var record = state.records[appName] else { throw .noSuchApp(app: name) }
@@ -534,7 +565,9 @@ final class AppManager: Sendable {
         }
         if let unit {
             do {
-                try self.startUnit(unit)
+                // A D-Bus call blocks: on NIO's thread pool, not on one of the few threads of Swift's task pool.
+                let startUnit = self.startUnit
+                try await NIOThreadPool.singleton.runIfActive { try startUnit(unit) }
             } catch {
                 self.failLaunch(appName, .launchFailed(app: name, unit: unit, reason: "\(error)"))
                 throw .launchFailed(app: name, unit: unit, reason: "\(error)")
@@ -562,7 +595,7 @@ final class AppManager: Sendable {
 
     /// Brings a running app to the foreground.
     func activate(name: String) throws(AppError) -> Snapshot {
-        let appName = try Self.appName(name)
+        let appName = try Self.systemAppName(name)
         return try self.locked { state, log throws(AppError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             let now = Instant.now
@@ -603,7 +636,7 @@ final class AppManager: Sendable {
     }
 
     func terminate(name: String) throws(AppError) -> Snapshot {
-        let appName = try Self.appName(name)
+        let appName = try Self.systemAppName(name)
         return try self.locked { state, log throws(AppError) in
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
             let now = Instant.now
@@ -619,7 +652,7 @@ final class AppManager: Sendable {
         try self.locked { state, log throws(AppError) in
             let chosen: [AppName]
             if let name {
-                let appName = try Self.appName(name)
+                let appName = try Self.systemAppName(name)
                 guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
                 chosen = [appName]
             } else {
@@ -649,7 +682,7 @@ final class AppManager: Sendable {
             return id
         }
         switch await self.park(id) {
-        case .overrun: throw .monitorOverrun(bound: Self.monitorBacklogBound)
+        case .overrun: responder.failAndClose(AppError.monitorOverrun(bound: Self.monitorBacklogBound))
         case .replaced, .closed, .finished: responder.finish()
         }
     }
@@ -964,8 +997,25 @@ final class AppManager: Sendable {
 
     // MARK: Lookups
 
+    /// The process a missed deadline, Terminate or Purge signals: the one that connected (its SO_PEERPIDFD), or on
+    /// older kernels the process now at its pid if that one belongs to the same user, which rules out signalling
+    /// another user's process that reused the pid.
+    private static func processHandle(of peer: VarlinkPeer) -> ProcessHandle? {
+        if let process = peer.process {
+            return try? ProcessHandle(duplicating: process.descriptor, pid: peer.pid)
+        }
+        guard let handle = try? ProcessHandle(pid: peer.pid), handle.uid == peer.uid else { return nil }
+        return handle
+    }
+
     private static func appName(_ name: String) throws(AppError) -> AppName {
         do { return try AppName(name) } catch { throw AppError(error) }
+    }
+
+    /// For the System side, which names apps that exist: a name that cannot be one is no such app.
+    private static func systemAppName(_ name: String) throws(AppError) -> AppName {
+        guard let appName = try? AppName(name) else { throw .noSuchApp(app: name) }
+        return appName
     }
 
     /// The record of an app the caller may act for, for the App side.
@@ -978,7 +1028,7 @@ final class AppManager: Sendable {
     /// The app a System call names, or the one `matches` picks when it names none.
     private func target(_ name: String?, in state: State, matches: (Record) -> Bool) throws(AppError) -> AppName {
         if let name {
-            let appName = try Self.appName(name)
+            let appName = try Self.systemAppName(name)
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
             return appName
         }
@@ -997,6 +1047,16 @@ final class AppManager: Sendable {
             since: record.since
         )
     }
+}
+
+/// What a registration does to the app's launch unit.
+enum LaunchUnitChange: Sendable {
+    /// Left out: as before.
+    case keep
+    /// An empty name: none.
+    case clear
+    /// A unit, and whether the caller is an admin (only an admin may choose a new one).
+    case set(String, byAdmin: Bool)
 }
 
 /// The end of a terminated app's process: SIGTERM once it acknowledged willTerminate or after the grace period,

@@ -23,13 +23,21 @@ enum Authorization {
 
     /// The groups the user database gives `uid` (the process's own list is not in SO_PEERCRED).
     static func supplementaryGroups(of uid: UInt32, primary: UInt32) -> [UInt32] {
-        guard let user = getpwuid(uid), let name = user.pointee.pw_name else { return [] }
-        var count: Int32 = 64
-        var groups = [gid_t](repeating: 0, count: Int(count))
-        if getgrouplist(name, primary, &groups, &count) < 0 {
-            groups = [gid_t](repeating: 0, count: Int(count))
-            guard getgrouplist(name, primary, &groups, &count) >= 0 else { return [] }
+        // getpwuid_r: lookups run on several threads at once; the entry's strings live in `storage`.
+        var storage = [CChar](repeating: 0, count: 16 * 1024)
+        return storage.withUnsafeMutableBufferPointer { storage -> [UInt32] in
+            var entry = passwd()
+            var found: UnsafeMutablePointer<passwd>?
+            guard let base = storage.baseAddress, getpwuid_r(uid, &entry, base, storage.count, &found) == 0, found != nil,
+                let name = entry.pw_name
+            else { return [] }
+            var count: Int32 = 64
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            if getgrouplist(name, primary, &groups, &count) < 0 {
+                groups = [gid_t](repeating: 0, count: Int(count))
+                guard getgrouplist(name, primary, &groups, &count) >= 0 else { return [] }
+            }
+            return Array(groups.prefix(Int(count)))
         }
-        return Array(groups.prefix(Int(count)))
     }
 }

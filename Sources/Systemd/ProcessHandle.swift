@@ -19,8 +19,29 @@ public final class ProcessHandle: Sendable {
         self.descriptor = descriptor
     }
 
+    /// Takes a handle on the process a pidfd names (such as a connection's SO_PEERPIDFD), keeping a duplicate.
+    public init(duplicating pidfd: CInt, pid: Int32) throws(SystemdError) {
+        let descriptor = fcntl(pidfd, F_DUPFD_CLOEXEC, 3)
+        guard descriptor >= 0 else { throw SystemdError(operation: "duplicate the pidfd of \(pid)", errno: errno) }
+        self.pid = pid
+        self.descriptor = descriptor
+    }
+
     deinit {
         close(self.descriptor)
+    }
+
+    /// The real uid of the process, from /proc; `nil` once it is gone.
+    public var uid: UInt32? {
+        let fd = open("/proc/\(self.pid)/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0, self.isAlive else { return nil }
+        let text = String(decoding: buffer[..<count], as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
+        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
     }
 
     /// Sends `signal`. Returns whether it was delivered: `false` once the process has exited.

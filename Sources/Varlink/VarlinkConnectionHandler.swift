@@ -22,6 +22,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case idle
         /// A streaming call is running as `task`; later input waits in `queue`.
         case running(task: Task<Void, Never>)
+        /// Concurrent calls are still owed replies and what came next must wait for them (a streaming call, a
+        /// refusal); later input waits in `queue`.
+        case waitingForReplies
         /// The connection is being closed; nothing more is read or answered.
         case closing
     }
@@ -39,7 +42,13 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private let logger: Logger
     private var state = State.idle
     private var queue = CircularBuffer<Pending>()
+    /// Replies owed to the peer in call order while concurrent calls run: `nil` until the call has answered.
+    private var owed = CircularBuffer<(id: Int, reply: VarlinkReply?)>()
+    private var concurrentTasks: [Int: Task<Void, Never>] = [:]
+    private var nextOwedID = 0
+    private let maximumConcurrentCalls: Int
     private var peer: VarlinkPeer?
+    private var peerProcess: VarlinkPeerProcess?
     private var pendingFlush = false
     private var reading = true
     /// A protocol violation waits in the queue: nothing more is read.
@@ -56,6 +65,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.statistics = statistics
         self.tasks = tasks
         self.maximumQueuedCalls = limits.maximumQueuedCalls
+        self.maximumConcurrentCalls = limits.maximumConcurrentCalls
         self.logger = logger
     }
 
@@ -66,6 +76,12 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 .whenSuccess { (credentials: PeerCredentialsLayout) in
                     loopBound.value.peer = VarlinkPeer(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
                 }
+            // A pidfd of the process that connected; older kernels refuse the option and the peer has none.
+            provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: Self.peerPidfdOption)
+                .whenSuccess { (descriptor: CInt) in
+                    guard descriptor >= 0 else { return }
+                    loopBound.value.peerProcess = VarlinkPeerProcess(descriptor: descriptor)
+                }
         }
         context.fireChannelActive()
     }
@@ -73,6 +89,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     func channelInactive(context: ChannelHandlerContext) {
         // The peer is gone: what it asked for can no longer be answered.
         if case .running(let task) = self.state { task.cancel() }
+        for task in self.concurrentTasks.values { task.cancel() }
+        self.concurrentTasks.removeAll()
+        self.owed.removeAll()
         self.state = .closing
         self.queue.removeAll()
         context.fireChannelInactive()
@@ -82,7 +101,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         let pending = Self.parse(Self.unwrapInboundIn(data))
         switch self.state {
         case .idle: self.handle(context: context, pending)
-        case .running: self.enqueue(context: context, pending)
+        case .running, .waitingForReplies: self.enqueue(context: context, pending)
         case .closing: break
         }
     }
@@ -105,11 +124,17 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             return
         }
         switch self.state {
-        case .idle: self.refuse(context: context, error: protocolError)
-        case .running: self.enqueue(context: context, .refusal(protocolError))
+        case .idle where self.owed.isEmpty: self.refuse(context: context, error: protocolError)
+        case .idle:
+            self.state = .waitingForReplies
+            self.enqueue(context: context, .refusal(protocolError))
+        case .running, .waitingForReplies: self.enqueue(context: context, .refusal(protocolError))
         case .closing: break
         }
     }
+
+    /// SO_PEERPIDFD (Linux 6.5), which Glibc 2.36's headers do not name yet.
+    private static let peerPidfdOption = SocketOptionName(77)
 
     private static func parse(_ frame: ByteBuffer) -> Pending {
         do {
@@ -126,7 +151,11 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private func handle(context: ChannelHandlerContext, _ pending: Pending) {
         switch pending {
         case .call(let call): self.dispatch(context: context, call: call)
-        case .refusal(let error): self.refuse(context: context, error: error)
+        case .refusal(let error) where self.owed.isEmpty: self.refuse(context: context, error: error)
+        case .refusal:
+            // Every reply owed comes first.
+            self.state = .waitingForReplies
+            self.enqueue(context: context, pending)
         }
     }
 
@@ -141,7 +170,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// Reads from the peer only while its queue has room and its unread replies are within bounds.
     private func updateReading(context: ChannelHandlerContext) {
-        let wanted = !self.refusalQueued && self.queue.count < self.maximumQueuedCalls && context.channel.isWritable
+        let wanted = !self.refusalQueued && self.queue.count < self.maximumQueuedCalls
+            && self.owed.count < self.maximumConcurrentCalls && context.channel.isWritable
         guard wanted != self.reading else { return }
         self.reading = wanted
         // Fails only on a closed channel, which reads nothing anyway.
@@ -164,16 +194,26 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     private func dispatch(context: ChannelHandlerContext, call: VarlinkCall) {
-        self.statistics.update { $0.calls += 1 }
-        let request = VarlinkRequest(call: call, peer: self.peer)
+        var peer = self.peer
+        peer?.process = self.peerProcess
+        let request = VarlinkRequest(call: call, peer: peer)
         let method: VarlinkMethod
         do throws(VarlinkError) {
             if call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
             method = try self.service.method(for: call)
         } catch {
+            self.statistics.update { $0.calls += 1 }
             self.reply(context: context, call: call, VarlinkReply(error: error))
             return
         }
+        if case .streaming = method, !self.owed.isEmpty {
+            // It waits for the concurrent calls before it to answer.
+            self.state = .waitingForReplies
+            self.queue.prepend(.call(call))
+            self.updateReading(context: context)
+            return
+        }
+        self.statistics.update { $0.calls += 1 }
         switch method {
         case .immediate(let body):
             let reply: VarlinkReply
@@ -183,6 +223,26 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 reply = VarlinkReply(error: Self.wireError(error, call: call, logger: self.logger))
             }
             self.reply(context: context, call: call, reply)
+        case .concurrent(let body):
+            let id = self.nextOwedID
+            self.nextOwedID += 1
+            if !call.oneway { self.owed.append((id, nil)) }
+            let logger = self.logger
+            let finished = NIOLoopBound(
+                { [self] (reply: VarlinkReply) in self.concurrentCallFinished(context: context, id: id, reply: reply) },
+                eventLoop: context.eventLoop
+            )
+            let eventLoop = context.eventLoop
+            self.concurrentTasks[id] = self.tasks.start {
+                let reply: VarlinkReply
+                do {
+                    reply = VarlinkReply(parameters: try await body(request))
+                } catch {
+                    reply = VarlinkReply(error: Self.wireError(error, call: call, logger: logger))
+                }
+                eventLoop.execute { finished.value(reply) }
+            }
+            self.updateReading(context: context)
         case .streaming(let body):
             let responder = VarlinkResponder(channel: context.channel, call: call)
             let finished = NIOLoopBound(
@@ -225,6 +285,12 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     private func reply(context: ChannelHandlerContext, call: VarlinkCall, _ reply: VarlinkReply) {
         guard !call.oneway else { return }
+        guard self.owed.isEmpty else {
+            // Behind the replies concurrent calls still owe.
+            self.owed.append((self.nextOwedID, reply))
+            self.nextOwedID += 1
+            return
+        }
         var buffer = context.channel.allocator.buffer(capacity: 256)
         buffer.writeVarlinkMessage(reply.message)
         context.write(Self.wrapOutboundOut(buffer), promise: nil)
@@ -236,6 +302,28 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         guard self.pendingFlush else { return }
         self.pendingFlush = false
         context.flush()
+        self.updateReading(context: context)
+    }
+
+    /// A concurrent call answered: its reply, and every reply after it that is ready, go out in call order.
+    private func concurrentCallFinished(context: ChannelHandlerContext, id: Int, reply: VarlinkReply) {
+        self.concurrentTasks[id] = nil
+        guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
+        self.owed[index].reply = reply
+        while let head = self.owed.first, let ready = head.reply {
+            self.owed.removeFirst()
+            var buffer = context.channel.allocator.buffer(capacity: 256)
+            buffer.writeVarlinkMessage(ready.message)
+            context.write(Self.wrapOutboundOut(buffer), promise: nil)
+            self.pendingFlush = true
+        }
+        if self.owed.isEmpty, case .waitingForReplies = self.state {
+            self.state = .idle
+            while case .idle = self.state, self.owed.isEmpty, let next = self.queue.popFirst() {
+                self.handle(context: context, next)
+            }
+        }
+        self.flushPending(context: context)
         self.updateReading(context: context)
     }
 

@@ -51,6 +51,14 @@ public struct VarlinkResponder: Sendable {
         self.writeFinal(VarlinkReply(error: error))
     }
 
+    /// Ends the call with an error reply and closes the connection once it is written: for a peer that stopped
+    /// reading, whose unread replies the server should not keep.
+    public func failAndClose(_ error: any VarlinkErrorConvertible) {
+        self.fail(error)
+        let channel = self.channel
+        channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
     private func writeFinal(_ reply: VarlinkReply) {
         let first = self.finished.withLockedValue { finished in
             defer { finished = true }

@@ -35,14 +35,19 @@ public struct VarlinkServerLimits: Sendable, Hashable {
     public var maximumConnections: Int
     /// Calls a client may have waiting behind a running one before the server stops reading from it.
     public var maximumQueuedCalls: Int
+    /// Concurrent calls (and the replies queued behind them) a client may have in flight before the server stops
+    /// reading from it.
+    public var maximumConcurrentCalls: Int
 
     public init(
         maximumMessageSize: Int = varlinkDefaultMaximumMessageSize,
         maximumConnections: Int = 4096,
-        maximumQueuedCalls: Int = 128
+        maximumQueuedCalls: Int = 128,
+        maximumConcurrentCalls: Int = 128
     ) {
         self.maximumMessageSize = maximumMessageSize
         self.maximumConnections = maximumConnections
         self.maximumQueuedCalls = maximumQueuedCalls
+        self.maximumConcurrentCalls = maximumConcurrentCalls
     }
 }

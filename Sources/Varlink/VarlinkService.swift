@@ -1,13 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Who is on the other end of a connection, from the kernel (`SO_PEERCRED`), not from anything the peer said.
 public struct VarlinkPeer: Sendable, Hashable {
     public var pid: Int32
     public var uid: UInt32
     public var gid: UInt32
+    /// The peer process itself (`SO_PEERPIDFD`, Linux 6.5 and later): the process that connected, even if its pid
+    /// has been reused since. `nil` where the kernel cannot say.
+    public var process: VarlinkPeerProcess?
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+    public init(pid: Int32, uid: UInt32, gid: UInt32, process: VarlinkPeerProcess? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
+        self.process = process
+    }
+
+    public static func == (lhs: VarlinkPeer, rhs: VarlinkPeer) -> Bool {
+        lhs.pid == rhs.pid && lhs.uid == rhs.uid && lhs.gid == rhs.gid
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.pid)
+        hasher.combine(self.uid)
+        hasher.combine(self.gid)
+    }
+}
+
+/// A pidfd of a connection's peer, closed when the last reference goes.
+public final class VarlinkPeerProcess: Sendable {
+    public let descriptor: CInt
+
+    init(descriptor: CInt) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(self.descriptor)
     }
 }
 
@@ -35,7 +66,12 @@ public enum VarlinkMethod: Sendable {
     /// Answers at once with one reply, on the connection's event loop: for cheap methods that never wait.
     case immediate(@Sendable (VarlinkRequest) throws -> [String: JSONValue])
     /// Runs as a task and sends its replies through the responder: for methods that wait, or stream with `more`.
+    /// Later calls on the connection wait until it has finished.
     case streaming(@Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void)
+    /// Runs as a task with one reply, while later calls on the same connection start too: replies still go out in
+    /// call order. For methods that wait on something that serves many calls at once, such as a group commit, so
+    /// that one client's pipelined calls can share it.
+    case concurrent(@Sendable (VarlinkRequest) async throws -> [String: JSONValue])
 }
 
 /// An interface a service serves: its description and an implementation of every method it declares.

@@ -86,4 +86,12 @@ import Testing
         #expect(app.state == .background)
         #expect(try app.endBackgroundTask(task.id, now: self.at(2)).states == [.background, .suspended])
     }
+
+    @Test func anAppHoldsABoundedNumberOfTasks() throws {
+        var app = Lifecycle()
+        _ = try app.launch(.foreground, now: .zero)
+        for index in 0..<Lifecycle.maximumTasks { _ = try app.beginBackgroundTask(name: "t\(index)", now: .zero) }
+        #expect(throws: LifecycleError.tooManyTasks(limit: 64)) { try app.beginBackgroundTask(name: "one more", now: .zero) }
+        #expect(app.tasks.count == 64)
+    }
 }

@@ -187,6 +187,32 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    @Test func onlyAnAdminChoosesTheUnitThatLaunchesAnApp() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let chosen = try await self.asNobody(
+            daemon,
+            ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","launchUnit":"systemd-poweroff.service"}"#]
+        )
+        #expect(chosen.status == 1)
+        #expect(
+            chosen.stderr.contains(#"io.coalesced.App.LaunchUnitNotAllowed {"app":"org.example.nobody","unit":"systemd-poweroff.service"}"#),
+            "\(chosen.stderr)"
+        )
+        _ = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody"}"#])
+        let root = try testClient(daemon.socketPath)
+        _ = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "launchUnit": "nobody-app.service"])
+        // The owner may repeat the unit the admin chose, or leave it out: it stays.
+        let same = try await self.asNobody(
+            daemon,
+            ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","launchUnit":"nobody-app.service"}"#]
+        )
+        #expect(same.status == 0, "\(same.stderr)")
+        _ = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","exitsOnSuspend":true}"#])
+        #expect(try root.call("io.coalesced.System.GetApp", ["app": "org.example.nobody"])["app"]?["launchUnit"] == "nobody-app.service")
+        daemon.signal(SIGKILL)
+    }
+
     @Test func membersOfTheAdminGroupMayListApps() async throws {
         let daemon = try DaemonProcess(configuration: "[Daemon]\nAdminGroup=nogroup\n")
         try await onThread { try daemon.waitUntilReady() }

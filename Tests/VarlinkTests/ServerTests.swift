@@ -20,6 +20,7 @@ import Varlink
             method Forgetful() -> ()
             method Careless() -> (i: int)
             method Twice() -> ()
+            method Meet(group: string, size: int, value: string) -> (value: string)
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -41,8 +42,30 @@ import Varlink
                 responder.finish()
                 throw Undeclared()
             },
+            // Answers once `size` calls of its group are in flight at the same time: served one after the other,
+            // the first would never answer.
+            "Meet": .concurrent { request in
+                let group = try request.string("group")
+                await Rendezvous.shared.meet(group, size: Int(request.call.parameters["size"]?.intValue ?? 1))
+                return ["value": .string(try request.string("value"))]
+            },
         ]
     )
+
+    /// Where concurrent test calls wait for each other.
+    actor Rendezvous {
+        static let shared = Rendezvous()
+        private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+        func meet(_ group: String, size: Int) async {
+            await withCheckedContinuation { continuation in
+                self.waiting[group, default: []].append(continuation)
+                if self.waiting[group]!.count >= size {
+                    for waiter in self.waiting.removeValue(forKey: group)! { waiter.resume() }
+                }
+            }
+        }
+    }
 
     /// Serves the test interface for the duration of `body`.
     func withServer(
@@ -216,6 +239,31 @@ import Varlink
             #expect(try client.receiveReply().error == "io.coalesced.Protocol.InvalidMessage")
             #expect(client.waitForClose(timeout: .seconds(10)))
             #expect(server.statistics.snapshot.protocolErrors == 1)
+        }
+    }
+
+    @Test func concurrentCallsRunTogetherAndAnswerInCallOrder() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path, timeout: .seconds(10))
+            var bytes: [UInt8] = []
+            // Three concurrent calls that can only answer together, an immediate one behind them, then a streaming
+            // one that must wait for all four.
+            for value in ["a", "b", "c"] {
+                VarlinkCall(method: "org.example.test.Meet", parameters: ["group": "g1", "size": 3, "value": .string(value)])
+                    .message.write(to: &bytes)
+                bytes.append(0)
+            }
+            VarlinkCall(method: "org.example.test.Echo", parameters: ["value": "d"]).message.write(to: &bytes)
+            bytes.append(0)
+            VarlinkCall(method: "org.example.test.Slow", parameters: ["value": "e"]).message.write(to: &bytes)
+            bytes.append(0)
+            VarlinkCall(method: "org.example.test.Nope").message.write(to: &bytes)
+            bytes.append(0)
+            try client.sendRaw(bytes)
+            let replies = try (0..<5).map { _ in try client.receiveReply().parameters["value"]?.stringValue }
+            #expect(replies == ["a", "b", "c", "d", "e"])
+            #expect(try client.receiveReply().error == "org.varlink.service.MethodNotFound")
+            #expect(try client.call("org.example.test.Echo", ["value": "after"]) == ["value": "after"])
         }
     }
 
