@@ -130,6 +130,8 @@ public enum Daemon {
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager
         do {
+            // Everything accepted before is recovered before READY=1; a large store may take a while.
+            SystemdNotifier().extendTimeout(by: .seconds(90), status: "Recovering the store in \(options.stateDirectory)")
             let store = try Store(stateDirectory: options.stateDirectory)
             try await importRegistryFile(stateDirectory: options.stateDirectory, into: store, logger: logger)
             apps = try AppManager(

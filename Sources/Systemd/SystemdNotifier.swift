@@ -13,6 +13,12 @@ public struct SystemdNotifier: Sendable {
     /// Start-up is finished and the daemon serves.
     public func ready(status: String) { self.send("READY=1\nSTATUS=\(Self.oneLine(status))") }
 
+    /// Start-up will take longer than usual (recovering state): the manager waits `duration` more from now before
+    /// it gives up on READY=1.
+    public func extendTimeout(by duration: Duration, status: String) {
+        self.send("EXTEND_TIMEOUT_USEC=\(duration.components.seconds * 1_000_000)\nSTATUS=\(Self.oneLine(status))")
+    }
+
     /// A one-line summary for `systemctl status`.
     public func status(_ status: String) { self.send("STATUS=\(Self.oneLine(status))") }
 

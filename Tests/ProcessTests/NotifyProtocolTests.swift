@@ -9,6 +9,8 @@ import Varlink
         let daemon = try DaemonProcess()
         let ready = try await onThread { daemon.notify.waitFor("READY=1") }
         let message = try #require(ready, "no READY=1; output: \(daemon.output)")
+        // Before it, while the store was recovered, more time was asked for.
+        #expect(daemon.notify.messages.first?.hasPrefix("EXTEND_TIMEOUT_USEC=90000000\nSTATUS=Recovering the store in ") == true)
         let status = message.split(separator: "\n").first { $0.hasPrefix("STATUS=") }
         #expect(status?.hasPrefix("STATUS=Serving \(daemon.socketPath)") == true)
         // READY=1 means the socket answers.
