@@ -27,11 +27,39 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Apps in the registry for the memory measurement.")
     var registered = 10_000
 
+    @Option(help: "Posts per throughput measurement.")
+    var posts = 50_000
+
+    @Option(help: "Posts held for the wake measurement.")
+    var wakePosts = 100_000
+
+    @Option(help: "Suspended apps for the memory measurement of events.")
+    var suspendedApps = 1_000
+
+    @Option(help: "Posts for the memory measurement of events.")
+    var memoryPosts = 200_000
+
+    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events.")
+    var parts: [String] = ["daemon", "lifecycle", "events"]
+
     func run() throws {
         let binary = BuildProducts.path(of: "coalesced")
         print("coalesced-bench: \(binary)")
         print("")
+        raiseDescriptorLimit()
+        if self.parts.contains("daemon") { try self.measureDaemon() }
+        if self.parts.contains("lifecycle") { try self.measureLifecycle() }
+        if self.parts.contains("events") {
+            try EventsBenchmark(
+                posts: self.posts,
+                wakePosts: self.wakePosts,
+                suspendedApps: self.suspendedApps,
+                memoryPosts: self.memoryPosts
+            ).run()
+        }
+    }
 
+    private func measureDaemon() throws {
         var startups: [Double] = []
         var residentKiB: [Int] = []
         for _ in 0..<self.starts {
@@ -70,14 +98,11 @@ struct CoalesceBench: ParsableCommand {
         print(varlink.row("Varlink io.coalesced.System.Stats"))
         print(bare.row("bare Unix-socket echo, same message"))
         print("")
-
-        try self.measureLifecycle()
     }
 
     /// Transitions per second through System.Activate with `apps` attached apps, and the daemon's memory with
     /// `registered` apps in its registry.
     private func measureLifecycle() throws {
-        raiseDescriptorLimit()
         print("| lifecycle | value |")
         print("|---|---|")
         for logLevel in ["info", "notice"] {
@@ -109,7 +134,7 @@ struct CoalesceBench: ParsableCommand {
             print("| LogLevel=\(logLevel): System.Activate calls/s, \(self.apps) apps attached, 1 client | \(Int(Double(self.activations) / seconds)) |")
             print("| LogLevel=\(logLevel): transitions/s (\(Int(transitions / Double(self.activations))) per call: the previous app leaves, the next comes) | \(Int(transitions / seconds)) |")
             if logLevel == "info" {
-                print("| \(self.apps) Register calls (each rewrites and fsyncs the registry) | \(Self.format(registerTime)) ms |")
+                print("| \(self.apps) Register calls, one after another (each a store commit) | \(Self.format(registerTime)) ms |")
                 print("| RSS with \(self.apps) apps attached | \((daemon.residentKiB ?? 0) / 1024) MiB |")
             }
             drain.stop()

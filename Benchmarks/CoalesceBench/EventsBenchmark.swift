@@ -1,0 +1,234 @@
+import CoalesceTestSupport
+import Foundation
+import Varlink
+
+/// Posts into suspended apps and the baselines the same run measures: a bare Unix socket and Redis.
+struct EventsBenchmark {
+    var posts: Int
+    var wakePosts: Int
+    var suspendedApps: Int
+    var memoryPosts: Int
+
+    func run() throws {
+        print("| events | value |")
+        print("|---|---|")
+        let directory = try TemporaryDirectory()
+        let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]  // about 150 bytes a message
+
+        // Baselines: the bare socket.
+        let sink = try SinkServer(path: directory.file("sink.sock"))
+        let streamed = try sink.measure(messages: 200_000, size: 150)
+        print("| bare socket, 150-byte messages one write each, 1 client | \(Int(streamed)) msgs/s |")
+        let echo = try EchoServer(path: directory.file("echo.sock"))
+        let echoClient = try VarlinkClient(path: echo.path)
+        let message = [UInt8](repeating: 0x61, count: 149) + [0]
+        let pingPong = try RoundTrips.measure(count: 20_000) {
+            try echoClient.sendRaw(message)
+            _ = try echoClient.receiveFrame()
+        }
+        print("| bare socket ping-pong round trip, p50 / p99 | \(Self.format(pingPong.p50)) / \(Self.format(pingPong.p99)) µs |")
+        let sync = try Self.fdatasyncLatency(directory.file("sync.dat"))
+        print("| fdatasync of 150 bytes, p50 (same file system as the store) | \(Self.format(sync)) µs |")
+
+        // Baselines: Redis, in memory and with every write fsynced.
+        for (name, arguments) in [
+            ("Redis in memory", ["--appendonly", "no"]),
+            ("Redis appendfsync always", ["--appendonly", "yes", "--appendfsync", "always"]),
+        ] {
+            if let redis = try Redis.measure(directory: directory, arguments: arguments) {
+                print("| \(name): LPUSH -d 150, 1 client / 4 clients -P 64 | \(Int(redis.single)) / \(Int(redis.pipelined)) ops/s |")
+            } else {
+                print("| \(name) | redis-server not installed (scripts/setup --bench) |")
+            }
+        }
+
+        // coalesced: durable posts into apps that are not running (held, one row per kind).
+        let daemon = try DaemonProcess(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n")
+        try daemon.waitUntilReady()
+        let client = try VarlinkClient(path: daemon.socketPath)
+        for index in 0..<4 { _ = try client.call("io.coalesced.App.Register", ["name": .string("org.bench.target\(index)")]) }
+        let one = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: payload)
+        print("| Post into a suspended app, durable, 1 producer pipelined (64 in flight) | \(Int(one)) posts/s |")
+        let four = try Self.pipelined(daemon.socketPath, producers: 4, posts: self.posts, payload: payload)
+        print("| Post into suspended apps, durable, 4 producers pipelined (64 in flight each) | \(Int(four)) posts/s |")
+
+        // A single post's round trip to an active app: the bench attaches the app itself and reads its stream.
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.bench.active"])
+        let stream = try VarlinkClient(path: daemon.socketPath)
+        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": "org.bench.active"], more: true))
+        _ = try stream.receiveReply()
+        let drain = StreamDrain([stream])
+        let roundTrip = try RoundTrips.measure(count: 5_000) {
+            _ = try client.call("io.coalesced.App.Post", ["target": "org.bench.active", "kind": "bench", "payload": payload])
+        }
+        drain.stop()
+        print("| Post round trip to an active app, durable, p50 / p99 | \(Self.format(roundTrip.p50)) / \(Self.format(roundTrip.p99)) µs |")
+
+        // Wake: many posts across 100 kinds held for one app, then the time from Attach (its launch) to the last
+        // coalesced event.
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.bench.sleeper"])
+        _ = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.wakePosts, payload: payload, target: "org.bench.sleeper", kinds: 100)
+        let waker = try VarlinkClient(path: daemon.socketPath)
+        let start = ContinuousClock.now
+        try waker.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": "org.bench.sleeper"], more: true))
+        var events = 0
+        while events < 100 {
+            let reply = try waker.receiveReply()
+            if let kind = reply.parameters["callback"]?["kind"]?.stringValue, !kind.hasPrefix("lifecycle.") { events += 1 }
+        }
+        let wake = (ContinuousClock.now - start).milliseconds
+        print("| wake: \(self.wakePosts) posts across 100 kinds held, Attach to the 100th event | \(Self.format(wake)) ms |")
+        daemon.signal(SIGTERM)
+        _ = daemon.waitForExit()
+
+        // Memory: suspended apps holding many posts, against the same apps holding none.
+        let memory = try DaemonProcess()
+        try memory.waitUntilReady()
+        let registrar = try VarlinkClient(path: memory.socketPath)
+        for index in 0..<self.suspendedApps { _ = try registrar.call("io.coalesced.App.Register", ["name": .string("org.bench.app\(index)")]) }
+        let before = memory.residentKiB ?? 0
+        _ = try Self.pipelined(memory.socketPath, producers: 4, posts: self.memoryPosts, payload: payload, apps: self.suspendedApps, kinds: 10)
+        let after = memory.residentKiB ?? 0
+        print("| RSS, \(self.suspendedApps) apps holding nothing / after \(self.memoryPosts) posts to them (10 kinds each) | \(before / 1024) / \(after / 1024) MiB |")
+        memory.signal(SIGTERM)
+        _ = memory.waitForExit()
+        print("")
+    }
+
+    /// Posts from `producers` threads, each keeping 64 calls in flight; returns posts per second.
+    static func pipelined(
+        _ socket: String,
+        producers: Int,
+        posts: Int,
+        payload: JSONValue,
+        target: String? = nil,
+        apps: Int = 4,
+        kinds: Int = 1
+    ) throws -> Double {
+        let perProducer = posts / producers
+        let start = ContinuousClock.now
+        let done = DispatchGroup()
+        let failures = LockedCount()
+        for producer in 0..<producers {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                do {
+                    let client = try VarlinkClient(path: socket)
+                    var sent = 0
+                    var answered = 0
+                    while answered < perProducer {
+                        while sent < perProducer, sent - answered < 64 {
+                            let app = target ?? "org.bench.\(apps == 4 ? "target" : "app")\((producer + sent) % apps)"
+                            try client.send(
+                                VarlinkCall(
+                                    method: "io.coalesced.App.Post",
+                                    parameters: ["target": .string(app), "kind": .string("kind\(sent % kinds)"), "payload": payload]
+                                )
+                            )
+                            sent += 1
+                        }
+                        let reply = try client.receiveReply()
+                        if reply.error != nil { failures.add() }
+                        answered += 1
+                    }
+                } catch {
+                    failures.add()
+                }
+            }
+        }
+        done.wait()
+        guard failures.value == 0 else { throw SupportError("\(failures.value) posts failed") }
+        return Double(perProducer * producers) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+
+    static func fdatasyncLatency(_ path: String) throws -> Double {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SupportError("cannot create \(path)") }
+        defer { close(fd) }
+        let bytes = [UInt8](repeating: 0x61, count: 150)
+        var samples: [Double] = []
+        for _ in 0..<200 {
+            let start = ContinuousClock.now
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            fdatasync(fd)
+            samples.append((ContinuousClock.now - start).microseconds)
+        }
+        samples.sort()
+        return samples.percentile(0.5)
+    }
+
+    static func format(_ value: Double) -> String { String(format: "%.1f", value) }
+}
+
+final class LockedCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { self.lock.withLock { self.count += 1 } }
+    var value: Int { self.lock.withLock { self.count } }
+}
+
+/// A Unix-socket server that reads and discards: the most a client's one-write-per-message stream can do.
+final class SinkServer: @unchecked Sendable {
+    let path: String
+    private let listener: CInt
+
+    init(path: String) throws {
+        self.path = path
+        self.listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try bindUnixSocket(self.listener, path: path)
+        guard listen(self.listener, 16) == 0 else { throw SupportError("sink: listen failed") }
+        let listener = self.listener
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+                while buffer.withUnsafeMutableBytes({ recv(connection, $0.baseAddress, $0.count, 0) }) > 0 {}
+                close(connection)
+            }
+        }
+    }
+
+    /// Messages per second for one client writing `messages` messages of `size` bytes, one write each.
+    func measure(messages: Int, size: Int) throws -> Double {
+        let client = try VarlinkClient(path: self.path)
+        let message = [UInt8](repeating: 0x61, count: size - 1) + [0]
+        let start = ContinuousClock.now
+        for _ in 0..<messages { try client.sendRaw(message) }
+        return Double(messages) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+}
+
+/// redis-server on a Unix socket, driven by redis-benchmark.
+enum Redis {
+    static func measure(directory: TemporaryDirectory, arguments: [String]) throws -> (single: Double, pipelined: Double)? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server"),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-benchmark")
+        else { return nil }
+        let socket = directory.file("redis-\(arguments.count).sock")
+        let data = directory.file("redis-\(arguments.count)")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let server = try ChildProcess(
+            "/usr/bin/redis-server",
+            ["--port", "0", "--unixsocket", socket, "--dir", data, "--save", ""] + arguments
+        )
+        defer {
+            server.signal(SIGTERM)
+            _ = server.wait(timeout: .seconds(10))
+        }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) { usleep(20_000) }
+        func run(_ extra: [String]) throws -> Double {
+            let result = try runProcess(
+                "/usr/bin/redis-benchmark",
+                ["-s", socket, "-t", "lpush", "-d", "150", "-n", "100000", "-q"] + extra
+            )
+            // "LPUSH: 12345.67 requests per second, p50=0.031 msec"
+            guard let number = result.stdout.split(separator: "\r").last?.split(separator: " ").dropFirst().first,
+                let value = Double(number)
+            else { throw SupportError("redis-benchmark said: \(result.stdout) \(result.stderr)") }
+            return value
+        }
+        return (try run(["-c", "1"]), try run(["-c", "4", "-P", "64"]))
+    }
+}
