@@ -226,34 +226,39 @@ extension Duration {
     var microseconds: Double { Double(self.components.seconds) * 1e6 + Double(self.components.attoseconds) / 1e12 }
 }
 
+/// A Unix-socket listener serving one connection at a time on a thread of its own, for the baselines.
+func serveUnixSocket(path: String, _ serve: @escaping @Sendable (CInt) -> Void) throws {
+    let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    try bindUnixSocket(listener, path: path)
+    guard listen(listener, 16) == 0 else { throw SupportError("\(path): listen failed") }
+    Thread.detachNewThread {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            serve(connection)
+            close(connection)
+        }
+    }
+}
+
 /// A bare Unix-socket echo: one thread, blocking calls, every NUL-terminated message written straight back.
-final class EchoServer: @unchecked Sendable {
+final class EchoServer: Sendable {
     let path: String
-    private let listener: CInt
 
     init(path: String) throws {
         self.path = path
-        self.listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        try bindUnixSocket(self.listener, path: path)
-        guard listen(self.listener, 16) == 0 else { throw SupportError("echo server: listen failed") }
-        let listener = self.listener
-        Thread.detachNewThread {
+        try serveUnixSocket(path: path) { connection in
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while true {
-                let connection = accept(listener, nil, nil)
-                guard connection >= 0 else { return }
-                var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-                    if count <= 0 { break }
-                    // The client waits for each reply, so whatever arrived is whole messages: echo it as it is.
-                    var offset = 0
-                    while offset < count {
-                        let sent = buffer.withUnsafeBytes { send(connection, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL)) }
-                        if sent <= 0 { break }
-                        offset += sent
-                    }
+                let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                // The client waits for each reply, so whatever arrived is whole messages: echo it as it is.
+                var offset = 0
+                while offset < count {
+                    let sent = buffer.withUnsafeBytes { send(connection, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL)) }
+                    if sent <= 0 { break }
+                    offset += sent
                 }
-                close(connection)
             }
         }
     }
@@ -294,3 +299,4 @@ func raiseDescriptorLimit() {
     limit.rlim_cur = limit.rlim_max
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
+

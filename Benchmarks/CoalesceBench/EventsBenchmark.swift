@@ -169,24 +169,14 @@ final class LockedCount: @unchecked Sendable {
 }
 
 /// A Unix-socket server that reads and discards: the most a client's one-write-per-message stream can do.
-final class SinkServer: @unchecked Sendable {
+final class SinkServer: Sendable {
     let path: String
-    private let listener: CInt
 
     init(path: String) throws {
         self.path = path
-        self.listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        try bindUnixSocket(self.listener, path: path)
-        guard listen(self.listener, 16) == 0 else { throw SupportError("sink: listen failed") }
-        let listener = self.listener
-        Thread.detachNewThread {
-            while true {
-                let connection = accept(listener, nil, nil)
-                guard connection >= 0 else { return }
-                var buffer = [UInt8](repeating: 0, count: 256 * 1024)
-                while buffer.withUnsafeMutableBytes({ recv(connection, $0.baseAddress, $0.count, 0) }) > 0 {}
-                close(connection)
-            }
+        try serveUnixSocket(path: path) { connection in
+            var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+            while buffer.withUnsafeMutableBytes({ recv(connection, $0.baseAddress, $0.count, 0) }) > 0 {}
         }
     }
 
