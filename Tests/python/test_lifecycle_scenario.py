@@ -19,7 +19,7 @@ APP = "org.example.pyapp"
 # keeps its state on the way to the background, and exits when the daemon ends its stream.
 APP_SOURCE = textwrap.dedent(
     """
-    import sys, varlink
+    import json, sys, varlink
     address, name, note = sys.argv[1], sys.argv[2], sys.argv[3]
     with varlink.Client(address=address) as client, \\
             client.open("io.coalesced.App") as requests, client.open("io.coalesced.App") as stream:
@@ -30,7 +30,9 @@ APP_SOURCE = textwrap.dedent(
                 print("state", reply["state"], flush=True)
                 continue
             options = callback.get("launchOptions") or {}
-            print("callback", callback["kind"], reply["state"], options.get("restoredState", "-"), flush=True)
+            detail = options.get("restoredState", "-") if callback["kind"].startswith("lifecycle.") \
+                else json.dumps(callback.get("payload"), sort_keys=True).replace(" ", "")
+            print("callback", callback["kind"], reply["state"], detail, flush=True)
             if callback["kind"] == "lifecycle.didEnterBackground":
                 requests.SaveState(name, note)
             if callback["kind"] != "lifecycle.willTerminate":
@@ -114,3 +116,32 @@ def test_a_python_app_lives_its_whole_lifecycle(address):
         with pytest.raises(varlink.VarlinkError) as refused:
             system.Activate(APP)
         assert refused.value.error() == "io.coalesced.System.WrongState"
+
+
+def test_events_are_held_while_suspended_and_arrive_coalesced(address):
+    """Posting from Python to an app written in Python: one event per kind on wake, by the kinds' policies."""
+    with varlink.Client(address=address) as client, \
+            client.open("io.coalesced.System") as system, client.open("io.coalesced.App") as app_side:
+        app_side.Register(name=APP, kinds={"badge": {"policy": "sum", "field": "unread"},
+                                           "log.error": {"policy": "count"}})
+        app = AppProcess(address, "-")
+        assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert app_side.Post(target=APP, kind="mail.received", payload={"id": 1})["delivered"] is True
+        system.Deactivate()
+        wait_for_state(system, "suspended")
+        for unread in (1, 2, 3):
+            assert app_side.Post(target=APP, kind="badge", payload={"unread": unread})["delivered"] is False
+        for line in ("a", "b"):
+            app_side.Post(target=APP, kind="log.error", payload={"line": line})
+        held = system.GetQueue(APP)
+        assert [(h["kind"], h["count"]) for h in held["held"]] == [("badge", 3), ("log.error", 2)]
+
+        system.Activate(APP)
+        names = app.callbacks(9)
+        assert names[2:] == ["mail.received", "willResignActive", "didEnterBackground", "willEnterForeground",
+                             "didBecomeActive", "badge", "log.error"]
+        lines = [l for l in app.lines if l.startswith("callback badge") or l.startswith("callback log.error")]
+        assert lines == ['callback badge active {"unread":6}', "callback log.error active null"]
+        with pytest.raises(varlink.VarlinkError) as refused:
+            app_side.Post(target=APP, kind="Bad Kind", payload={})
+        assert refused.value.error() == "io.coalesced.App.InvalidKind"
