@@ -51,6 +51,15 @@ struct EventsBenchmark {
         print("| Post into a suspended app, durable, 1 producer pipelined (64 in flight) | \(Int(one)) posts/s |")
         let four = try Self.pipelined(daemon.socketPath, producers: 4, posts: self.posts, payload: payload)
         print("| Post into suspended apps, durable, 4 producers pipelined (64 in flight each) | \(Int(four)) posts/s |")
+        for index in 0..<4 {
+            _ = try client.call(
+                "io.coalesced.App.Register",
+                ["name": .string("org.bench.volatile\(index)"), "kinds": ["kind0": ["policy": "latest", "volatile": true]]]
+            )
+        }
+        let volatileOne = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
+        let volatileFour = try Self.pipelined(daemon.socketPath, producers: 4, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
+        print("| Post into suspended apps, volatile, 1 / 4 producers pipelined | \(Int(volatileOne)) / \(Int(volatileFour)) posts/s |")
 
         // A single post's round trip to an active app: the bench attaches the app itself and reads its stream.
         _ = try client.call("io.coalesced.App.Register", ["name": "org.bench.active"])
@@ -87,7 +96,15 @@ struct EventsBenchmark {
         let registrar = try VarlinkClient(path: memory.socketPath)
         for index in 0..<self.suspendedApps { _ = try registrar.call("io.coalesced.App.Register", ["name": .string("org.bench.app\(index)")]) }
         let before = memory.residentKiB ?? 0
-        _ = try Self.pipelined(memory.socketPath, producers: 4, posts: self.memoryPosts, payload: payload, apps: self.suspendedApps, kinds: 10)
+        _ = try Self.pipelined(
+            memory.socketPath,
+            producers: 4,
+            posts: self.memoryPosts,
+            payload: payload,
+            appPrefix: "org.bench.app",
+            apps: self.suspendedApps,
+            kinds: 10
+        )
         let after = memory.residentKiB ?? 0
         print("| RSS, \(self.suspendedApps) apps holding nothing / after \(self.memoryPosts) posts to them (10 kinds each) | \(before / 1024) / \(after / 1024) MiB |")
         memory.signal(SIGTERM)
@@ -102,6 +119,7 @@ struct EventsBenchmark {
         posts: Int,
         payload: JSONValue,
         target: String? = nil,
+        appPrefix: String = "org.bench.target",
         apps: Int = 4,
         kinds: Int = 1
     ) throws -> Double {
@@ -119,7 +137,7 @@ struct EventsBenchmark {
                     var answered = 0
                     while answered < perProducer {
                         while sent < perProducer, sent - answered < 64 {
-                            let app = target ?? "org.bench.\(apps == 4 ? "target" : "app")\((producer + sent) % apps)"
+                            let app = target ?? "\(appPrefix)\((producer + sent) % apps)"
                             try client.send(
                                 VarlinkCall(
                                     method: "io.coalesced.App.Post",

@@ -441,7 +441,7 @@ final class AppManager: Sendable {
             return (record.declarations, record.registration.owner)
         }
         guard declarations.mayPost(peer, owner: owner) else { throw .notAllowedToPost(target: target) }
-        let (commit, sent) = try self.state.withLock { state throws(AppError) -> (StoreCommit, Bool) in
+        let (commit, sent) = try self.state.withLock { state throws(AppError) -> (StoreCommit?, Bool) in
             guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
             let now = wallClock()
             let payload = EventPayload(payload)
@@ -456,10 +456,14 @@ final class AppManager: Sendable {
                     CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: now, lastPosted: now)
                 )
                 self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
-                record.unacked.append((seq, event))
                 record.queue.delivered(kind, payload)
-                state.records[appName] = record
                 state.postsSent += 1
+                guard !record.declarations.volatile.contains(kind) else {
+                    state.records[appName] = record
+                    return (nil, true)  // volatile: never stored, never sent again
+                }
+                record.unacked.append((seq, event))
+                state.records[appName] = record
                 let commit = self.store.deliver(app: appName, [(Int64(bitPattern: seq), event.jsonText)], clearHeld: false)
                 return (commit, true)
             }
@@ -469,14 +473,18 @@ final class AppManager: Sendable {
             } catch {
                 throw AppError(error, target: target)
             }
+            state.postsHeld += 1
+            guard !record.declarations.volatile.contains(kind) else {
+                state.records[appName] = record
+                return (nil, false)  // volatile: held in memory only
+            }
             let position = record.queue.kinds.firstIndex(of: kind) ?? 0
             let slot = EventCoding.encode(record.queue.slot(of: kind)!)  // just posted
             state.records[appName] = record
-            state.postsHeld += 1
             return (self.store.hold(app: appName, kind: kind.value, position: position, slot: slot), false)
         }
         do throws(StoreError) {
-            try await commit.wait()
+            try await commit?.wait()
         } catch {
             throw .storageFailed(reason: error.description)
         }
@@ -511,6 +519,7 @@ final class AppManager: Sendable {
             let event = EventCoding.event(coalesced)
             let seq = record.lifecycle.reserveSequence()
             self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+            guard !record.declarations.volatile.contains(coalesced.kind) else { continue }
             record.unacked.append((seq, event))
             writes.append((Int64(bitPattern: seq), event.jsonText))
         }

@@ -32,6 +32,9 @@ struct EventPayload: CoalescablePayload {
 /// besides its own user and root.
 struct EventDeclarations: Sendable, Hashable {
     var policies: [EventKind: CoalescingPolicy] = [:]
+    /// Kinds the app declared volatile: held and delivered in memory only, never written to the store (faster; lost
+    /// when the daemon stops).
+    var volatile: Set<EventKind> = []
     var posters = Posters()
 
     /// Who may post to an app besides its owner and root.
@@ -66,6 +69,11 @@ struct EventDeclarations: Sendable, Hashable {
             for (name, declaration) in members {
                 guard let kind = try? EventKind(name) else { throw .invalidParameter("kinds") }
                 self.policies[kind] = try Self.policy(declaration, parameter: "kinds")
+                switch declaration["volatile"] {
+                case nil, .null?, .bool(false)?: break
+                case .bool(true)?: self.volatile.insert(kind)
+                default: throw .invalidParameter("kinds")
+                }
             }
         }
         if let posters, posters != .null {
@@ -120,7 +128,11 @@ struct EventDeclarations: Sendable, Hashable {
     /// As the store keeps it.
     var json: JSONValue {
         var kinds: [String: JSONValue] = [:]
-        for (kind, policy) in self.policies { kinds[kind.value] = Self.json(policy) }
+        for (kind, policy) in self.policies {
+            var declaration = Self.json(policy).objectValue ?? [:]
+            if self.volatile.contains(kind) { declaration["volatile"] = true }
+            kinds[kind.value] = .object(declaration)
+        }
         var posters: [String: JSONValue] = ["anyone": .bool(self.posters.anyone)]
         posters["uids"] = .array(self.posters.uids.sorted().map { .int(Int64($0)) })
         posters["groups"] = .array(self.posters.groups.keys.sorted().map { .string($0) })

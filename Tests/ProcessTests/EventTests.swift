@@ -139,6 +139,36 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    @Test func volatileKindsAreHeldInMemoryOnly() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let client = try testClient(first.socketPath)
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            ["name": .string(Self.mail), "kinds": ["cursor": ["policy": "latest", "volatile": true], "mail": ["policy": "count"]]]
+        )
+        #expect(try self.post(client, "cursor", ["x": 1]) == false)
+        #expect(try self.post(client, "cursor", ["x": 2]) == false)
+        #expect(try self.post(client, "mail", [:]) == false)
+        let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue ?? []
+        #expect(held.compactMap { $0["kind"]?.stringValue } == ["cursor", "mail"])
+        #expect(held.first?["policy"] == ["policy": "latest"])
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+
+        let second = try DaemonProcess(arguments: ["--socket", first.socketPath, "--state-dir", first.directory.file("state")])
+        try await onThread { try second.waitUntilReady() }
+        let after = try testClient(first.socketPath).call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
+        #expect(after["held"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } == ["mail"], "the volatile kind died with the daemon")
+        // The declaration itself is durable.
+        let app = try ExampleApp(socket: first.socketPath, name: Self.mail)
+        #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try await onThread { try app.events(atLeast: 1) } == ["event mail count=1 payload=-"])
+        #expect(try self.post(testClient(first.socketPath), "cursor", ["x": 3]) == true)
+        #expect(try await onThread { try app.events(atLeast: 2) }.last == #"event cursor count=1 payload={"x":3}"#)
+        second.signal(SIGKILL)
+    }
+
     @Test func coalescectlPostsAndShowsWhatIsHeld() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
