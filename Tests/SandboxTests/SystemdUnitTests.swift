@@ -31,7 +31,14 @@ import Varlink
             let status = try sandbox.run("coalescectl", "status")
             #expect(status.status == 0, "coalescectl status: \(status.stderr)")
             #expect(status.stdout.contains("Version: 0.1.0"))
-            #expect(try sandbox.property("coalesced.service", "ActiveState") == "active")
+            // The daemon answers on the socket systemd passed as soon as it serves; READY=1 follows, and systemd
+            // takes it in on its own time.
+            var state = ""
+            let active = try sandbox.wait(timeout: .seconds(10)) {
+                state = try sandbox.property("coalesced.service", "ActiveState")
+                return state == "active"
+            }
+            #expect(active, "ActiveState=\(state)")
             #expect(try sandbox.property("coalesced.service", "Type") == "notify")
             let statusText = try sandbox.property("coalesced.service", "StatusText")
             #expect(statusText.hasPrefix("Serving /run/coalesced/io.coalesced (fd 3 from socket activation)"), "\(statusText)")
