@@ -9,7 +9,7 @@ struct Post: ParsableCommand {
 
     @ParentCommand var root: Coalescectl
 
-    @Argument(help: "The app to post to.")
+    @Argument(help: "The app to post to, or topic:NAME for every app subscribed to NAME.")
     var target: String
 
     @Argument(help: "The event's kind, such as mail.received.")
@@ -41,7 +41,9 @@ struct Post: ParsableCommand {
             }
         }
         guard let reply = self.root.global.call("io.coalesced.App.Post", parameters) else { return }
-        CtlOutput.print(reply["delivered"]?.boolValue == true ? "delivered" : "held")
+        let outcome = reply["delivered"]?.boolValue == true ? "delivered" : "held"
+        let recipients = reply["recipients"]?.intValue ?? 1
+        CtlOutput.print(recipients == 1 ? outcome : "\(outcome) (\(recipients) apps)")
     }
 }
 

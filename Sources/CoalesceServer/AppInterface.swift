@@ -26,11 +26,13 @@ enum AppInterface {
                         ),
                         declarations: try EventDeclarations(
                             kinds: request.call.parameters["kinds"],
-                            posters: request.call.parameters["posters"]
+                            posters: request.call.parameters["posters"],
+                            topics: request.call.parameters["topics"]
                         ),
                         keeping: (
                             policies: (request.call.parameters["kinds"] ?? .null) == .null,
-                            posters: (request.call.parameters["posters"] ?? .null) == .null
+                            posters: (request.call.parameters["posters"] ?? .null) == .null,
+                            topics: (request.call.parameters["topics"] ?? .null) == .null
                         ),
                         uid: peer.uid,
                         limit: daemon.configuration.maxApps
@@ -84,7 +86,7 @@ enum AppInterface {
                         policy: policy,
                         peer: peer
                     )
-                    return ["delivered": .bool(sent)]
+                    return ["delivered": .bool(sent.delivered), "recipients": .int(Int64(sent.recipients))]
                 },
                 // Runs as a task: it waits for the store's commit.
                 "SaveState": .streaming { request, responder in

@@ -201,7 +201,7 @@ final class AppManager: Sendable {
         traits: AppTraits,
         launchUnit: LaunchUnitChange,
         declarations given: EventDeclarations,
-        keeping: (policies: Bool, posters: Bool) = (false, false),
+        keeping: (policies: Bool, posters: Bool, topics: Bool) = (false, false, false),
         uid: UInt32,
         limit: Int
     ) async throws(AppError) -> Snapshot {
@@ -230,6 +230,7 @@ final class AppManager: Sendable {
             var declarations = given
             if keeping.policies, let previous { declarations.policies = previous.declarations.policies }
             if keeping.posters, let previous { declarations.posters = previous.declarations.posters }
+            if keeping.topics, let previous { declarations.topics = previous.declarations.topics }
             self.apply(registration, declarations, in: &state)
             return (registration, previous?.registration, previous?.declarations, declarations)
         }
@@ -423,25 +424,71 @@ final class AppManager: Sendable {
 
     // MARK: Events
 
-    /// Posts an event to an app: sent at once to an app that runs code, held and coalesced for one that is
-    /// suspended or not running. Returns whether it was sent at once, after the store's commit.
+    /// Posts an event to an app, or to every app subscribed to a topic (`topic:NAME`) that lets the caller post:
+    /// sent at once to an app that runs code, held and coalesced for one that is suspended or not running.
+    /// Returns whether any app received it at once, and how many apps it went to, after the store's commits.
     func post(
         target: String,
         kind kindName: String,
         payload: JSONValue,
         policy: CoalescingPolicy?,
         peer: VarlinkPeer
-    ) async throws(AppError) -> Bool {
-        guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
+    ) async throws(AppError) -> (delivered: Bool, recipients: Int) {
         let kind: EventKind
         do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
-        // Asked outside the lock: it may consult the user database (groups), which can be slow.
-        let (declarations, owner) = try self.state.withLock { state throws(AppError) in
-            guard let record = state.records[appName] else { throw .unknownTarget(target: target) }
-            return (record.declarations, record.registration.owner)
+        let recipients: [(AppName, EventDeclarations, UInt32)]
+        if target.hasPrefix(Self.topicPrefix) {
+            guard let topic = try? EventKind(String(target.dropFirst(Self.topicPrefix.count))) else {
+                throw .unknownTarget(target: target)
+            }
+            recipients = self.state.withLock { state in
+                state.records.keys.sorted().compactMap { name in
+                    let record = state.records[name]!
+                    guard record.declarations.topics.contains(topic) else { return nil }
+                    return (name, record.declarations, record.registration.owner)
+                }
+            }
+            guard !recipients.isEmpty else { throw .unknownTarget(target: target) }
+        } else {
+            guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
+            let found = try self.state.withLock { state throws(AppError) in
+                guard let record = state.records[appName] else { throw .unknownTarget(target: target) }
+                return (appName, record.declarations, record.registration.owner)
+            }
+            recipients = [found]
         }
-        guard declarations.mayPost(peer, owner: owner) else { throw .notAllowedToPost(target: target) }
-        let (commit, sent) = try self.state.withLock { state throws(AppError) -> (StoreCommit?, Bool) in
+        // Asked outside the lock: it may consult the user database (groups), which can be slow.
+        let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
+        guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
+        var commits: [StoreCommit] = []
+        var delivered = false
+        for (appName, _, _) in allowed {
+            let (commit, sent) = try self.enqueuePost(appName, kind: kind, payload: payload, policy: policy, target: target)
+            if let commit { commits.append(commit) }
+            delivered = delivered || sent
+        }
+        for commit in commits {
+            do throws(StoreError) {
+                try await commit.wait()
+            } catch {
+                throw .storageFailed(reason: error.description)
+            }
+        }
+        return (delivered, allowed.count)
+    }
+
+    /// Targets naming a topic start with this.
+    static let topicPrefix = "topic:"
+
+    /// One app's part of a post, under the lock: sent or held, and the store's write for it.
+    private func enqueuePost(
+        _ appName: AppName,
+        kind: EventKind,
+        payload: JSONValue,
+        policy: CoalescingPolicy?,
+        target: String
+    ) throws(AppError) -> (StoreCommit?, Bool) {
+        try self.state.withLock { state throws(AppError) -> (StoreCommit?, Bool) in
             guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
             let now = wallClock()
             let payload = EventPayload(payload)
@@ -483,12 +530,6 @@ final class AppManager: Sendable {
             state.records[appName] = record
             return (self.store.hold(app: appName, kind: kind.value, position: position, slot: slot), false)
         }
-        do throws(StoreError) {
-            try await commit?.wait()
-        } catch {
-            throw .storageFailed(reason: error.description)
-        }
-        return sent
     }
 
     /// Once an app receives at once again (woken, launched, or a new stream attached): first what it has not

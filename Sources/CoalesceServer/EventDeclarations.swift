@@ -35,6 +35,8 @@ struct EventDeclarations: Sendable, Hashable {
     /// Kinds the app declared volatile: held and delivered in memory only, never written to the store (faster; lost
     /// when the daemon stops).
     var volatile: Set<EventKind> = []
+    /// Topics the app subscribes to: a post to `topic:NAME` reaches every subscriber that lets the poster post.
+    var topics: Set<EventKind> = []
     var posters = Posters()
 
     /// Who may post to an app besides its owner and root.
@@ -60,8 +62,17 @@ struct EventDeclarations: Sendable, Hashable {
 
     // MARK: Wire and store
 
-    /// Reads Register's `kinds` and `posters`.
-    init(kinds: JSONValue?, posters: JSONValue?) throws(VarlinkError) {
+    static let maximumTopics = 64
+
+    /// Reads Register's `kinds`, `posters` and `topics`.
+    init(kinds: JSONValue?, posters: JSONValue?, topics: JSONValue? = nil) throws(VarlinkError) {
+        if let topics, topics != .null {
+            guard let names = topics.arrayValue, names.count <= Self.maximumTopics else { throw .invalidParameter("topics") }
+            for name in names {
+                guard let text = name.stringValue, let topic = try? EventKind(text) else { throw .invalidParameter("topics") }
+                self.topics.insert(topic)
+            }
+        }
         if let kinds, kinds != .null {
             guard let members = kinds.objectValue, members.count <= Self.maximumKinds else {
                 throw .invalidParameter("kinds")
@@ -136,7 +147,10 @@ struct EventDeclarations: Sendable, Hashable {
         var posters: [String: JSONValue] = ["anyone": .bool(self.posters.anyone)]
         posters["uids"] = .array(self.posters.uids.sorted().map { .int(Int64($0)) })
         posters["groups"] = .array(self.posters.groups.keys.sorted().map { .string($0) })
-        return ["kinds": .object(kinds), "posters": .object(posters)]
+        return [
+            "kinds": .object(kinds), "posters": .object(posters),
+            "topics": .array(self.topics.sorted().map { .string($0.value) }),
+        ]
     }
 
     /// From the store; a group that no longer exists is dropped.
@@ -145,7 +159,8 @@ struct EventDeclarations: Sendable, Hashable {
         let groups = value?["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { getgrnam($0) } != nil }
         var posters = value?["posters"]?.objectValue ?? [:]
         posters["groups"] = .array(groups ?? [])
-        self = (try? EventDeclarations(kinds: value?["kinds"], posters: .object(posters))) ?? EventDeclarations()
+        self = (try? EventDeclarations(kinds: value?["kinds"], posters: .object(posters), topics: value?["topics"]))
+            ?? EventDeclarations()
     }
 
     init() {}

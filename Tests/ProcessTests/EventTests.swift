@@ -169,6 +169,47 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    @Test func aTopicReachesEverySubscriberThatLetsThePosterPost() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let client = try testClient(daemon.socketPath)
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.open", "topics": ["weather.alerts"], "posters": ["anyone": true]])
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.closed", "topics": ["weather.alerts", "news"]])
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.other", "topics": ["news"]])
+        let both = try client.call(
+            "io.coalesced.App.Post",
+            ["target": "topic:weather.alerts", "kind": "storm", "payload": ["level": 3]]
+        )
+        #expect(both == ["delivered": false, "recipients": 2])
+        for (app, expected) in [("org.example.open", 1), ("org.example.closed", 1), ("org.example.other", 0)] {
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(app)])["held"]?.arrayValue ?? []
+            #expect(held.count == expected, "\(app)")
+        }
+        #expect(throws: VarlinkError(name: "io.coalesced.App.UnknownTarget", parameters: ["target": "topic:sports"])) {
+            try client.call("io.coalesced.App.Post", ["target": "topic:sports", "kind": "goal", "payload": [:]])
+        }
+        // Another user reaches only the subscribers that let anyone post.
+        let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+        let socket = daemon.socketPath
+        let asNobody = try await onThread {
+            try runProcess(
+                "/usr/bin/setpriv",
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", socket, "call", "--json",
+                 "io.coalesced.App.Post", #"{"target":"topic:weather.alerts","kind":"storm","payload":{"level":4}}"#]
+            )
+        }
+        #expect(asNobody.stdout == #"{"delivered":false,"recipients":1}"# + "\n", "\(asNobody.stderr)")
+        let refused = try await onThread {
+            try runProcess(
+                "/usr/bin/setpriv",
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", socket, "call",
+                 "io.coalesced.App.Post", #"{"target":"topic:news","kind":"x","payload":{}}"#]
+            )
+        }
+        #expect(refused.stderr.contains(#"io.coalesced.App.NotAllowedToPost {"target":"topic:news"}"#), "\(refused.stderr)")
+        daemon.signal(SIGKILL)
+    }
+
     @Test func coalescectlPostsAndShowsWhatIsHeld() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
