@@ -14,21 +14,27 @@ enum AppInterface {
                 // Runs as a task: it waits for the store's commit.
                 "Register": .streaming { request, responder in
                     let peer = try self.peer(request)
+                    let traits = AppTraits(
+                        backgroundModes: try self.backgroundModes(request.call.parameters["backgroundModes"]),
+                        exitsOnSuspend: try self.flag(request.call.parameters["exitsOnSuspend"], "exitsOnSuspend")
+                    )
+                    let declarations = try EventDeclarations(
+                        kinds: request.call.parameters["kinds"],
+                        posters: request.call.parameters["posters"],
+                        topics: request.call.parameters["topics"]
+                    )
+                    // A kind can only wake the app into a background mode the app declares.
+                    guard Set(declarations.wakingKinds.values).isSubset(of: traits.backgroundModes) else {
+                        throw VarlinkError.invalidParameter("kinds")
+                    }
                     let snapshot = try await apps.register(
                         name: try request.string("name"),
-                        traits: AppTraits(
-                            backgroundModes: try self.backgroundModes(request.call.parameters["backgroundModes"]),
-                            exitsOnSuspend: try self.flag(request.call.parameters["exitsOnSuspend"], "exitsOnSuspend")
-                        ),
+                        traits: traits,
                         launchUnit: try self.launchUnit(
                             request.call.parameters["launchUnit"],
                             byAdmin: Authorization.isAdmin(peer, group: daemon.configuration.adminGroup)
                         ),
-                        declarations: try EventDeclarations(
-                            kinds: request.call.parameters["kinds"],
-                            posters: request.call.parameters["posters"],
-                            topics: request.call.parameters["topics"]
-                        ),
+                        declarations: declarations,
                         keeping: (
                             policies: (request.call.parameters["kinds"] ?? .null) == .null,
                             posters: (request.call.parameters["posters"] ?? .null) == .null,

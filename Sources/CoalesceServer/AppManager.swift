@@ -462,10 +462,11 @@ final class AppManager: Sendable {
         guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
         var commits: [StoreCommit] = []
         var delivered = false
-        for (appName, _, _) in allowed {
+        for (appName, declarations, _) in allowed {
             let (commit, sent) = try self.enqueuePost(appName, kind: kind, payload: payload, policy: policy, target: target)
             if let commit { commits.append(commit) }
             delivered = delivered || sent
+            if !sent, declarations.wakingKinds[kind] != nil { self.launchForEvent(appName) }
         }
         for commit in commits {
             do throws(StoreError) {
@@ -475,6 +476,27 @@ final class AppManager: Sendable {
             }
         }
         return (delivered, allowed.count)
+    }
+
+    /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
+    /// launch unit, or when its process attaches), where the event reaches it after the launch's callbacks. An app
+    /// already running holds the event until it runs code again; a launch already on its way is left as it is.
+    private func launchForEvent(_ appName: AppName) {
+        let start = self.state.withLock { state in
+            guard let record = state.records[appName] else { return false }
+            return record.lifecycle.state == .notRunning && record.pendingLaunch == nil
+        }
+        guard start else { return }
+        Task {
+            do {
+                _ = try await self.launch(name: appName.value, destination: .background)
+            } catch {
+                self.logger.warning(
+                    "\(appName): could not launch it for an event",
+                    metadata: ["app": "\(appName)", "reason": "\(error)"]
+                )
+            }
+        }
     }
 
     /// Targets naming a topic start with this.

@@ -35,6 +35,9 @@ struct EventDeclarations: Sendable, Hashable {
     /// Kinds the app declared volatile: held and delivered in memory only, never written to the store (faster; lost
     /// when the daemon stops).
     var volatile: Set<EventKind> = []
+    /// Kinds mapped to one of the app's background modes: a post of one launches the app into the background when
+    /// it is not running, instead of waiting for it to be opened.
+    var wakingKinds: [EventKind: String] = [:]
     /// Topics the app subscribes to: a post to `topic:NAME` reaches every subscriber that lets the poster post.
     var topics: Set<EventKind> = []
     var posters = Posters()
@@ -83,6 +86,11 @@ struct EventDeclarations: Sendable, Hashable {
                 switch declaration["volatile"] {
                 case nil, .null?, .bool(false)?: break
                 case .bool(true)?: self.volatile.insert(kind)
+                default: throw .invalidParameter("kinds")
+                }
+                switch declaration["backgroundMode"] {
+                case nil, .null?: break
+                case .string(let mode)? where !mode.isEmpty && mode.utf8.count <= 64: self.wakingKinds[kind] = mode
                 default: throw .invalidParameter("kinds")
                 }
             }
@@ -142,6 +150,7 @@ struct EventDeclarations: Sendable, Hashable {
         for (kind, policy) in self.policies {
             var declaration = Self.json(policy).objectValue ?? [:]
             if self.volatile.contains(kind) { declaration["volatile"] = true }
+            if let mode = self.wakingKinds[kind] { declaration["backgroundMode"] = .string(mode) }
             kinds[kind.value] = .object(declaration)
         }
         var posters: [String: JSONValue] = ["anyone": .bool(self.posters.anyone)]

@@ -210,6 +210,43 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    @Test func aKindMappedToABackgroundModeLaunchesTheAppIntoTheBackground() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let client = try testClient(daemon.socketPath)
+        #expect(throws: VarlinkError.invalidParameter("kinds"), "the mode must be one the app declares") {
+            try client.call(
+                "io.coalesced.App.Register",
+                ["name": .string(Self.mail), "kinds": ["voip.call": ["policy": "latest", "backgroundMode": "voip"]]]
+            )
+        }
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            [
+                "name": .string(Self.mail), "backgroundModes": ["voip"],
+                "kinds": ["voip.call": ["policy": "latest", "backgroundMode": "voip"]],
+            ]
+        )
+        // An ordinary kind waits for the app to be opened; the mapped one launches it (here: waits for its process).
+        #expect(try self.post(client, "mail.received", ["id": 1]) == false)
+        #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning")
+        #expect(try self.post(client, "voip.call", ["from": "alice"]) == false)
+        try await onThread {
+            let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail, arguments: ["--mode", "voip"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didEnterBackground"])
+            #expect(try app.waitForLine("callback didFinishLaunching").contains("destination=background"))
+            #expect(
+                try app.events(atLeast: 2) == [
+                    #"event mail.received count=1 payload={"id":1}"#, #"event voip.call count=1 payload={"from":"alice"}"#,
+                ]
+            )
+            usleep(300_000)
+            let state = try testClient(daemon.socketPath).call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])
+            #expect(state["app"]?["state"] == "background", "with its mode it is not suspended")
+        }
+        daemon.signal(SIGKILL)
+    }
+
     @Test func coalescectlPostsAndShowsWhatIsHeld() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
