@@ -4,11 +4,17 @@ import Foundation
 /// program (an app, `coalescectl monitor`).
 public final class WatchedProcess: @unchecked Sendable {
     public let child: ChildProcess
-    private let condition = NSCondition()
-    private var lines: [String] = []
-    private var closed = false
-    /// How many lines a consumer such as ``ExampleApp/nextCallbacks(_:timeout:)`` has taken.
-    fileprivate var consumed = 0
+    private let collected = Collected()
+
+    /// What the reading thread collects: apart from the process object, so that the thread does not keep that
+    /// alive, and the child is killed when the test lets go of it (an app whose daemon is gone retries forever).
+    private final class Collected: @unchecked Sendable {
+        let condition = NSCondition()
+        var lines: [String] = []
+        var closed = false
+        /// How many lines a consumer such as ``ExampleApp/nextCallbacks(_:timeout:)`` has taken.
+        var consumed = 0
+    }
 
     public init(_ executable: String, _ arguments: [String]) throws {
         var pipeEnds: [CInt] = [0, 0]
@@ -27,7 +33,8 @@ public final class WatchedProcess: @unchecked Sendable {
         }
         close(pipeEnds[1])
         let readEnd = pipeEnds[0]
-        Thread.detachNewThread { [self] in
+        let collected = self.collected
+        Thread.detachNewThread {
             var pending: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -38,16 +45,16 @@ public final class WatchedProcess: @unchecked Sendable {
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                     let line = String(decoding: pending[..<newline], as: UTF8.self)
                     pending.removeSubrange(...newline)
-                    self.condition.withLock {
-                        self.lines.append(line)
-                        self.condition.broadcast()
+                    collected.condition.withLock {
+                        collected.lines.append(line)
+                        collected.condition.broadcast()
                     }
                 }
             }
             close(readEnd)
-            self.condition.withLock {
-                self.closed = true
-                self.condition.broadcast()
+            collected.condition.withLock {
+                collected.closed = true
+                collected.condition.broadcast()
             }
         }
     }
@@ -57,7 +64,7 @@ public final class WatchedProcess: @unchecked Sendable {
     }
 
     /// Everything printed so far.
-    public var output: [String] { self.condition.withLock { self.lines } }
+    public var output: [String] { self.collected.condition.withLock { self.collected.lines } }
 
     /// Waits for a line that starts with `prefix` and returns it.
     @discardableResult
@@ -76,18 +83,21 @@ public final class WatchedProcess: @unchecked Sendable {
     /// Waits until `found` returns a value for the lines so far (it may move the consumed count).
     fileprivate func wait<T>(timeout: Duration, _ what: String, _ found: ([String], inout Int) -> T?) throws -> T {
         let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
-        return try self.condition.withLock {
+        let collected = self.collected
+        return try collected.condition.withLock {
             while true {
-                if let result = found(self.lines, &self.consumed) { return result }
-                if self.closed || !self.condition.wait(until: deadline) {
-                    if let result = found(self.lines, &self.consumed) { return result }
-                    throw SupportError("no \(what) (ended: \(self.closed)); output:\n\(self.lines.joined(separator: "\n"))")
+                if let result = found(collected.lines, &collected.consumed) { return result }
+                if collected.closed || !collected.condition.wait(until: deadline) {
+                    if let result = found(collected.lines, &collected.consumed) { return result }
+                    throw SupportError(
+                        "no \(what) (ended: \(collected.closed)); output:\n\(collected.lines.joined(separator: "\n"))"
+                    )
                 }
             }
         }
     }
 
-    fileprivate var consumedCount: Int { self.condition.withLock { self.consumed } }
+    fileprivate var consumedCount: Int { self.collected.condition.withLock { self.collected.consumed } }
 }
 
 /// The example app (`coalesce-example`) running as a child process: the tests watch a real app built on
