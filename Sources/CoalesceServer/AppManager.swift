@@ -96,6 +96,8 @@ final class AppManager: Sendable {
         var onScreen: Set<AppName> = []
         /// Which app each attached stream belongs to.
         var attached: [Int: AppName] = [:]
+        /// The apps subscribed to each topic: an index, so that a post to a topic does not visit every app.
+        var subscribers: [EventKind: Set<AppName>] = [:]
         /// Apps per state, kept as transitions happen (STATUS= asks every second).
         var counts: [AppState: Int] = [:]
         /// Posts accepted since start: sent at once, and held.
@@ -143,16 +145,16 @@ final class AppManager: Sendable {
         let now = wallClock()
         // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
         self.firstSequence = UInt64(try store.nextGeneration()) << 32 + 1
-        let declarations = try store.declarations()
-        for registration in try store.apps() {
+        for (registration, declarations) in try store.apps() {
             var record = Record(
                 registration: registration,
                 lifecycle: AppLifecycle(traits: registration.traits, timings: timings, firstSequence: self.firstSequence),
                 since: now,
                 queue: EventCoding.Queue(kindLimit: daemon.configuration.maxKindsPerApp)
             )
-            record.declarations = declarations[registration.name.value].map(EventDeclarations.init(stored:)) ?? EventDeclarations()
+            record.declarations = EventDeclarations(stored: declarations)
             state.records[registration.name] = record
+            for topic in record.declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
         }
         for row in try store.heldRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
@@ -242,6 +244,7 @@ final class AppManager: Sendable {
                 if let previous {
                     self.apply(previous, previousDeclarations ?? EventDeclarations(), in: &state)
                 } else if state.records[appName]?.lifecycle.state == .notRunning {
+                    for topic in declarations.topics { state.subscribers[topic]?.remove(appName) }
                     state.records[appName] = nil
                     state.counts[.notRunning, default: 0] -= 1
                 }
@@ -268,6 +271,10 @@ final class AppManager: Sendable {
                 since: wallClock(),
                 queue: EventCoding.Queue(kindLimit: self.daemon.configuration.maxKindsPerApp)
             )
+        for topic in record.declarations.topics.subtracting(declarations.topics) {
+            state.subscribers[topic]?.remove(registration.name)
+        }
+        for topic in declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
         record.registration = registration
         record.declarations = declarations
         record.lifecycle.traits = registration.traits
@@ -295,11 +302,14 @@ final class AppManager: Sendable {
     /// and then parks until the client hangs up, the app ends, or another Attach replaces this one.
     func attach(name: String, peer: VarlinkPeer, responder: VarlinkResponder) async throws(AppError) {
         let appName = try Self.appName(name)
-        let restored: String?
-        do {
-            restored = try self.store.savedState(of: appName)
-        } catch {
-            throw .storageFailed(reason: error.description)
+        // Read only when the attach is going to launch the app: a running app's new stream needs none.
+        var restored: String?
+        if self.state.withLock({ $0.records[appName]?.lifecycle.state == .notRunning }) {
+            do {
+                restored = try self.store.savedState(of: appName)
+            } catch {
+                throw .storageFailed(reason: error.description)
+            }
         }
         let process = Self.processHandle(of: peer)
         let id = try self.locked { state, log throws(AppError) in
@@ -442,10 +452,8 @@ final class AppManager: Sendable {
                 throw .unknownTarget(target: target)
             }
             recipients = self.state.withLock { state in
-                state.records.keys.sorted().compactMap { name in
-                    let record = state.records[name]!
-                    guard record.declarations.topics.contains(topic) else { return nil }
-                    return (name, record.declarations, record.registration.owner)
+                (state.subscribers[topic] ?? []).sorted().compactMap { name in
+                    state.records[name].map { (name, $0.declarations, $0.registration.owner) }
                 }
             }
             guard !recipients.isEmpty else { throw .unknownTarget(target: target) }
@@ -818,14 +826,7 @@ final class AppManager: Sendable {
         log: inout [LogEntry],
         _ body: (inout AppLifecycle<Instant>) -> [LifecycleEffect]
     ) {
-        var record = state.records[appName]!
-        record.lifecycle.timings = self.daemon.configuration.timings
-        let wasReceiving = record.lifecycle.receivesAtOnce
-        let effects = body(&record.lifecycle)
-        self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: nil)
-        self.wake(appName, &record, wasReceiving: wasReceiving)
-        self.reschedule(appName, &record, now: .now)
-        state.records[appName] = record
+        try? self.input(appName, in: &state, log: &log, launch: nil, body) { _ in }  // body cannot fail
     }
 
     private func apply(

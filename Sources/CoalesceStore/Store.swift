@@ -174,29 +174,27 @@ public final class Store: Sendable {
 
     // MARK: Apps
 
-    /// Every registered app.
-    public func apps() throws(StoreError) -> [AppRegistration] {
+    /// Every registered app, with its event declarations (JSON the daemon reads).
+    public func apps() throws(StoreError) -> [(registration: AppRegistration, declarations: String)] {
         try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit FROM app ORDER BY name")
-                .map { row in
-                    let name: String = row["name"]
-                    let modes: String = row["backgroundModes"]
-                    return AppRegistration(
-                        name: try AppName(name),
-                        owner: UInt32(truncatingIfNeeded: row["owner"] as Int64),
-                        traits: AppTraits(
-                            backgroundModes: Set(modes.split(separator: "\n").map(String.init)),
-                            exitsOnSuspend: row["exitsOnSuspend"]
-                        ),
-                        launchUnit: row["launchUnit"]
-                    )
-                }
+            try Row.fetchAll(
+                db,
+                sql: "SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, declarations FROM app ORDER BY name"
+            ).map { row in
+                let name: String = row["name"]
+                let modes: String = row["backgroundModes"]
+                let registration = AppRegistration(
+                    name: try AppName(name),
+                    owner: UInt32(truncatingIfNeeded: row["owner"] as Int64),
+                    traits: AppTraits(
+                        backgroundModes: Set(modes.split(separator: "\n").map(String.init)),
+                        exitsOnSuspend: row["exitsOnSuspend"]
+                    ),
+                    launchUnit: row["launchUnit"]
+                )
+                return (registration, row["declarations"] as String)
+            }
         }
-    }
-
-    /// How many apps are registered.
-    public func appCount() throws(StoreError) -> Int {
-        try self.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM app") ?? 0 }
     }
 
     /// Registers or updates an app with its event declarations (JSON the daemon reads); on disk when this returns.
@@ -209,17 +207,6 @@ public final class Store: Sendable {
         try await self.commits.submit { db in
             for registration in registrations { try Self.upsert(registration, declarations: "{}", db) }
         }.wait()
-    }
-
-    /// Each app's event declarations, by name.
-    public func declarations() throws(StoreError) -> [String: String] {
-        try self.read { db in
-            Dictionary(
-                uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT name, declarations FROM app").map {
-                    ($0["name"] as String, $0["declarations"] as String)
-                }
-            )
-        }
     }
 
     private static func upsert(_ registration: AppRegistration, declarations: String, _ db: Database) throws {

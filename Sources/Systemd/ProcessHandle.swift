@@ -33,15 +33,22 @@ public final class ProcessHandle: Sendable {
 
     /// The real uid of the process, from /proc; `nil` once it is gone.
     public var uid: UInt32? {
-        let fd = open("/proc/\(self.pid)/status", O_RDONLY | O_CLOEXEC)
+        guard let status = self.procFile("status"),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
+        else { return nil }
+        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
+    }
+
+    /// A small file of /proc/PID, read while the process is known to be alive (after a pid's reuse it would
+    /// describe another process).
+    private func procFile(_ name: String) -> String? {
+        let fd = open("/proc/\(self.pid)/\(name)", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0, self.isAlive else { return nil }
-        let text = String(decoding: buffer[..<count], as: UTF8.self)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
-        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
+        return String(decoding: buffer[..<count], as: UTF8.self)
     }
 
     /// Sends `signal`. Returns whether it was delivered: `false` once the process has exited.
@@ -58,14 +65,9 @@ public final class ProcessHandle: Sendable {
 
     /// Resident memory in bytes, from /proc; `nil` once the process is gone.
     public var residentBytes: Int? {
-        let fd = open("/proc/\(self.pid)/statm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0, self.isAlive else { return nil }
-        let fields = buffer[..<count].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        guard let fields = self.procFile("statm")?.split(separator: " "), fields.count > 1,
+            let pages = Int(fields[1])
+        else { return nil }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }

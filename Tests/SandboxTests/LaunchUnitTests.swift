@@ -36,7 +36,7 @@ import Varlink
             #expect(try sandbox.property("example-mail.service", "ActiveState") == "active")
             let mainPID = try sandbox.property("example-mail.service", "MainPID")
             let apps = try sandbox.run("coalescectl", "apps").stdout
-            #expect(apps.contains { _ in true } && apps.split(separator: "\n").contains { line in
+            #expect(apps.split(separator: "\n").contains { line in
                 line.hasPrefix("org.example.mail") && line.contains(" active ") && line.contains(" \(mainPID) ")
                     && line.contains("example-mail.service")
             }, "\(apps)")
