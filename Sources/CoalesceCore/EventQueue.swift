@@ -95,6 +95,22 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
         if self.slots.updateValue(slot, forKey: kind) == nil { self.order.append(kind) }
     }
 
+    /// Puts `kind`'s slot back to what it was before a post (`nil`: the kind was not held), for a post the store
+    /// could not keep.
+    public mutating func reset(_ kind: EventKind, to slot: Slot?) {
+        if let slot {
+            self.restore(kind, slot)
+        } else if self.slots.removeValue(forKey: kind) != nil {
+            self.order.removeAll { $0 == kind }
+        }
+    }
+
+    /// Sets what a later wake compares a netChange kind against (`nil`: nothing received yet), as restored from
+    /// the store or taken back.
+    public mutating func setBaseline(_ kind: EventKind, _ payload: Payload?) {
+        self.lastDelivered[kind] = payload
+    }
+
     /// Holds one post. A kind's slot keeps the policy of the post that opened it: a later post with another
     /// policy is folded into it by the slot's policy, so that what was held is never reinterpreted.
     /// - Throws: ``PostRefusal``; nothing changes then.

@@ -42,7 +42,7 @@ final class AppManager: Sendable {
         case overrun
     }
 
-    private struct Attachment {
+    struct Attachment {
         var id: Int
         var responder: VarlinkResponder
         var process: ProcessHandle?
@@ -55,13 +55,13 @@ final class AppManager: Sendable {
         var restoredState: String?
     }
 
-    private struct PendingLaunch {
+    struct PendingLaunch {
         var destination: LaunchDestination
         var waiters: [CheckedContinuation<Void, any Error>] = []
         var timeout: Scheduled<Void>?
     }
 
-    private struct Record {
+    struct Record {
         var registration: AppRegistration
         var lifecycle: AppLifecycle<Instant>
         var attachment: Attachment?
@@ -74,19 +74,28 @@ final class AppManager: Sendable {
         var declarations = EventDeclarations()
         /// What the app holds while it receives nothing (suspended or not running), one slot per kind.
         var queue: EventCoding.Queue
-        /// Events sent and not yet acknowledged, by sequence number; stored until acknowledged.
-        var unacked: [(seq: UInt64, event: JSONValue)] = []
+        /// Events sent and not yet acknowledged: their sequence numbers on the stream, and their numbers in the store
+        /// (`nil` for a volatile kind's, which are never sent again).
+        var unacked: [(seq: UInt64, id: Int64?, event: JSONValue)] = []
+        /// Events written (or volatile) that the app has not been sent: it stopped receiving before they were on
+        /// disk, or they were stored by an earlier run of the daemon. They go out first when it receives again.
+        var undelivered: [(id: Int64?, event: JSONValue)] = []
         /// A new stream attached: what was not acknowledged goes out again once the app runs.
         var redeliver = false
+        /// Posts on their way through the store: to be sent, to be held; and whether a wake's delivery of what is
+        /// held is on its way.
+        var sendsInFlight = 0
+        var holdsInFlight = 0
+        var drainInFlight = false
     }
 
     /// A parked stream's task, waiting for its end.
-    private struct Park {
+    struct Park {
         var continuation: CheckedContinuation<StreamEnd, Never>?
         var end: StreamEnd?
     }
 
-    private struct State {
+    struct State {
         var records: [AppName: Record] = [:]
         var monitors: [Int: VarlinkResponder] = [:]
         var parks: [Int: Park] = [:]
@@ -103,10 +112,12 @@ final class AppManager: Sendable {
         /// Posts accepted since start: sent at once, and held.
         var postsSent = 0
         var postsHeld = 0
+        /// The store refused the last event write: logged once, and once more when it keeps one again.
+        var storeFailing = false
     }
 
     /// What to write to the journal once the lock is released.
-    private struct LogEntry {
+    struct LogEntry {
         var level: Logger.Level
         var message: String
         var metadata: Logger.Metadata
@@ -117,12 +128,12 @@ final class AppManager: Sendable {
     /// Events sent to an app and not acknowledged, past which its posts are held until it catches up.
     static let maximumUnacknowledged = 4096
 
-    private let store: Store
-    private let daemon: DaemonState
+    let store: Store
+    let daemon: DaemonState
     private let eventLoop: any EventLoop
-    private let logger: Logger
+    let logger: Logger
     private let startUnit: @Sendable (String) throws -> Void
-    private let state: Locked<State>
+    let state: Locked<State>
     /// The first sequence number of this generation of the daemon.
     private let firstSequence: UInt64
 
@@ -164,7 +175,13 @@ final class AppManager: Sendable {
         }
         for row in try store.deliveryRows() {
             guard let app = try? AppName(row.app), let event = try? JSONParser.parse(Array(row.event.utf8)) else { continue }
-            state.records[app]?.unacked.append((UInt64(row.seq), event))
+            state.records[app]?.undelivered.append((row.id, event))
+        }
+        for row in try store.baselineRows() {
+            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+                let payload = try? JSONParser.parse(Array(row.payload.utf8))
+            else { continue }
+            state.records[app]?.queue.setBaseline(kind, EventPayload(payload))
         }
         state.counts[.notRunning] = state.records.count
         self.state = Locked(state)
@@ -184,7 +201,7 @@ final class AppManager: Sendable {
             var unacknowledged = 0
             for name in state.records.keys {
                 kinds += state.records[name]!.queue.kinds.count
-                unacknowledged += state.records[name]!.unacked.count
+                unacknowledged += state.records[name]!.unacked.count + state.records[name]!.undelivered.count
             }
             return (state.postsSent, state.postsHeld, kinds, unacknowledged)
         }
@@ -370,19 +387,7 @@ final class AppManager: Sendable {
                 state.records[appName]!.termination = nil
                 termination.acknowledged()
             }
-            if state.records[appName]!.unacked.first.map({ $0.seq <= sequence }) == true {
-                state.records[appName]!.unacked.removeAll { $0.seq <= sequence }
-                // Not waited for: an acknowledgement lost in a crash only means the events come again.
-                _ = self.store.acknowledge(app: appName, upTo: Int64(bitPattern: sequence))
-                // Caught up: what was held while it lagged goes out now.
-                var record = state.records[appName]!
-                if record.lifecycle.receivesAtOnce, !record.queue.isEmpty,
-                    record.unacked.count < Self.maximumUnacknowledged / 2
-                {
-                    self.sendPending(appName, &record)
-                    state.records[appName] = record
-                }
-            }
+            self.acknowledgeEvents(appName, upTo: sequence, in: &state)
             let now = Instant.now
             self.input(appName, in: &state, log: &log) { lifecycle in
                 lifecycle.acknowledge(upTo: sequence, now: now)
@@ -429,188 +434,6 @@ final class AppManager: Sendable {
             try await self.store.saveState(of: appName, data)
         } catch {
             throw .storageFailed(reason: error.description)
-        }
-    }
-
-    // MARK: Events
-
-    /// Posts an event to an app, or to every app subscribed to a topic (`topic:NAME`) that lets the caller post:
-    /// sent at once to an app that runs code, held and coalesced for one that is suspended or not running.
-    /// Returns whether any app received it at once, and how many apps it went to, after the store's commits.
-    func post(
-        target: String,
-        kind kindName: String,
-        payload: JSONValue,
-        policy: CoalescingPolicy?,
-        peer: VarlinkPeer
-    ) async throws(AppError) -> (delivered: Bool, recipients: Int) {
-        let kind: EventKind
-        do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
-        let recipients: [(AppName, EventDeclarations, UInt32)]
-        if target.hasPrefix(Self.topicPrefix) {
-            guard let topic = try? EventKind(String(target.dropFirst(Self.topicPrefix.count))) else {
-                throw .unknownTarget(target: target)
-            }
-            recipients = self.state.withLock { state in
-                (state.subscribers[topic] ?? []).sorted().compactMap { name in
-                    state.records[name].map { (name, $0.declarations, $0.registration.owner) }
-                }
-            }
-            guard !recipients.isEmpty else { throw .unknownTarget(target: target) }
-        } else {
-            guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
-            let found = try self.state.withLock { state throws(AppError) in
-                guard let record = state.records[appName] else { throw .unknownTarget(target: target) }
-                return (appName, record.declarations, record.registration.owner)
-            }
-            recipients = [found]
-        }
-        // Asked outside the lock: it may consult the user database (groups), which can be slow.
-        let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
-        guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
-        var commits: [StoreCommit] = []
-        var delivered = false
-        for (appName, declarations, _) in allowed {
-            let (commit, sent) = try self.enqueuePost(appName, kind: kind, payload: payload, policy: policy, target: target)
-            if let commit { commits.append(commit) }
-            delivered = delivered || sent
-            if !sent, declarations.wakingKinds[kind] != nil { self.launchForEvent(appName) }
-        }
-        for commit in commits {
-            do throws(StoreError) {
-                try await commit.wait()
-            } catch {
-                throw .storageFailed(reason: error.description)
-            }
-        }
-        return (delivered, allowed.count)
-    }
-
-    /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
-    /// launch unit, or when its process attaches), where the event reaches it after the launch's callbacks. An app
-    /// already running holds the event until it runs code again; a launch already on its way is left as it is.
-    private func launchForEvent(_ appName: AppName) {
-        let start = self.state.withLock { state in
-            guard let record = state.records[appName] else { return false }
-            return record.lifecycle.state == .notRunning && record.pendingLaunch == nil
-        }
-        guard start else { return }
-        Task {
-            do {
-                _ = try await self.launch(name: appName.value, destination: .background)
-            } catch {
-                self.logger.warning(
-                    "\(appName): could not launch it for an event",
-                    metadata: ["app": "\(appName)", "reason": "\(error)"]
-                )
-            }
-        }
-    }
-
-    /// Targets naming a topic start with this.
-    static let topicPrefix = "topic:"
-
-    /// One app's part of a post, under the lock: sent or held, and the store's write for it.
-    private func enqueuePost(
-        _ appName: AppName,
-        kind: EventKind,
-        payload: JSONValue,
-        policy: CoalescingPolicy?,
-        target: String
-    ) throws(AppError) -> (StoreCommit?, Bool) {
-        try self.state.withLock { state throws(AppError) -> (StoreCommit?, Bool) in
-            guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
-            let now = wallClock()
-            let payload = EventPayload(payload)
-            // An app that does not keep up (too much unread or unacknowledged) gets its events held and coalesced
-            // like a suspended one until it catches up, rather than growing the daemon's memory.
-            if record.lifecycle.receivesAtOnce, let attachment = record.attachment,
-                record.unacked.count < Self.maximumUnacknowledged,
-                attachment.responder.backlog < Self.monitorBacklogBound
-            {
-                let seq = record.lifecycle.reserveSequence()
-                let event = EventCoding.event(
-                    CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: now, lastPosted: now)
-                )
-                self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
-                record.queue.delivered(kind, payload)
-                state.postsSent += 1
-                guard !record.declarations.volatile.contains(kind) else {
-                    state.records[appName] = record
-                    return (nil, true)  // volatile: never stored, never sent again
-                }
-                record.unacked.append((seq, event))
-                state.records[appName] = record
-                let commit = self.store.deliver(app: appName, [(Int64(bitPattern: seq), event.jsonText)], clearHeld: false)
-                return (commit, true)
-            }
-            let policy = policy ?? record.declarations.policies[kind] ?? .latest
-            do throws(PostRefusal) {
-                try record.queue.post(kind, payload, policy: policy, at: now)
-            } catch {
-                throw AppError(error, target: target)
-            }
-            state.postsHeld += 1
-            guard !record.declarations.volatile.contains(kind) else {
-                state.records[appName] = record
-                return (nil, false)  // volatile: held in memory only
-            }
-            let position = record.queue.kinds.firstIndex(of: kind) ?? 0
-            let slot = EventCoding.encode(record.queue.slot(of: kind)!)  // just posted
-            state.records[appName] = record
-            return (self.store.hold(app: appName, kind: kind.value, position: position, slot: slot), false)
-        }
-    }
-
-    /// Once an app receives at once again (woken, launched, or a new stream attached): first what it has not
-    /// acknowledged (after a new attach), renumbered, then what it held, coalesced.
-    private func wake(_ appName: AppName, _ record: inout Record, wasReceiving: Bool) {
-        guard record.lifecycle.receivesAtOnce, record.attachment != nil, !wasReceiving || record.redeliver else { return }
-        self.sendPending(appName, &record)
-    }
-
-    private func sendPending(_ appName: AppName, _ record: inout Record) {
-        guard let attachment = record.attachment else { return }
-        var writes: [(seq: Int64, event: String)] = []
-        var replaced: [Int64] = []
-        if record.redeliver {
-            record.redeliver = false
-            let unacked = record.unacked
-            record.unacked = []
-            for (old, event) in unacked {
-                let seq = record.lifecycle.reserveSequence()
-                self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
-                record.unacked.append((seq, event))
-                replaced.append(Int64(bitPattern: old))
-                writes.append((Int64(bitPattern: seq), event.jsonText))
-            }
-        }
-        let held = !record.queue.isEmpty
-        for coalesced in record.queue.drain() {
-            let event = EventCoding.event(coalesced)
-            let seq = record.lifecycle.reserveSequence()
-            self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
-            guard !record.declarations.volatile.contains(coalesced.kind) else { continue }
-            record.unacked.append((seq, event))
-            writes.append((Int64(bitPattern: seq), event.jsonText))
-        }
-        guard !writes.isEmpty || held else { return }
-        // Not waited for: until it commits, the store still holds the events as they were, and they come again.
-        _ = self.store.deliver(app: appName, writes, replacing: replaced, clearHeld: held)
-    }
-
-    private func send(_ event: JSONValue, seq: UInt64, state: AppState, to attachment: Attachment) {
-        var callback = event.objectValue ?? [:]
-        callback["seq"] = .int(Int64(bitPattern: seq))
-        attachment.responder.send(["state": .string(state.rawValue), "callback": .object(callback)])
-    }
-
-    /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.
-    func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
-        let appName = try Self.systemAppName(name)
-        return try self.state.withLock { state throws(AppError) in
-            guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
-            return (record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) }, record.unacked.count)
         }
     }
 
@@ -1086,7 +909,7 @@ final class AppManager: Sendable {
     }
 
     /// For the System side, which names apps that exist: a name that cannot be one is no such app.
-    private static func systemAppName(_ name: String) throws(AppError) -> AppName {
+    static func systemAppName(_ name: String) throws(AppError) -> AppName {
         guard let appName = try? AppName(name) else { throw .noSuchApp(app: name) }
         return appName
     }
@@ -1141,7 +964,7 @@ final class Termination: Sendable {
     let sequence: UInt64
     private let grace: Duration
     private let eventLoop: any EventLoop
-    private let logger: Logger
+    let logger: Logger
     private let signalled = NIOLockedValueBox(false)
 
     init(app: AppName, process: ProcessHandle, sequence: UInt64, grace: Duration, eventLoop: any EventLoop, logger: Logger) {

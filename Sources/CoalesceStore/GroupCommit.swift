@@ -2,6 +2,36 @@ import Foundation
 import GRDB
 import Synchronization
 
+/// One write the daemon hands to the store, with what it changes in the daemon's memory.
+///
+/// The store runs ``perform(_:)`` on its writer thread, inside a transaction with the writes submitted around it,
+/// in the order they were submitted; ``finish(_:)`` is called once that transaction is on disk or has failed, again
+/// in submission order. When a write fails (its own statements, or the transaction it went into), ``undo()`` is
+/// called, so that what it changed in memory goes back to what is on disk: memory never gets ahead of the store.
+public protocol StoreOperation: AnyObject, Sendable {
+    /// Applies the change: in memory first, then its statements in `transaction`.
+    /// - Throws: whatever makes the write fail; ``undo()`` is called after.
+    func perform(_ transaction: StoreTransaction) throws
+    /// Takes back what ``perform(_:)`` changed in memory; a no-op if it changed nothing.
+    func undo()
+    /// The write is on disk (`nil`) or failed (the error ``perform(_:)`` threw, or a ``StoreError``).
+    func finish(_ failure: (any Error)?)
+}
+
+/// The statements one operation may run, inside the store's transaction.
+public struct StoreTransaction {
+    let db: Database
+    let path: String
+
+    func run(_ sql: String, _ arguments: StatementArguments) throws(StoreError) {
+        do {
+            try self.db.execute(sql: sql, arguments: arguments)
+        } catch {
+            throw StoreError(writing: self.path, error)
+        }
+    }
+}
+
 /// One write handed to the store: `wait()` returns once the transaction it went into is on disk.
 public final class StoreCommit: Sendable {
     private struct State {
@@ -37,24 +67,35 @@ public final class StoreCommit: Sendable {
     }
 }
 
+/// A write made of statements only, answered through a ``StoreCommit``.
+final class StatementWrite: StoreOperation {
+    let body: @Sendable (StoreTransaction) throws -> Void
+    let commit = StoreCommit()
+
+    init(_ body: @escaping @Sendable (StoreTransaction) throws -> Void) {
+        self.body = body
+    }
+
+    func perform(_ transaction: StoreTransaction) throws { try self.body(transaction) }
+    func undo() {}
+    func finish(_ failure: (any Error)?) {
+        guard let failure else { return self.commit.finish(.success(())) }
+        self.commit.finish(.failure(failure as? StoreError ?? StoreError("\(failure)")))
+    }
+}
+
 /// Group commit: writes that arrive while a transaction is being flushed wait, and then all of them go to disk in
 /// the next transaction, one fsync for the batch. Each caller is answered once its batch is durable, so
 /// durability does not cost an fsync per write, and a write that was answered is on disk. Writes are applied in
 /// the order they were submitted.
 ///
 /// One thread writes; every write runs in a savepoint of its own, so one that fails is undone alone and the others
-/// in its batch still commit.
+/// in its batch still commit, unless SQLite rolled the whole transaction back (a full disk can), in which case
+/// every write of the batch is undone and fails.
 final class GroupCommit: Sendable {
-    typealias Body = @Sendable (Database) throws -> Void
-
-    private struct Pending {
-        var body: Body
-        var commit: StoreCommit
-    }
-
     private final class Queue: @unchecked Sendable {
         let condition = NSCondition()
-        var pending: [Pending] = []
+        var pending: [any StoreOperation] = []
     }
 
     private let queue = Queue()
@@ -66,7 +107,7 @@ final class GroupCommit: Sendable {
                 queue.condition.lock()
                 while queue.pending.isEmpty { queue.condition.wait() }
                 let batch = queue.pending
-                queue.pending.removeAll()
+                queue.pending.removeAll(keepingCapacity: true)
                 queue.condition.unlock()
                 Self.commit(batch, pool: pool)
             }
@@ -75,35 +116,41 @@ final class GroupCommit: Sendable {
         thread.start()
     }
 
-    /// Queues `body` for the next transaction; it returns at once.
-    func submit(_ body: @escaping Body) -> StoreCommit {
-        let commit = StoreCommit()
+    /// Queues `operation` for the next transaction; it returns at once.
+    func submit(_ operation: any StoreOperation) {
         self.queue.condition.withLock {
-            self.queue.pending.append(Pending(body: body, commit: commit))
+            self.queue.pending.append(operation)
             self.queue.condition.signal()
         }
-        return commit
     }
 
-    private static func commit(_ batch: [Pending], pool: DatabasePool) {
-        var outcomes = [Result<Void, StoreError>](repeating: .success(()), count: batch.count)
+    private static func commit(_ batch: [any StoreOperation], pool: DatabasePool) {
+        var failures = [(any Error)?](repeating: nil, count: batch.count)
+        var performed: [Int] = []
         do {
             try pool.write { db in
-                for (index, pending) in batch.enumerated() {
+                let transaction = StoreTransaction(db: db, path: pool.path)
+                for (index, operation) in batch.enumerated() {
                     do {
                         try db.inSavepoint {
-                            try pending.body(db)
+                            try operation.perform(transaction)
                             return .commit
                         }
+                        performed.append(index)
                     } catch {
-                        outcomes[index] = .failure(StoreError("cannot write \(pool.path): \(error)"))
+                        operation.undo()
+                        failures[index] = error
+                        // SQLite rolls the whole transaction back on some errors (a full disk among them): nothing
+                        // of the batch is left to commit.
+                        if !db.isInsideTransaction { throw error }
                     }
                 }
             }
         } catch {
-            let failure = StoreError("cannot commit to \(pool.path): \(error)")
-            outcomes = outcomes.map { _ in .failure(failure) }
+            for index in performed.reversed() { batch[index].undo() }
+            let failure = StoreError(writing: pool.path, error)
+            failures = failures.map { $0 ?? failure }
         }
-        for (pending, outcome) in zip(batch, outcomes) { pending.commit.finish(outcome) }
+        for (operation, failure) in zip(batch, failures) { operation.finish(failure) }
     }
 }

@@ -10,6 +10,17 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) {
         self.description = description
     }
+
+    /// A failed write to the store at `path`; a full disk says so, since that is what a person can act on.
+    init(writing path: String, _ error: any Error) {
+        if let error = error as? StoreError {
+            self = error
+        } else if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
+            self.init("the file system holding \(path) is full; free space there (nothing was written)")
+        } else {
+            self.init("cannot write \(path): \(error)")
+        }
+    }
 }
 
 /// The daemon's durable state in one SQLite database (`coalesced.db` in the state directory, WAL mode): the app
@@ -84,6 +95,25 @@ public final class Store: Sendable {
                 table.primaryKey(["app", "seq"])
             }
         }
+        migrator.registerMigration("3: delivery ids and netChange baselines") { db in
+            // Deliveries are numbered by the store in the order they were written, not by the stream's sequence
+            // numbers: an event is written before it is sent, and numbered on the stream when it goes out.
+            try db.create(table: "deliveryByID") { table in
+                table.column("id", .integer).primaryKey()
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("event", .text).notNull()
+            }
+            try db.execute(sql: "INSERT INTO deliveryByID (app, event) SELECT app, event FROM delivery ORDER BY app, seq")
+            try db.drop(table: "delivery")
+            try db.rename(table: "deliveryByID", to: "delivery")
+            // What each app last received of each netChange kind: what a wake compares the held value against.
+            try db.create(table: "baseline") { table in
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("kind", .text).notNull()
+                table.column("payload", .text).notNull()
+                table.primaryKey(["app", "kind"])
+            }
+        }
         return migrator
     }
 
@@ -113,11 +143,18 @@ public final class Store: Sendable {
         public var slot: String
     }
 
-    /// An unacknowledged delivery as stored.
+    /// An unacknowledged delivery as stored, numbered in the order deliveries were written.
     public struct DeliveryRow: Sendable {
         public var app: String
-        public var seq: Int64
+        public var id: Int64
         public var event: String
+    }
+
+    /// What an app last received of a netChange kind.
+    public struct BaselineRow: Sendable {
+        public var app: String
+        public var kind: String
+        public var payload: String
     }
 
     public func heldRows() throws(StoreError) -> [HeldRow] {
@@ -130,45 +167,30 @@ public final class Store: Sendable {
 
     public func deliveryRows() throws(StoreError) -> [DeliveryRow] {
         try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT app, seq, event FROM delivery ORDER BY app, seq").map {
-                DeliveryRow(app: $0["app"], seq: $0["seq"], event: $0["event"])
+            try Row.fetchAll(db, sql: "SELECT app, id, event FROM delivery ORDER BY app, id").map {
+                DeliveryRow(app: $0["app"], id: $0["id"], event: $0["event"])
             }
         }
     }
 
-    /// Stores what is held for one kind (replacing what was).
-    public func hold(app: AppName, kind: String, position: Int, slot: String) -> StoreCommit {
-        self.commits.submit { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO held (app, kind, position, slot) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(app, kind) DO UPDATE SET slot = excluded.slot
-                    """,
-                arguments: [app.value, kind, position, slot]
-            )
-        }
-    }
-
-    /// Records deliveries (and drops what was held, when they are a wake's), in one write.
-    public func deliver(app: AppName, _ deliveries: [(seq: Int64, event: String)], replacing: [Int64] = [], clearHeld: Bool) -> StoreCommit {
-        self.commits.submit { db in
-            if clearHeld { try db.execute(sql: "DELETE FROM held WHERE app = ?", arguments: [app.value]) }
-            for seq in replacing {
-                try db.execute(sql: "DELETE FROM delivery WHERE app = ? AND seq = ?", arguments: [app.value, seq])
-            }
-            for delivery in deliveries {
-                try db.execute(
-                    sql: "INSERT INTO delivery (app, seq, event) VALUES (?, ?, ?)",
-                    arguments: [app.value, delivery.seq, delivery.event]
-                )
+    public func baselineRows() throws(StoreError) -> [BaselineRow] {
+        try self.read { db in
+            try Row.fetchAll(db, sql: "SELECT app, kind, payload FROM baseline").map {
+                BaselineRow(app: $0["app"], kind: $0["kind"], payload: $0["payload"])
             }
         }
     }
 
-    /// The app acknowledged everything up to `seq`.
-    public func acknowledge(app: AppName, upTo seq: Int64) -> StoreCommit {
-        self.commits.submit { db in
-            try db.execute(sql: "DELETE FROM delivery WHERE app = ? AND seq <= ?", arguments: [app.value, seq])
+    /// Queues `operation` for the next transaction; it returns at once, and the operation hears of the commit.
+    public func submit(_ operation: any StoreOperation) {
+        self.commits.submit(operation)
+    }
+
+    /// The app acknowledged the deliveries numbered `ids`. Not waited for: an acknowledgement lost in a crash only
+    /// means those events come again.
+    public func acknowledge(app: AppName, ids: [Int64]) -> StoreCommit {
+        self.write { transaction in
+            for id in ids { try transaction.run("DELETE FROM delivery WHERE id = ?", [id]) }
         }
     }
 
@@ -199,26 +221,26 @@ public final class Store: Sendable {
 
     /// Registers or updates an app with its event declarations (JSON the daemon reads); on disk when this returns.
     public func save(_ registration: AppRegistration, declarations: String = "{}") async throws(StoreError) {
-        try await self.commits.submit { db in try Self.upsert(registration, declarations: declarations, db) }.wait()
+        try await self.write { transaction in try Self.upsert(registration, declarations: declarations, transaction) }.wait()
     }
 
     /// Registers many apps in one transaction (an import).
     public func save(all registrations: [AppRegistration]) async throws(StoreError) {
-        try await self.commits.submit { db in
-            for registration in registrations { try Self.upsert(registration, declarations: "{}", db) }
+        try await self.write { transaction in
+            for registration in registrations { try Self.upsert(registration, declarations: "{}", transaction) }
         }.wait()
     }
 
-    private static func upsert(_ registration: AppRegistration, declarations: String, _ db: Database) throws {
-        try db.execute(
-            sql: """
+    private static func upsert(_ registration: AppRegistration, declarations: String, _ transaction: StoreTransaction) throws {
+        try transaction.run(
+            """
                 INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, declarations)
                 VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, backgroundModes = excluded.backgroundModes,
                     exitsOnSuspend = excluded.exitsOnSuspend, launchUnit = excluded.launchUnit,
                     declarations = excluded.declarations
                 """,
-            arguments: [
+            [
                 registration.name.value, Int64(registration.owner),
                 registration.traits.backgroundModes.sorted().joined(separator: "\n"),
                 registration.traits.exitsOnSuspend, registration.launchUnit, declarations,
@@ -235,16 +257,22 @@ public final class Store: Sendable {
 
     /// Keeps `data` for the app, or forgets what it kept; on disk when this returns.
     public func saveState(of app: AppName, _ data: String?) async throws(StoreError) {
-        try await self.commits.submit { db in
+        try await self.write { transaction in
             if let data {
-                try db.execute(
-                    sql: "INSERT INTO savedState (app, data) VALUES (?, ?) ON CONFLICT(app) DO UPDATE SET data = excluded.data",
-                    arguments: [app.value, data]
+                try transaction.run(
+                    "INSERT INTO savedState (app, data) VALUES (?, ?) ON CONFLICT(app) DO UPDATE SET data = excluded.data",
+                    [app.value, data]
                 )
             } else {
-                try db.execute(sql: "DELETE FROM savedState WHERE app = ?", arguments: [app.value])
+                try transaction.run("DELETE FROM savedState WHERE app = ?", [app.value])
             }
         }.wait()
+    }
+
+    private func write(_ body: @escaping @Sendable (StoreTransaction) throws -> Void) -> StoreCommit {
+        let write = StatementWrite(body)
+        self.commits.submit(write)
+        return write.commit
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
@@ -253,5 +281,38 @@ public final class Store: Sendable {
         } catch {
             throw StoreError("cannot read \(self.path): \(error)")
         }
+    }
+}
+
+/// The event statements, for operations to run in ``StoreOperation/perform(_:)``.
+extension StoreTransaction {
+    /// Stores what is held for one kind (replacing what was).
+    public func hold(app: AppName, kind: String, position: Int, slot: String) throws(StoreError) {
+        try self.run(
+            """
+            INSERT INTO held (app, kind, position, slot) VALUES (?, ?, ?, ?)
+            ON CONFLICT(app, kind) DO UPDATE SET slot = excluded.slot
+            """,
+            [app.value, kind, position, slot]
+        )
+    }
+
+    /// Forgets what the app held (it was delivered).
+    public func clearHeld(app: AppName) throws(StoreError) {
+        try self.run("DELETE FROM held WHERE app = ?", [app.value])
+    }
+
+    /// Stores an event until the app acknowledges it; returns its number.
+    public func addDelivery(app: AppName, event: String) throws(StoreError) -> Int64 {
+        try self.run("INSERT INTO delivery (app, event) VALUES (?, ?)", [app.value, event])
+        return self.db.lastInsertedRowID
+    }
+
+    /// Keeps what the app last received of a netChange kind.
+    public func setBaseline(app: AppName, kind: String, payload: String) throws(StoreError) {
+        try self.run(
+            "INSERT INTO baseline (app, kind, payload) VALUES (?, ?, ?) ON CONFLICT(app, kind) DO UPDATE SET payload = excluded.payload",
+            [app.value, kind, payload]
+        )
     }
 }

@@ -55,11 +55,14 @@ public final class DaemonProcess: @unchecked Sendable {
     ///   - configuration: the text of coalesced.conf.
     ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
     ///   - stateFiles: files to put in the state directory before the daemon starts, by name.
+    ///   - wrapper: a command that runs the daemon (its path and arguments come after), as `nsenter` to start it in
+    ///     another mount namespace; it must exec, so that the daemon keeps its pid.
     public init(
         configuration: String = "",
         environment: [String: String] = [:],
         arguments: [String] = [],
-        stateFiles: [String: String] = [:]
+        stateFiles: [String: String] = [:],
+        wrapper: [String] = []
     ) throws {
         self.directory = try TemporaryDirectory()
         for (name, text) in stateFiles { try self.directory.write("state/" + name, text) }
@@ -80,7 +83,8 @@ public final class DaemonProcess: @unchecked Sendable {
         merged.merge(environment) { _, new in new }
         let log = open(self.logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
         defer { close(log) }
-        self.child = try ChildProcess(BuildProducts.path(of: "coalesced"), arguments, environment: merged, output: log)
+        let command = wrapper + [BuildProducts.path(of: "coalesced")] + arguments
+        self.child = try ChildProcess(command[0], Array(command.dropFirst()), environment: merged, output: log)
     }
 
     deinit {

@@ -3,9 +3,10 @@ import Foundation
 import Testing
 import Varlink
 
-/// The crash test: producers post to suspended apps while the daemon is killed with SIGKILL at random moments and
-/// started again. Every answered post must be held afterwards (none lost) and nothing but the posts that were
-/// sent may be (none invented): for each kind, answered ≤ held ≤ answered + posts whose answer the kill cut off.
+/// The crash test: producers post to stopped apps while the daemon is killed with SIGKILL at random moments and
+/// started again. When the apps run afterwards, every answered post must be in the counts they receive (none lost)
+/// and nothing but the posts that were sent (none invented): for each kind, answered ≤ delivered ≤ answered + posts
+/// whose answer the kill cut off.
 @Suite struct CrashTests {
     final class Tally: @unchecked Sendable {
         private let lock = NSLock()
@@ -87,15 +88,25 @@ import Varlink
         print("crash test: \(tally.total) posts answered, \(tally.unknown.values.reduce(0, +)) cut off by 6 kills")
         #expect(tally.unexpected.isEmpty, "\(tally.unexpected.prefix(3))")
         #expect(tally.total > 100, "the producers got posts through: \(tally.total)")
-        let client = try testClient(socket)
-        for app in apps {
-            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(app)])["held"]?.arrayValue ?? []
-            for kind in kinds {
-                let count = Int(held.first { $0["kind"] == .string(kind) }?["count"]?.intValue ?? 0)
-                let answered = tally.answered[app + " " + kind] ?? 0
-                let cutOff = tally.unknown[app + " " + kind] ?? 0
-                #expect(count >= answered, "\(app) \(kind): \(count) held, \(answered) answered: an answered post was lost")
-                #expect(count <= answered + cutOff, "\(app) \(kind): \(count) held, \(answered) answered + \(cutOff) cut off: invented")
+        // Each app, started now, receives one event per kind whose count is every answered post and nothing
+        // beyond what was sent, numbered upwards.
+        try await onThread {
+            for app in apps {
+                let example = try ExampleApp(socket: socket, name: app)
+                #expect(try example.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+                let posted = kinds.filter { (tally.answered[app + " " + $0] ?? 0) + (tally.unknown[app + " " + $0] ?? 0) > 0 }
+                let events = try example.events(atLeast: posted.count)
+                for kind in kinds {
+                    let line = events.first { $0.hasPrefix("event \(kind) count=") }
+                    let count = line.flatMap { Int($0.split(separator: " ")[2].dropFirst("count=".count)) } ?? 0
+                    let answered = tally.answered[app + " " + kind] ?? 0
+                    let cutOff = tally.unknown[app + " " + kind] ?? 0
+                    #expect(count >= answered, "\(app) \(kind): \(count) delivered, \(answered) answered: an answered post was lost")
+                    #expect(count <= answered + cutOff, "\(app) \(kind): \(count) delivered, \(answered) answered + \(cutOff) cut off: invented")
+                }
+                #expect(events.count == posted.count, "one event per kind: \(events)")
+                let sequences = example.eventSequences
+                #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "numbers go upwards: \(sequences)")
             }
         }
         #expect(daemons.count == 7, "six kills, six restarts")

@@ -139,6 +139,36 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    @Test func netChangeComparesAgainstWhatTheAppReceivedBeforeARestart() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        try await onThread {
+            let client = try testClient(socket)
+            let app = try self.suspendedApp(first, client)
+            #expect(try self.post(client, "temperature", ["celsius": 20]) == true)
+            #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
+            app.child.signal(SIGKILL)
+            _ = app.child.wait(timeout: .seconds(10))
+        }
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+
+        let second = try DaemonProcess(arguments: ["--socket", socket, "--state-dir", first.directory.file("state")])
+        try await onThread { try second.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(socket)
+            for celsius in [25, 20] { _ = try self.post(client, "temperature", ["celsius": .int(Int64(celsius))]) }
+            _ = try self.post(client, "mail.received", ["id": 1])
+            let app = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.events(atLeast: 1) == [#"event mail.received count=1 payload={"id":1}"#])
+            usleep(300_000)
+            #expect(app.eventSequences.count == 1, "the temperature came back to what the app last received: nothing")
+        }
+        second.signal(SIGKILL)
+    }
+
     @Test func volatileKindsAreHeldInMemoryOnly() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }

@@ -1,0 +1,410 @@
+import CoalesceCore
+import CoalesceStore
+import Logging
+import NIOConcurrencyHelpers
+import Varlink
+
+/// Events: posts, held and coalesced for an app that receives nothing, sent at once to one that runs code.
+///
+/// Every change to what an app holds or is sent goes through the store in the order it was decided (an
+/// ``EventWrite``): the store's writer applies it to memory and writes it in the same step, and takes it back from
+/// memory if the write fails. Events go out on the app's stream only once they are on disk, in the order they were
+/// written, and are numbered on the stream as they go out. So an app never receives an event whose post was
+/// refused, memory never holds what the disk does not, and the events of a wake follow the wake's callbacks.
+extension AppManager {
+    /// Targets naming a topic start with this.
+    static let topicPrefix = "topic:"
+
+    /// Posts an event to an app, or to every app subscribed to a topic (`topic:NAME`) that lets the caller post:
+    /// sent to an app that runs code, held and coalesced for one that is suspended or not running.
+    /// Returns whether any app was sent it, and how many apps it went to, once it is on disk.
+    func post(
+        target: String,
+        kind kindName: String,
+        payload: JSONValue,
+        policy: CoalescingPolicy?,
+        peer: VarlinkPeer
+    ) async throws(AppError) -> (delivered: Bool, recipients: Int) {
+        let kind: EventKind
+        do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
+        let recipients: [(AppName, EventDeclarations, UInt32)]
+        if target.hasPrefix(Self.topicPrefix) {
+            guard let topic = try? EventKind(String(target.dropFirst(Self.topicPrefix.count))) else {
+                throw .unknownTarget(target: target)
+            }
+            recipients = self.state.withLock { state in
+                (state.subscribers[topic] ?? []).sorted().compactMap { name in
+                    state.records[name].map { (name, $0.declarations, $0.registration.owner) }
+                }
+            }
+            guard !recipients.isEmpty else { throw .unknownTarget(target: target) }
+        } else {
+            guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
+            let found = try self.state.withLock { state throws(AppError) in
+                guard let record = state.records[appName] else { throw .unknownTarget(target: target) }
+                return (appName, record.declarations, record.registration.owner)
+            }
+            recipients = [found]
+        }
+        // Asked outside the lock: it may consult the user database (groups), which can be slow.
+        let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
+        guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
+        var writes: [EventWrite] = []
+        var delivered = false
+        for (appName, declarations, _) in allowed {
+            let (write, sent) = try self.enqueuePost(appName, kind: kind, payload: payload, policy: policy, target: target)
+            writes.append(write)
+            delivered = delivered || sent
+            if !sent, declarations.wakingKinds[kind] != nil { self.launchForEvent(appName) }
+        }
+        for write in writes {
+            switch await write.outcome() {
+            case nil: continue
+            case let refusal as PostRefusal: throw AppError(refusal, target: target)
+            case let failure as StoreError: throw .storageFailed(reason: failure.description)
+            case let failure?: throw .storageFailed(reason: "\(failure)")
+            }
+        }
+        return (delivered, allowed.count)
+    }
+
+    /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
+    /// launch unit, or when its process attaches), where the event reaches it after the launch's callbacks. An app
+    /// already running holds the event until it runs code again; a launch already on its way is left as it is.
+    private func launchForEvent(_ appName: AppName) {
+        let start = self.state.withLock { state in
+            guard let record = state.records[appName] else { return false }
+            return record.lifecycle.state == .notRunning && record.pendingLaunch == nil
+        }
+        guard start else { return }
+        Task {
+            do {
+                _ = try await self.launch(name: appName.value, destination: .background)
+            } catch {
+                self.logger.warning(
+                    "\(appName): could not launch it for an event",
+                    metadata: ["app": "\(appName)", "reason": "\(error)"]
+                )
+            }
+        }
+    }
+
+    /// One app's part of a post: sent or held, decided and handed to the store under the lock, so that the store
+    /// applies posts in the order they were decided.
+    private func enqueuePost(
+        _ appName: AppName,
+        kind: EventKind,
+        payload: JSONValue,
+        policy: CoalescingPolicy?,
+        target: String
+    ) throws(AppError) -> (EventWrite, Bool) {
+        try self.state.withLock { state throws(AppError) -> (EventWrite, Bool) in
+            guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
+            let posted = wallClock()
+            let payload = EventPayload(payload)
+            let durable = !record.declarations.volatile.contains(kind)
+            let policy = policy ?? record.declarations.policies[kind] ?? .latest
+            // An app that does not keep up (too much unread or unacknowledged) gets its events held and coalesced
+            // like a suspended one until it catches up, rather than growing the daemon's memory.
+            let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
+            let sendsNow =
+                record.lifecycle.receivesAtOnce && record.attachment != nil
+                && outstanding < Self.maximumUnacknowledged
+                && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
+            let write: EventWrite
+            if sendsNow {
+                // What it held while it lagged (or what a failed wake left) goes first.
+                self.deliverHeld(appName, &record)
+                write = EventWrite(
+                    manager: self, app: appName, durable: durable,
+                    .send(kind, payload, netChange: policy == .netChange, posted: posted)
+                )
+                record.sendsInFlight += 1
+            } else {
+                write = EventWrite(manager: self, app: appName, durable: durable, .hold(kind, payload, policy, posted: posted))
+                record.holdsInFlight += 1
+            }
+            state.records[appName] = record
+            self.store.submit(write)
+            return (write, sendsNow)
+        }
+    }
+
+    /// Once an app receives at once again (woken, launched, or a new stream attached): first what it has not
+    /// acknowledged (after a new attach), renumbered, then what was written for it and not sent, then what it held,
+    /// coalesced.
+    func wake(_ appName: AppName, _ record: inout Record, wasReceiving: Bool) {
+        guard record.lifecycle.receivesAtOnce, record.attachment != nil, !wasReceiving || record.redeliver else { return }
+        self.sendPending(appName, &record)
+    }
+
+    func sendPending(_ appName: AppName, _ record: inout Record) {
+        guard let attachment = record.attachment else { return }
+        if record.redeliver {
+            record.redeliver = false
+            let unacked = record.unacked
+            record.unacked = []
+            for (_, id, event) in unacked {
+                let seq = record.lifecycle.reserveSequence()
+                self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+                record.unacked.append((seq, id, event))
+            }
+        }
+        self.sendUndelivered(&record)
+        self.deliverHeld(appName, &record)
+    }
+
+    /// Sends what was written for the app and not yet sent, if it receives now.
+    private func sendUndelivered(_ record: inout Record) {
+        guard record.lifecycle.receivesAtOnce, let attachment = record.attachment, !record.redeliver else { return }
+        for (id, event) in record.undelivered {
+            let seq = record.lifecycle.reserveSequence()
+            self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+            if id != nil { record.unacked.append((seq, id, event)) }
+        }
+        record.undelivered.removeAll()
+    }
+
+    /// Hands what the app holds (and what posts on their way will add) to the store to be delivered, unless that
+    /// is already on its way.
+    private func deliverHeld(_ appName: AppName, _ record: inout Record) {
+        guard !record.drainInFlight, !record.queue.isEmpty || record.holdsInFlight > 0 else { return }
+        record.drainInFlight = true
+        self.store.submit(EventWrite(manager: self, app: appName, durable: true, .drain))
+    }
+
+    /// The app has handled what it was sent up to `sequence`: those events leave the store. An app that had fallen
+    /// behind and caught up gets what was held meanwhile.
+    func acknowledgeEvents(_ appName: AppName, upTo sequence: UInt64, in state: inout State) {
+        guard var record = state.records[appName], record.unacked.first.map({ $0.seq <= sequence }) == true else { return }
+        let handled = record.unacked.prefix { $0.seq <= sequence }
+        record.unacked.removeFirst(handled.count)
+        let ids = handled.compactMap(\.id)
+        // Not waited for: an acknowledgement lost in a crash only means the events come again.
+        if !ids.isEmpty { _ = self.store.acknowledge(app: appName, ids: ids) }
+        if record.lifecycle.receivesAtOnce, record.unacked.count < Self.maximumUnacknowledged / 2 {
+            self.deliverHeld(appName, &record)
+        }
+        state.records[appName] = record
+    }
+
+    func send(_ event: JSONValue, seq: UInt64, state: AppState, to attachment: Attachment) {
+        var callback = event.objectValue ?? [:]
+        callback["seq"] = .int(Int64(bitPattern: seq))
+        attachment.responder.send(["state": .string(state.rawValue), "callback": .object(callback)])
+    }
+
+    /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.
+    func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
+        let appName = try Self.systemAppName(name)
+        return try self.state.withLock { state throws(AppError) in
+            guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
+            return (
+                record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) },
+                record.unacked.count + record.undelivered.count
+            )
+        }
+    }
+
+    // MARK: What an EventWrite does to memory (on the store's writer thread)
+
+    /// Folds one post into what the app holds; returns the slot as it was (for undo) and as it is now, with its
+    /// position among the kinds.
+    /// - Throws: ``PostRefusal``, with nothing changed.
+    fileprivate func fold(
+        _ appName: AppName,
+        _ kind: EventKind,
+        _ payload: EventPayload,
+        _ policy: CoalescingPolicy,
+        posted: Double
+    ) throws(PostRefusal) -> (before: EventCoding.Queue.Slot?, after: EventCoding.Queue.Slot, position: Int)? {
+        try self.state.withLock { state throws(PostRefusal) in
+            guard state.records[appName] != nil else { return nil }  // never: apps are not removed
+            let before = state.records[appName]!.queue.slot(of: kind)
+            try state.records[appName]!.queue.post(kind, payload, policy: policy, at: posted)
+            let queue = state.records[appName]!.queue
+            return (before, queue.slot(of: kind)!, queue.kinds.firstIndex(of: kind)!)
+        }
+    }
+
+    fileprivate func unfold(_ appName: AppName, _ kind: EventKind, to slot: EventCoding.Queue.Slot?) {
+        self.state.withLock { $0.records[appName]?.queue.reset(kind, to: slot) }
+    }
+
+    /// Records what the app is sent of a netChange kind; returns what it was before.
+    fileprivate func setBaseline(_ appName: AppName, _ kind: EventKind, _ payload: EventPayload?) -> EventPayload? {
+        self.state.withLock { state in
+            let before = state.records[appName]?.queue.lastDelivered[kind]
+            state.records[appName]?.queue.setBaseline(kind, payload)
+            return before
+        }
+    }
+
+    /// Takes everything the app holds, coalesced; returns the queue as it was (for undo), the events, and which
+    /// kinds are volatile.
+    fileprivate func drain(_ appName: AppName) -> (before: EventCoding.Queue, events: [EventCoding.Queue.Event], volatile: Set<EventKind>)? {
+        self.state.withLock { state in
+            guard var record = state.records[appName] else { return nil }
+            let before = record.queue
+            let events = record.queue.drain()
+            state.records[appName] = record
+            return (before, events, record.declarations.volatile)
+        }
+    }
+
+    fileprivate func restore(_ appName: AppName, queue: EventCoding.Queue) {
+        self.state.withLock { $0.records[appName]?.queue = queue }
+    }
+
+    /// A write finished: its events go out in the order they were written, if the app receives now; otherwise
+    /// they wait for it. The first write the store refuses, and the first one after that it keeps, are logged.
+    fileprivate func finished(
+        _ appName: AppName,
+        _ action: EventWrite.Action,
+        sending events: [(id: Int64?, event: JSONValue)],
+        failure: (any Error)?
+    ) {
+        let storeFailure = failure as? StoreError
+        let change = self.state.withLock { state -> Bool in
+            guard var record = state.records[appName] else { return false }
+            switch action {
+            case .send:
+                record.sendsInFlight -= 1
+                if failure == nil { state.postsSent += 1 }
+            case .hold:
+                record.holdsInFlight -= 1
+                if failure == nil { state.postsHeld += 1 }
+            case .drain: record.drainInFlight = false
+            }
+            record.undelivered.append(contentsOf: events)
+            self.sendUndelivered(&record)
+            state.records[appName] = record
+            let failing = storeFailure != nil || (state.storeFailing && failure != nil)
+            defer { state.storeFailing = failing }
+            return failing != state.storeFailing
+        }
+        guard change else { return }
+        if let storeFailure {
+            self.logger.error(
+                "Cannot write events to the store: \(storeFailure)",
+                metadata: ["app": "\(appName)", "reason": "\(storeFailure)"]
+            )
+        } else {
+            self.logger.notice("Writing events to the store again", metadata: ["app": "\(appName)"])
+        }
+    }
+}
+
+/// One change to what an app holds or is sent, carried out by the store's writer thread in the order it was
+/// decided (see ``StoreOperation``): memory and disk change together, or neither does.
+final class EventWrite: StoreOperation, @unchecked Sendable {
+    enum Action {
+        /// Sent to the app at once (stored until acknowledged, unless volatile).
+        case send(EventKind, EventPayload, netChange: Bool, posted: Double)
+        /// Folded into what the app holds (one stored row per kind, unless volatile).
+        case hold(EventKind, EventPayload, CoalescingPolicy, posted: Double)
+        /// Everything held, coalesced and handed to the app (stored until acknowledged).
+        case drain
+    }
+
+    private let manager: AppManager
+    private let app: AppName
+    private let durable: Bool
+    private let action: Action
+    // Written by perform, read by undo and finish: all on the store's writer thread, one after the other.
+    private var undoing: (() -> Void)?
+    private var events: [(id: Int64?, event: JSONValue)] = []
+    private let waiter = NIOLockedValueBox(Waiter.waiting(nil))
+
+    private enum Waiter {
+        case waiting(CheckedContinuation<(any Error)?, Never>?)
+        case done((any Error)?)
+    }
+
+    init(manager: AppManager, app: AppName, durable: Bool, _ action: Action) {
+        self.manager = manager
+        self.app = app
+        self.durable = durable
+        self.action = action
+    }
+
+    func perform(_ transaction: StoreTransaction) throws {
+        let manager = self.manager
+        let app = self.app
+        switch self.action {
+        case .send(let kind, let payload, let netChange, let posted):
+            let event = EventCoding.event(
+                CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: posted, lastPosted: posted)
+            )
+            if netChange {
+                let before = manager.setBaseline(app, kind, payload)
+                self.undoing = { _ = manager.setBaseline(app, kind, before) }
+            }
+            var id: Int64?
+            if self.durable {
+                id = try transaction.addDelivery(app: app, event: event.jsonText)
+                if netChange { try transaction.setBaseline(app: app, kind: kind.value, payload: payload.value.jsonText) }
+            }
+            self.events = [(id, event)]
+        case .hold(let kind, let payload, let policy, let posted):
+            guard let folded = try manager.fold(app, kind, payload, policy, posted: posted) else { return }
+            self.undoing = { manager.unfold(app, kind, to: folded.before) }
+            if self.durable {
+                try transaction.hold(app: app, kind: kind.value, position: folded.position, slot: EventCoding.encode(folded.after))
+            }
+        case .drain:
+            guard let drained = manager.drain(app) else { return }
+            self.undoing = { manager.restore(app, queue: drained.before) }
+            var storedHeld = false
+            for kind in drained.before.kinds where !drained.volatile.contains(kind) { storedHeld = true }
+            if storedHeld { try transaction.clearHeld(app: app) }
+            for coalesced in drained.events {
+                let event = EventCoding.event(coalesced)
+                guard !drained.volatile.contains(coalesced.kind) else {
+                    self.events.append((nil, event))
+                    continue
+                }
+                let id = try transaction.addDelivery(app: app, event: event.jsonText)
+                if coalesced.payload != nil, drained.before.policy(of: coalesced.kind) == .netChange {
+                    try transaction.setBaseline(app: app, kind: coalesced.kind.value, payload: coalesced.payload!.value.jsonText)
+                }
+                self.events.append((id, event))
+            }
+        }
+    }
+
+    func undo() {
+        self.undoing?()
+        self.undoing = nil
+        self.events = []
+    }
+
+    func finish(_ failure: (any Error)?) {
+        self.manager.finished(self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
+        if let failure, case .drain = self.action {
+            // The held events stay held, in memory and on disk, and go out with the app's next wake or post.
+            self.manager.logger.error(
+                "\(self.app): could not deliver what it held: \(failure)",
+                metadata: ["app": "\(self.app)", "reason": "\(failure)"]
+            )
+        }
+        let waiting = self.waiter.withLockedValue { waiter -> CheckedContinuation<(any Error)?, Never>? in
+            defer { waiter = .done(failure) }
+            if case .waiting(let continuation) = waiter { return continuation }
+            return nil
+        }
+        waiting?.resume(returning: failure)
+    }
+
+    /// Waits for the write: `nil` once it is on disk, else why it failed (a ``PostRefusal`` or a ``StoreError``).
+    func outcome() async -> (any Error)? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<(any Error)?, Never>) in
+            let done = self.waiter.withLockedValue { waiter -> (any Error)?? in
+                if case .done(let failure) = waiter { return .some(failure) }
+                waiter = .waiting(continuation)
+                return .none
+            }
+            if case .some(let failure) = done { continuation.resume(returning: failure) }
+        }
+    }
+}
