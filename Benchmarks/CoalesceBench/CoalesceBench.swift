@@ -30,14 +30,14 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Posts per throughput measurement.")
     var posts = 50_000
 
-    @Option(help: "Posts held for the wake measurement.")
-    var wakePosts = 100_000
+    @Option(help: "Posts held for the wake measurements (one per value, each with its own app).")
+    var wakePosts: [Int] = [10_000, 1_000_000]
 
     @Option(help: "Suspended apps for the memory measurement of events.")
     var suspendedApps = 1_000
 
-    @Option(help: "Posts for the memory measurement of events.")
-    var memoryPosts = 200_000
+    @Option(help: "Posts for the memory measurement of events (RSS after each total).")
+    var memoryPosts: [Int] = [100_000, 1_000_000]
 
     @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events.")
     var parts: [String] = ["daemon", "lifecycle", "events"]

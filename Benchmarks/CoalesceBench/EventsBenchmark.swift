@@ -5,9 +5,9 @@ import Varlink
 /// Posts into suspended apps and the baselines the same run measures: a bare Unix socket and Redis.
 struct EventsBenchmark {
     var posts: Int
-    var wakePosts: Int
+    var wakePosts: [Int]
     var suspendedApps: Int
-    var memoryPosts: Int
+    var memoryPosts: [Int]
 
     func run() throws {
         print("| events | value |")
@@ -73,40 +73,63 @@ struct EventsBenchmark {
         drain.stop()
         print("| Post round trip to an active app, durable, p50 / p99 | \(Self.format(roundTrip.p50)) / \(Self.format(roundTrip.p99)) µs |")
 
-        // Wake: many posts across 100 kinds held for one app, then the time from Attach (its launch) to the last
-        // coalesced event.
-        _ = try client.call("io.coalesced.App.Register", ["name": "org.bench.sleeper"])
-        _ = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.wakePosts, payload: payload, target: "org.bench.sleeper", kinds: 100)
-        let waker = try VarlinkClient(path: daemon.socketPath)
-        let start = ContinuousClock.now
-        try waker.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": "org.bench.sleeper"], more: true))
-        var events = 0
-        while events < 100 {
-            let reply = try waker.receiveReply()
-            if let kind = reply.parameters["callback"]?["kind"]?.stringValue, !kind.hasPrefix("lifecycle.") { events += 1 }
+        // The same for a volatile kind: no disk in the way.
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            ["name": "org.bench.volatile-active", "kinds": ["bench": ["policy": "latest", "volatile": true]]]
+        )
+        let volatileStream = try VarlinkClient(path: daemon.socketPath)
+        try volatileStream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": "org.bench.volatile-active"], more: true))
+        _ = try volatileStream.receiveReply()
+        let volatileDrain = StreamDrain([volatileStream])
+        let volatileTrip = try RoundTrips.measure(count: 20_000) {
+            _ = try client.call("io.coalesced.App.Post", ["target": "org.bench.volatile-active", "kind": "bench", "payload": payload])
         }
-        let wake = (ContinuousClock.now - start).milliseconds
-        print("| wake: \(self.wakePosts) posts across 100 kinds held, Attach to the 100th event | \(Self.format(wake)) ms |")
+        volatileDrain.stop()
+        print("| Post round trip to an active app, volatile, p50 / p99 | \(Self.format(volatileTrip.p50)) / \(Self.format(volatileTrip.p99)) µs |")
+
+        // Wake: many posts across 100 kinds held for one app, then the time from Attach (its launch) to the last
+        // coalesced event; once per number of posts, to show it does not depend on it.
+        for (index, posts) in self.wakePosts.enumerated() {
+            let sleeper = "org.bench.sleeper\(index)"
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(sleeper)])
+            _ = try Self.pipelined(daemon.socketPath, producers: 4, posts: posts, payload: payload, target: sleeper, kinds: 100)
+            let waker = try VarlinkClient(path: daemon.socketPath)
+            let start = ContinuousClock.now
+            try waker.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(sleeper)], more: true))
+            var events = 0
+            while events < 100 {
+                let reply = try waker.receiveReply()
+                if let kind = reply.parameters["callback"]?["kind"]?.stringValue, !kind.hasPrefix("lifecycle.") { events += 1 }
+            }
+            let wake = (ContinuousClock.now - start).milliseconds
+            print("| wake: \(posts) posts across 100 kinds held, Attach to the 100th event | \(Self.format(wake)) ms |")
+        }
         daemon.signal(SIGTERM)
         _ = daemon.waitForExit()
 
-        // Memory: suspended apps holding many posts, against the same apps holding none.
+        // Memory: suspended apps holding nothing, then after each total of posts to them.
         let memory = try DaemonProcess()
         try memory.waitUntilReady()
         let registrar = try VarlinkClient(path: memory.socketPath)
         for index in 0..<self.suspendedApps { _ = try registrar.call("io.coalesced.App.Register", ["name": .string("org.bench.app\(index)")]) }
-        let before = memory.residentKiB ?? 0
-        _ = try Self.pipelined(
-            memory.socketPath,
-            producers: 4,
-            posts: self.memoryPosts,
-            payload: payload,
-            appPrefix: "org.bench.app",
-            apps: self.suspendedApps,
-            kinds: 10
-        )
-        let after = memory.residentKiB ?? 0
-        print("| RSS, \(self.suspendedApps) apps holding nothing / after \(self.memoryPosts) posts to them (10 kinds each) | \(before / 1024) / \(after / 1024) MiB |")
+        var resident = ["\((memory.residentKiB ?? 0) / 1024)"]
+        var posted = 0
+        for total in self.memoryPosts where total > posted {
+            _ = try Self.pipelined(
+                memory.socketPath,
+                producers: 4,
+                posts: total - posted,
+                payload: payload,
+                appPrefix: "org.bench.app",
+                apps: self.suspendedApps,
+                kinds: 10
+            )
+            posted = total
+            resident.append("\((memory.residentKiB ?? 0) / 1024)")
+        }
+        let totals = self.memoryPosts.map(String.init).joined(separator: " / ")
+        print("| RSS, \(self.suspendedApps) apps (10 kinds each) holding nothing / after \(totals) posts to them | \(resident.joined(separator: " / ")) MiB |")
         memory.signal(SIGTERM)
         _ = memory.waitForExit()
         print("")

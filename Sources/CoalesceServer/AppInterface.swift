@@ -73,7 +73,9 @@ enum AppInterface {
                     return [:]
                 },
                 // Concurrent: a client's pipelined posts share the store's group commits, replies in order.
-                "Post": .concurrent { request in
+                // Decided on the event loop in call order (so a producer's posts keep their order), answered once
+                // on disk.
+                "Post": .deferred { request, reply in
                     let peer = try self.peer(request)
                     guard let payload = request.call.parameters["payload"], payload.objectValue != nil else {
                         throw VarlinkError.invalidParameter("payload")
@@ -85,14 +87,19 @@ enum AppInterface {
                     if let value = request.call.parameters["policy"], value != .null {
                         policy = try EventDeclarations.policy(value, parameter: "policy")
                     }
-                    let sent = try await apps.post(
+                    try apps.post(
                         target: try request.string("target"),
                         kind: try request.string("kind"),
                         payload: payload,
                         policy: policy,
                         peer: peer
-                    )
-                    return ["delivered": .bool(sent.delivered), "recipients": .int(Int64(sent.recipients))]
+                    ) { result in
+                        switch result {
+                        case .success(let sent):
+                            reply.succeed(["delivered": .bool(sent.delivered), "recipients": .int(Int64(sent.recipients))])
+                        case .failure(let error): reply.fail(error)
+                        }
+                    }
                 },
                 // Runs as a task: it waits for the store's commit.
                 "SaveState": .streaming { request, responder in

@@ -15,16 +15,21 @@ extension AppManager {
     /// Targets naming a topic start with this.
     static let topicPrefix = "topic:"
 
+    typealias PostResult = Result<(delivered: Bool, recipients: Int), AppError>
+
     /// Posts an event to an app, or to every app subscribed to a topic (`topic:NAME`) that lets the caller post:
-    /// sent to an app that runs code, held and coalesced for one that is suspended or not running.
-    /// Returns whether any app was sent it, and how many apps it went to, once it is on disk.
+    /// sent to an app that runs code, held and coalesced for one that is suspended or not running. Decided now, in
+    /// the order posts come; `answer` hears whether any app was sent it, and how many apps it went to, once it is
+    /// on disk (at once for a volatile kind with nothing before it).
+    /// - Throws: ``AppError`` for what can be told at once: a bad kind, an unknown target, no permission.
     func post(
         target: String,
         kind kindName: String,
         payload: JSONValue,
         policy: CoalescingPolicy?,
-        peer: VarlinkPeer
-    ) async throws(AppError) -> (delivered: Bool, recipients: Int) {
+        peer: VarlinkPeer,
+        answer: @escaping @Sendable (PostResult) -> Void
+    ) throws(AppError) {
         let kind: EventKind
         do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
         let recipients: [(AppName, EventDeclarations, UInt32)]
@@ -46,26 +51,40 @@ extension AppManager {
             }
             recipients = [found]
         }
-        // Asked outside the lock: it may consult the user database (groups), which can be slow.
-        let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
-        guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
-        var writes: [EventWrite] = []
+        let post = Post(target: target, kind: kind, payload: EventPayload(payload), policy: policy)
+        let decided = recipients.map { _, declarations, owner in declarations.mayPostAtOnce(peer, owner: owner) }
+        guard decided.contains(where: { $0 == nil }) else {
+            let allowed = zip(recipients, decided).filter { $1 == true }.map(\.0)
+            guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
+            self.deliver(post, to: allowed, answer: answer)
+            return
+        }
+        // Only the poster's supplementary groups can tell, and the user database may be slow: asked off the event
+        // loop (such a post may then overtake the poster's earlier ones).
+        Task {
+            let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
+            guard !allowed.isEmpty else { return answer(.failure(.notAllowedToPost(target: target))) }
+            self.deliver(post, to: allowed, answer: answer)
+        }
+    }
+
+    /// One post as it came.
+    struct Post: Sendable {
+        var target: String
+        var kind: EventKind
+        var payload: EventPayload
+        var policy: CoalescingPolicy?
+    }
+
+    private func deliver(_ post: Post, to recipients: [(AppName, EventDeclarations, UInt32)], answer: @escaping @Sendable (PostResult) -> Void) {
+        let tally = PostTally(recipients: recipients.count, target: post.target, answer: answer)
         var delivered = false
-        for (appName, declarations, _) in allowed {
-            let (write, sent) = try self.enqueuePost(appName, kind: kind, payload: payload, policy: policy, target: target)
-            writes.append(write)
+        for (appName, declarations, _) in recipients {
+            let sent = self.enqueuePost(appName, post, finished: tally.finished)
             delivered = delivered || sent
-            if !sent, declarations.wakingKinds[kind] != nil { self.launchForEvent(appName) }
+            if !sent, declarations.wakingKinds[post.kind] != nil { self.launchForEvent(appName) }
         }
-        for write in writes {
-            switch await write.outcome() {
-            case nil: continue
-            case let refusal as PostRefusal: throw AppError(refusal, target: target)
-            case let failure as StoreError: throw .storageFailed(reason: failure.description)
-            case let failure?: throw .storageFailed(reason: "\(failure)")
-            }
-        }
-        return (delivered, allowed.count)
+        tally.decided(delivered: delivered)
     }
 
     /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
@@ -90,20 +109,15 @@ extension AppManager {
     }
 
     /// One app's part of a post: sent or held, decided and handed to the store under the lock, so that the store
-    /// applies posts in the order they were decided.
-    private func enqueuePost(
-        _ appName: AppName,
-        kind: EventKind,
-        payload: JSONValue,
-        policy: CoalescingPolicy?,
-        target: String
-    ) throws(AppError) -> (EventWrite, Bool) {
-        try self.state.withLock { state throws(AppError) -> (EventWrite, Bool) in
-            guard var record = state.records[appName] else { throw .unknownTarget(target: target) }
+    /// applies posts in the order they were decided. A volatile kind with nothing of the app's on its way through
+    /// the store is applied here and now. Returns whether the app is sent the event.
+    private func enqueuePost(_ appName: AppName, _ post: Post, finished: @escaping @Sendable ((any Error)?) -> Void) -> Bool {
+        var refusal: PostRefusal?
+        let (sendsNow, write) = self.state.withLock { state -> (Bool, EventWrite?) in
+            guard var record = state.records[appName] else { return (false, nil) }  // never: apps are not removed
             let posted = wallClock()
-            let payload = EventPayload(payload)
-            let durable = !record.declarations.volatile.contains(kind)
-            let policy = policy ?? record.declarations.policies[kind] ?? .latest
+            let durable = !record.declarations.volatile.contains(post.kind)
+            let policy = post.policy ?? record.declarations.policies[post.kind] ?? .latest
             // An app that does not keep up (too much unread or unacknowledged) gets its events held and coalesced
             // like a suspended one until it catches up, rather than growing the daemon's memory.
             let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
@@ -111,23 +125,50 @@ extension AppManager {
                 record.lifecycle.receivesAtOnce && record.attachment != nil
                 && outstanding < Self.maximumUnacknowledged
                 && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
+            // What it held while it lagged (or what a failed wake left) goes first.
+            if sendsNow { self.deliverHeld(appName, &record) }
+            defer { state.records[appName] = record }
+            let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
+            if !durable, !inFlight {
+                if sendsNow {
+                    if policy == .netChange { record.queue.setBaseline(post.kind, post.payload) }
+                    record.undelivered.append((nil, Self.event(post.kind, post.payload, posted: posted)))
+                    self.sendUndelivered(&record)
+                    state.postsSent += 1
+                } else {
+                    do throws(PostRefusal) {
+                        try record.queue.post(post.kind, post.payload, policy: policy, at: posted)
+                        state.postsHeld += 1
+                    } catch {
+                        refusal = error
+                    }
+                }
+                return (sendsNow, nil)
+            }
             let write: EventWrite
             if sendsNow {
-                // What it held while it lagged (or what a failed wake left) goes first.
-                self.deliverHeld(appName, &record)
                 write = EventWrite(
-                    manager: self, app: appName, durable: durable,
-                    .send(kind, payload, netChange: policy == .netChange, posted: posted)
+                    manager: self, app: appName, durable: durable, finished: finished,
+                    .send(post.kind, post.payload, netChange: policy == .netChange, posted: posted)
                 )
                 record.sendsInFlight += 1
             } else {
-                write = EventWrite(manager: self, app: appName, durable: durable, .hold(kind, payload, policy, posted: posted))
+                write = EventWrite(
+                    manager: self, app: appName, durable: durable, finished: finished,
+                    .hold(post.kind, post.payload, policy, posted: posted)
+                )
                 record.holdsInFlight += 1
             }
-            state.records[appName] = record
             self.store.submit(write)
-            return (write, sendsNow)
+            return (sendsNow, write)
         }
+        if write == nil { finished(refusal) }
+        return sendsNow
+    }
+
+    /// The event a post sends at once.
+    fileprivate static func event(_ kind: EventKind, _ payload: EventPayload, posted: Double) -> JSONValue {
+        EventCoding.event(CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: posted, lastPosted: posted))
     }
 
     /// Once an app receives at once again (woken, launched, or a new stream attached): first what it has not
@@ -231,13 +272,17 @@ extension AppManager {
         self.state.withLock { $0.records[appName]?.queue.reset(kind, to: slot) }
     }
 
-    /// Records what the app is sent of a netChange kind; returns what it was before.
-    fileprivate func setBaseline(_ appName: AppName, _ kind: EventKind, _ payload: EventPayload?) -> EventPayload? {
+    /// Sets the baseline of a netChange kind to what the app is sent; returns what it was before.
+    fileprivate func setBaseline(_ appName: AppName, _ kind: EventKind, _ payload: EventPayload) -> EventPayload? {
         self.state.withLock { state in
             let before = state.records[appName]?.queue.lastDelivered[kind]
             state.records[appName]?.queue.setBaseline(kind, payload)
             return before
         }
+    }
+
+    fileprivate func resetBaseline(_ appName: AppName, _ kind: EventKind, _ payload: EventPayload?) {
+        self.state.withLock { $0.records[appName]?.queue.setBaseline(kind, payload) }
     }
 
     /// Takes everything the app holds, coalesced; returns the queue as it was (for undo), the events, and which
@@ -314,17 +359,14 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     // Written by perform, read by undo and finish: all on the store's writer thread, one after the other.
     private var undoing: (() -> Void)?
     private var events: [(id: Int64?, event: JSONValue)] = []
-    private let waiter = NIOLockedValueBox(Waiter.waiting(nil))
+    /// Told the outcome once the write is on disk or failed: `nil`, a ``PostRefusal`` or a ``StoreError``.
+    private let finished: (@Sendable ((any Error)?) -> Void)?
 
-    private enum Waiter {
-        case waiting(CheckedContinuation<(any Error)?, Never>?)
-        case done((any Error)?)
-    }
-
-    init(manager: AppManager, app: AppName, durable: Bool, _ action: Action) {
+    init(manager: AppManager, app: AppName, durable: Bool, finished: (@Sendable ((any Error)?) -> Void)? = nil, _ action: Action) {
         self.manager = manager
         self.app = app
         self.durable = durable
+        self.finished = finished
         self.action = action
     }
 
@@ -333,12 +375,10 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         let app = self.app
         switch self.action {
         case .send(let kind, let payload, let netChange, let posted):
-            let event = EventCoding.event(
-                CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: posted, lastPosted: posted)
-            )
+            let event = AppManager.event(kind, payload, posted: posted)
             if netChange {
                 let before = manager.setBaseline(app, kind, payload)
-                self.undoing = { _ = manager.setBaseline(app, kind, before) }
+                self.undoing = { manager.resetBaseline(app, kind, before) }
             }
             var id: Int64?
             if self.durable {
@@ -388,23 +428,60 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
                 metadata: ["app": "\(self.app)", "reason": "\(failure)"]
             )
         }
-        let waiting = self.waiter.withLockedValue { waiter -> CheckedContinuation<(any Error)?, Never>? in
-            defer { waiter = .done(failure) }
-            if case .waiting(let continuation) = waiter { return continuation }
-            return nil
-        }
-        waiting?.resume(returning: failure)
+        self.finished?(failure)
+    }
+}
+
+/// Answers a post once every app it went to has its write on disk (or one failed), and the post has been handed
+/// to all of them.
+final class PostTally: Sendable {
+    private struct State {
+        var remaining: Int
+        var delivered = false
+        var answered = false
     }
 
-    /// Waits for the write: `nil` once it is on disk, else why it failed (a ``PostRefusal`` or a ``StoreError``).
-    func outcome() async -> (any Error)? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<(any Error)?, Never>) in
-            let done = self.waiter.withLockedValue { waiter -> (any Error)?? in
-                if case .done(let failure) = waiter { return .some(failure) }
-                waiter = .waiting(continuation)
-                return .none
-            }
-            if case .some(let failure) = done { continuation.resume(returning: failure) }
+    private let state: NIOLockedValueBox<State>
+    private let recipients: Int
+    private let target: String
+    private let answer: @Sendable (AppManager.PostResult) -> Void
+
+    init(recipients: Int, target: String, answer: @escaping @Sendable (AppManager.PostResult) -> Void) {
+        self.state = NIOLockedValueBox(State(remaining: recipients + 1))
+        self.recipients = recipients
+        self.target = target
+        self.answer = answer
+    }
+
+    /// One app's write finished.
+    @Sendable func finished(_ failure: (any Error)?) {
+        let error: AppError? = switch failure {
+        case nil: nil
+        case let refusal as PostRefusal: AppError(refusal, target: self.target)
+        case let failure as StoreError: .storageFailed(reason: failure.description)
+        case let failure?: .storageFailed(reason: "\(failure)")
         }
+        self.count(error: error)
+    }
+
+    /// Every app has been handed the post.
+    func decided(delivered: Bool) {
+        self.state.withLockedValue { $0.delivered = delivered }
+        self.count(error: nil)
+    }
+
+    private func count(error: AppError?) {
+        let result = self.state.withLockedValue { state -> AppManager.PostResult? in
+            guard !state.answered else { return nil }
+            state.remaining -= 1
+            if let error {
+                state.answered = true
+                return .failure(error)
+            }
+            guard state.remaining == 0 else { return nil }
+            state.answered = true
+            return .success((state.delivered, self.recipients))
+        }
+        if let result { self.answer(result) }
     }
 }

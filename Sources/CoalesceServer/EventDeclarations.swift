@@ -55,12 +55,19 @@ struct EventDeclarations: Sendable, Hashable {
 
     /// Whether `peer` may post to an app `owner` owns.
     func mayPost(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
+        if let answer = self.mayPostAtOnce(peer, owner: owner) { return answer }
+        let groups = Set(self.posters.groups.values)
+        return Authorization.supplementaryGroups(of: peer.uid, primary: peer.gid).contains { groups.contains($0) }
+    }
+
+    /// Whether `peer` may post, when that can be told without the user database; `nil` when only the peer's
+    /// supplementary groups can tell (a lookup that may be slow).
+    func mayPostAtOnce(_ peer: VarlinkPeer, owner: UInt32) -> Bool? {
         if peer.uid == 0 || peer.uid == owner || self.posters.anyone || self.posters.uids.contains(peer.uid) {
             return true
         }
         guard !self.posters.groups.isEmpty else { return false }
-        let groups = Set(self.posters.groups.values)
-        return groups.contains(peer.gid) || Authorization.supplementaryGroups(of: peer.uid, primary: peer.gid).contains { groups.contains($0) }
+        return self.posters.groups.values.contains(peer.gid) ? true : nil
     }
 
     // MARK: Wire and store

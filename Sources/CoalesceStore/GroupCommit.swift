@@ -23,12 +23,27 @@ public struct StoreTransaction {
     let db: Database
     let path: String
 
-    func run(_ sql: String, _ arguments: StatementArguments) throws(StoreError) {
+    /// Runs one statement, compiled once per connection: the same few statements run for every post.
+    func run(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StoreError) {
         do {
-            try self.db.execute(sql: sql, arguments: arguments)
+            try self.db.cachedStatement(sql: sql).execute(arguments: arguments)
         } catch {
             throw StoreError(writing: self.path, error)
         }
+    }
+
+    /// Runs `body` in a savepoint: what it wrote is kept when it returns, and taken back when it throws.
+    func savepoint(_ body: () throws -> Void) throws {
+        try self.run("SAVEPOINT operation")
+        do {
+            try body()
+        } catch {
+            // Unless SQLite already rolled the whole transaction back.
+            if self.db.isInsideTransaction { try self.run("ROLLBACK TO operation") }
+            if self.db.isInsideTransaction { try self.run("RELEASE operation") }
+            throw error
+        }
+        try self.run("RELEASE operation")
     }
 }
 
@@ -132,10 +147,7 @@ final class GroupCommit: Sendable {
                 let transaction = StoreTransaction(db: db, path: pool.path)
                 for (index, operation) in batch.enumerated() {
                     do {
-                        try db.inSavepoint {
-                            try operation.perform(transaction)
-                            return .commit
-                        }
+                        try transaction.savepoint { try operation.perform(transaction) }
                         performed.append(index)
                     } catch {
                         operation.undo()

@@ -149,29 +149,33 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         self.index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
+        // Runs of plain bytes are decoded as UTF-8 in one go; escapes are handled one by one. A string without
+        // escapes (most of them) is one run, decoded straight into the result.
+        var built: String?
         var runStart = self.index
-        // Runs of plain bytes are decoded as UTF-8 in one go; escapes are handled one by one.
-        func flushRun(_ parser: JSONParser, upTo end: Int) throws(JSONParseError) {
-            guard end > runStart else { return }
-            let run = parser.bytes[runStart..<end]
-            guard let text = String(validating: run, as: UTF8.self) else {
+        func run(_ parser: JSONParser, upTo end: Int) throws(JSONParseError) -> String {
+            guard let text = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
                 throw JSONParseError(offset: runStart, reason: "string is not valid UTF-8")
             }
-            scalars.append(contentsOf: text.unicodeScalars)
+            return text
         }
         while true {
             guard self.index < self.bytes.count else { throw self.error("unterminated string") }
             let byte = self.bytes[self.index]
             switch byte {
             case UInt8(ascii: "\""):
-                try flushRun(self, upTo: self.index)
+                let tail = try run(self, upTo: self.index)
                 self.index += 1
-                return String(scalars)
+                guard var text = built else { return tail }
+                text += tail
+                return text
             case UInt8(ascii: "\\"):
-                try flushRun(self, upTo: self.index)
+                var text = built ?? ""
+                built = nil  // the only reference, so appending does not copy
+                text += try run(self, upTo: self.index)
                 self.index += 1
-                scalars.append(try self.parseEscape())
+                text.unicodeScalars.append(try self.parseEscape())
+                built = text
                 runStart = self.index
             case 0x00..<0x20:
                 throw self.error("control character in string")

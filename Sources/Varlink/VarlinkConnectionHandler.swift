@@ -243,6 +243,32 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 eventLoop.execute { finished.value(reply) }
             }
             self.updateReading(context: context)
+        case .deferred(let body):
+            let id = self.nextOwedID
+            self.nextOwedID += 1
+            if !call.oneway { self.owed.append((id, nil)) }
+            let logger = self.logger
+            let finished = NIOLoopBound(
+                { [self] (reply: VarlinkReply) in self.concurrentCallFinished(context: context, id: id, reply: reply) },
+                eventLoop: context.eventLoop
+            )
+            let eventLoop = context.eventLoop
+            let promised = VarlinkPromisedReply { result in
+                let reply: VarlinkReply
+                switch result {
+                case .success(let parameters): reply = VarlinkReply(parameters: parameters)
+                case .failure(let error): reply = VarlinkReply(error: Self.wireError(error, call: call, logger: logger))
+                }
+                // Always through the loop's queue, even from the loop: an answer given while the call starts must
+                // not re-enter the handler.
+                eventLoop.execute { finished.value(reply) }
+            }
+            do {
+                try body(request, promised)
+            } catch {
+                promised.fail(error)
+            }
+            self.updateReading(context: context)
         case .streaming(let body):
             let responder = VarlinkResponder(channel: context.channel, call: call)
             let finished = NIOLoopBound(

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -72,6 +73,34 @@ public enum VarlinkMethod: Sendable {
     /// call order. For methods that wait on something that serves many calls at once, such as a group commit, so
     /// that one client's pipelined calls can share it.
     case concurrent(@Sendable (VarlinkRequest) async throws -> [String: JSONValue])
+    /// Starts on the connection's event loop, in call order, and answers later, from any thread, through the
+    /// ``VarlinkPromisedReply`` (exactly once); later calls on the same connection start meanwhile, and replies
+    /// still go out in call order. For methods that hand their work to something that answers many calls at once
+    /// and must see calls in the order they came; throwing answers at once with the error.
+    case deferred(@Sendable (VarlinkRequest, VarlinkPromisedReply) throws -> Void)
+}
+
+/// The one reply a ``VarlinkMethod/deferred(_:)`` call owes; it may be answered from any thread, once (later
+/// answers are dropped).
+public struct VarlinkPromisedReply: Sendable {
+    private let deliver: @Sendable (Result<[String: JSONValue], any Error>) -> Void
+    private let answered = NIOLockedValueBox(false)
+
+    init(_ deliver: @escaping @Sendable (Result<[String: JSONValue], any Error>) -> Void) {
+        self.deliver = deliver
+    }
+
+    public func succeed(_ parameters: [String: JSONValue] = [:]) { self.answer(.success(parameters)) }
+
+    public func fail(_ error: any Error) { self.answer(.failure(error)) }
+
+    private func answer(_ result: Result<[String: JSONValue], any Error>) {
+        let first = self.answered.withLockedValue { answered in
+            defer { answered = true }
+            return !answered
+        }
+        if first { self.deliver(result) }
+    }
 }
 
 /// An interface a service serves: its description and an implementation of every method it declares.
