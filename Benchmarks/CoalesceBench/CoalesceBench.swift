@@ -42,11 +42,28 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events.")
     var parts: [String] = ["daemon", "lifecycle", "events"]
 
+    @Option(help: "Instead of the parts: post --posts events, pipelined from one producer, to a daemon already serving this socket (to profile it, say under callgrind), and print the rate.")
+    var load: String?
+
+    @Flag(help: "With --load: post to a volatile kind.")
+    var volatile = false
+
     func run() throws {
         let binary = BuildProducts.path(of: "coalesced")
         print("coalesced-bench: \(binary)")
         print("")
         raiseDescriptorLimit()
+        if let socket = self.load {
+            let client = try VarlinkClient(path: socket)
+            let kinds: JSONValue = self.volatile ? ["kind0": ["policy": "latest", "volatile": true]] : [:]
+            for index in 0..<4 {
+                _ = try client.call("io.coalesced.App.Register", ["name": .string("org.bench.target\(index)"), "kinds": kinds])
+            }
+            let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]
+            let rate = try EventsBenchmark.pipelined(socket, producers: 1, posts: self.posts, payload: payload)
+            print("\(self.posts) posts (\(self.volatile ? "volatile" : "durable")), 1 producer pipelined: \(Int(rate)) posts/s")
+            return
+        }
         if self.parts.contains("daemon") { try self.measureDaemon() }
         if self.parts.contains("lifecycle") { try self.measureLifecycle() }
         if self.parts.contains("events") {

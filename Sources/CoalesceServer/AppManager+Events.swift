@@ -114,53 +114,58 @@ extension AppManager {
     private func enqueuePost(_ appName: AppName, _ post: Post, finished: @escaping @Sendable ((any Error)?) -> Void) -> Bool {
         var refusal: PostRefusal?
         let (sendsNow, write) = self.state.withLock { state -> (Bool, EventWrite?) in
-            guard var record = state.records[appName] else { return (false, nil) }  // never: apps are not removed
-            let posted = wallClock()
-            let durable = !record.declarations.volatile.contains(post.kind)
-            let policy = post.policy ?? record.declarations.policies[post.kind] ?? .latest
-            // An app that does not keep up (too much unread or unacknowledged) gets its events held and coalesced
-            // like a suspended one until it catches up, rather than growing the daemon's memory.
-            let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
-            let sendsNow =
-                record.lifecycle.receivesAtOnce && record.attachment != nil
-                && outstanding < Self.maximumUnacknowledged
-                && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
-            // What it held while it lagged (or what a failed wake left) goes first.
-            if sendsNow { self.deliverHeld(appName, &record) }
-            defer { state.records[appName] = record }
-            let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
-            if !durable, !inFlight {
-                if sendsNow {
-                    if policy == .netChange { record.queue.setBaseline(post.kind, post.payload) }
-                    record.undelivered.append((nil, Self.event(post.kind, post.payload, posted: posted)))
-                    self.sendUndelivered(&record)
-                    state.postsSent += 1
-                } else {
-                    do throws(PostRefusal) {
-                        try record.queue.post(post.kind, post.payload, policy: policy, at: posted)
-                        state.postsHeld += 1
-                    } catch {
-                        refusal = error
+            var counted: (sent: Int, held: Int) = (0, 0)
+            defer {
+                state.postsSent += counted.sent
+                state.postsHeld += counted.held
+            }
+            return state.update(appName) { record -> (Bool, EventWrite?) in
+                let posted = wallClock()
+                let durable = !record.declarations.volatile.contains(post.kind)
+                let policy = post.policy ?? record.declarations.policies[post.kind] ?? .latest
+                // An app that does not keep up (too much unread or unacknowledged) gets its events held and
+                // coalesced like a suspended one until it catches up, rather than growing the daemon's memory.
+                let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
+                let sendsNow =
+                    record.lifecycle.receivesAtOnce && record.attachment != nil
+                    && outstanding < Self.maximumUnacknowledged
+                    && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
+                // What it held while it lagged (or what a failed wake left) goes first.
+                if sendsNow { self.deliverHeld(appName, &record) }
+                let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
+                if !durable, !inFlight {
+                    if sendsNow {
+                        if policy == .netChange { record.queue.setBaseline(post.kind, post.payload) }
+                        record.undelivered.append((nil, Self.event(post.kind, post.payload, posted: posted)))
+                        self.sendUndelivered(&record)
+                        counted.sent = 1
+                    } else {
+                        do throws(PostRefusal) {
+                            try record.queue.post(post.kind, post.payload, policy: policy, at: posted)
+                            counted.held = 1
+                        } catch {
+                            refusal = error
+                        }
                     }
+                    return (sendsNow, nil)
                 }
-                return (sendsNow, nil)
-            }
-            let write: EventWrite
-            if sendsNow {
-                write = EventWrite(
-                    manager: self, app: appName, durable: durable, finished: finished,
-                    .send(post.kind, post.payload, netChange: policy == .netChange, posted: posted)
-                )
-                record.sendsInFlight += 1
-            } else {
-                write = EventWrite(
-                    manager: self, app: appName, durable: durable, finished: finished,
-                    .hold(post.kind, post.payload, policy, posted: posted)
-                )
-                record.holdsInFlight += 1
-            }
-            self.store.submit(write)
-            return (sendsNow, write)
+                let write: EventWrite
+                if sendsNow {
+                    write = EventWrite(
+                        manager: self, app: appName, durable: durable, finished: finished,
+                        .send(post.kind, post.payload, netChange: policy == .netChange, posted: posted)
+                    )
+                    record.sendsInFlight += 1
+                } else {
+                    write = EventWrite(
+                        manager: self, app: appName, durable: durable, finished: finished,
+                        .hold(post.kind, post.payload, policy, posted: posted)
+                    )
+                    record.holdsInFlight += 1
+                }
+                self.store.submit(write)
+                return (sendsNow, write)
+            } ?? (false, nil)  // never: apps are not removed
         }
         if write == nil { finished(refusal) }
         return sendsNow
@@ -260,11 +265,12 @@ extension AppManager {
         posted: Double
     ) throws(PostRefusal) -> (before: EventCoding.Queue.Slot?, after: EventCoding.Queue.Slot, position: Int)? {
         try self.state.withLock { state throws(PostRefusal) in
-            guard state.records[appName] != nil else { return nil }  // never: apps are not removed
-            let before = state.records[appName]!.queue.slot(of: kind)
-            try state.records[appName]!.queue.post(kind, payload, policy: policy, at: posted)
-            let queue = state.records[appName]!.queue
-            return (before, queue.slot(of: kind)!, queue.kinds.firstIndex(of: kind)!)
+            try state.update(appName) { record throws(PostRefusal) in
+                let before = record.queue.slot(of: kind)
+                try record.queue.post(kind, payload, policy: policy, at: posted)
+                // The position matters only for a new kind's row: the upsert keeps a held kind's.
+                return (before, record.queue.slot(of: kind)!, before == nil ? record.queue.kinds.count - 1 : 0)
+            }
         }
     }
 
@@ -289,11 +295,10 @@ extension AppManager {
     /// kinds are volatile.
     fileprivate func drain(_ appName: AppName) -> (before: EventCoding.Queue, events: [EventCoding.Queue.Event], volatile: Set<EventKind>)? {
         self.state.withLock { state in
-            guard var record = state.records[appName] else { return nil }
-            let before = record.queue
-            let events = record.queue.drain()
-            state.records[appName] = record
-            return (before, events, record.declarations.volatile)
+            state.update(appName) { record in
+                let before = record.queue
+                return (before, record.queue.drain(), record.declarations.volatile)
+            }
         }
     }
 
@@ -311,19 +316,19 @@ extension AppManager {
     ) {
         let storeFailure = failure as? StoreError
         let change = self.state.withLock { state -> Bool in
-            guard var record = state.records[appName] else { return false }
-            switch action {
-            case .send:
-                record.sendsInFlight -= 1
-                if failure == nil { state.postsSent += 1 }
-            case .hold:
-                record.holdsInFlight -= 1
-                if failure == nil { state.postsHeld += 1 }
-            case .drain: record.drainInFlight = false
+            let succeeded = state.update(appName) { record -> Bool in
+                switch action {
+                case .send: record.sendsInFlight -= 1
+                case .hold: record.holdsInFlight -= 1
+                case .drain: record.drainInFlight = false
+                }
+                record.undelivered.append(contentsOf: events)
+                self.sendUndelivered(&record)
+                return failure == nil
             }
-            record.undelivered.append(contentsOf: events)
-            self.sendUndelivered(&record)
-            state.records[appName] = record
+            guard succeeded != nil else { return false }
+            if failure == nil, case .send = action { state.postsSent += 1 }
+            if failure == nil, case .hold = action { state.postsHeld += 1 }
             let failing = storeFailure != nil || (state.storeFailing && failure != nil)
             defer { state.storeFailing = failing }
             return failing != state.storeFailing

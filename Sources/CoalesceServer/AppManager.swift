@@ -114,6 +114,13 @@ final class AppManager: Sendable {
         var postsHeld = 0
         /// The store refused the last event write: logged once, and once more when it keeps one again.
         var storeFailing = false
+
+        /// Changes one app's record where it lies in the dictionary, without copying it out and back (the hot
+        /// paths of posting); `nil` when there is no such app.
+        mutating func update<T, Failure: Error>(_ app: AppName, _ body: (inout Record) throws(Failure) -> T) throws(Failure) -> T? {
+            guard self.records[app] != nil else { return nil }
+            return try body(&self.records[app]!)
+        }
     }
 
     /// What to write to the journal once the lock is released.

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 #if canImport(Glibc)
@@ -45,6 +46,13 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// Replies owed to the peer in call order while concurrent calls run: `nil` until the call has answered.
     private var owed = CircularBuffer<(id: Int, reply: VarlinkReply?)>()
     private var concurrentTasks: [Int: Task<Void, Never>] = [:]
+    /// Deferred calls' replies given on other threads, for the event loop to take in bulk.
+    private let answered = NIOLockedValueBox(Answered())
+
+    private struct Answered {
+        var replies: [(id: Int, reply: VarlinkReply)] = []
+        var scheduled = false
+    }
     private var nextOwedID = 0
     private let maximumConcurrentCalls: Int
     private var peer: VarlinkPeer?
@@ -248,11 +256,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             self.nextOwedID += 1
             if !call.oneway { self.owed.append((id, nil)) }
             let logger = self.logger
-            let finished = NIOLoopBound(
-                { [self] (reply: VarlinkReply) in self.concurrentCallFinished(context: context, id: id, reply: reply) },
-                eventLoop: context.eventLoop
-            )
             let eventLoop = context.eventLoop
+            let answered = self.answered
+            let deliver = NIOLoopBound({ [self] in self.deliverAnswered(context: context) }, eventLoop: context.eventLoop)
             let promised = VarlinkPromisedReply { result in
                 let reply: VarlinkReply
                 switch result {
@@ -260,8 +266,13 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 case .failure(let error): reply = VarlinkReply(error: Self.wireError(error, call: call, logger: logger))
                 }
                 // Always through the loop's queue, even from the loop: an answer given while the call starts must
-                // not re-enter the handler.
-                eventLoop.execute { finished.value(reply) }
+                // not re-enter the handler. Answers that come together go over together: one hop, one flush.
+                let schedule = answered.withLockedValue { answered in
+                    answered.replies.append((id, reply))
+                    defer { answered.scheduled = true }
+                    return !answered.scheduled
+                }
+                if schedule { eventLoop.execute { deliver.value() } }
             }
             do {
                 try body(request, promised)
@@ -333,6 +344,24 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// A concurrent call answered: its reply, and every reply after it that is ready, go out in call order.
     private func concurrentCallFinished(context: ChannelHandlerContext, id: Int, reply: VarlinkReply) {
+        self.settle(context: context, id: id, reply: reply)
+        self.afterReplies(context: context)
+    }
+
+    /// Deferred calls answered from other threads since the last time: their replies, then one flush.
+    private func deliverAnswered(context: ChannelHandlerContext) {
+        let replies = self.answered.withLockedValue { answered in
+            defer {
+                answered.replies.removeAll(keepingCapacity: true)
+                answered.scheduled = false
+            }
+            return answered.replies
+        }
+        for (id, reply) in replies { self.settle(context: context, id: id, reply: reply) }
+        self.afterReplies(context: context)
+    }
+
+    private func settle(context: ChannelHandlerContext, id: Int, reply: VarlinkReply) {
         self.concurrentTasks[id] = nil
         guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
         self.owed[index].reply = reply
@@ -343,6 +372,10 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             context.write(Self.wrapOutboundOut(buffer), promise: nil)
             self.pendingFlush = true
         }
+    }
+
+    /// Once replies went out: calls that waited for them start, and what was written is flushed.
+    private func afterReplies(context: ChannelHandlerContext) {
         if self.owed.isEmpty, case .waitingForReplies = self.state {
             self.state = .idle
             while case .idle = self.state, self.owed.isEmpty, let next = self.queue.popFirst() {

@@ -21,6 +21,7 @@ import Varlink
             method Careless() -> (i: int)
             method Twice() -> ()
             method Meet(group: string, size: int, value: string) -> (value: string)
+            method Stack(size: int, value: string) -> (value: string)
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -49,8 +50,35 @@ import Varlink
                 await Rendezvous.shared.meet(group, size: Int(request.call.parameters["size"]?.intValue ?? 1))
                 return ["value": .string(try request.string("value"))]
             },
+            // Started in call order; answered, from other threads, only once `size` calls are started, the last
+            // first.
+            "Stack": .deferred { request, reply in
+                let value = try request.string("value")
+                guard value != "refuse" else { throw VarlinkError.invalidParameter("value") }
+                Stack.shared.push(value, size: Int(request.call.parameters["size"]?.intValue ?? 1), reply)
+            },
         ]
     )
+
+    final class Stack: @unchecked Sendable {
+        static let shared = Stack()
+        private let lock = NSLock()
+        private(set) var started: [String] = []
+        private var waiting: [(String, VarlinkPromisedReply)] = []
+
+        func push(_ value: String, size: Int, _ reply: VarlinkPromisedReply) {
+            let ready = self.lock.withLock { () -> [(String, VarlinkPromisedReply)] in
+                self.started.append(value)
+                self.waiting.append((value, reply))
+                guard self.waiting.count >= size else { return [] }
+                defer { self.waiting = [] }
+                return self.waiting
+            }
+            for (value, reply) in ready.reversed() {
+                DispatchQueue.global().async { reply.succeed(["value": .string(value)]) }
+            }
+        }
+    }
 
     /// Where concurrent test calls wait for each other.
     actor Rendezvous {
@@ -264,6 +292,24 @@ import Varlink
             #expect(replies == ["a", "b", "c", "d", "e"])
             #expect(try client.receiveReply().error == "org.varlink.service.MethodNotFound")
             #expect(try client.call("org.example.test.Echo", ["value": "after"]) == ["value": "after"])
+        }
+    }
+
+    @Test func deferredCallsStartInCallOrderAndAnswerInCallOrder() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path, timeout: .seconds(10))
+            var bytes: [UInt8] = []
+            for value in ["a", "b", "c", "refuse"] {
+                VarlinkCall(method: "org.example.test.Stack", parameters: ["size": 3, "value": .string(value)]).message.write(to: &bytes)
+                bytes.append(0)
+            }
+            VarlinkCall(method: "org.example.test.Echo", parameters: ["value": "d"]).message.write(to: &bytes)
+            bytes.append(0)
+            try client.sendRaw(bytes)
+            let replies = try (0..<5).map { _ in try client.receiveReply() }
+            #expect(replies.map { $0.parameters["value"]?.stringValue } == ["a", "b", "c", nil, "d"])
+            #expect(replies[3].error == "org.varlink.service.InvalidParameter")
+            #expect(Stack.shared.started == ["a", "b", "c"], "started in the order the calls came")
         }
     }
 
