@@ -165,9 +165,10 @@ public final class Store: Sendable {
         }
     }
 
+    /// In the order they were written (each app's in its order), which needs no sort.
     public func deliveryRows() throws(StoreError) -> [DeliveryRow] {
         try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT app, id, event FROM delivery ORDER BY app, id").map {
+            try Row.fetchAll(db, sql: "SELECT app, id, event FROM delivery ORDER BY id").map {
                 DeliveryRow(app: $0["app"], id: $0["id"], event: $0["event"])
             }
         }
