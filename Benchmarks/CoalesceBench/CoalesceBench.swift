@@ -176,6 +176,7 @@ struct CoalesceBench: ParsableCommand {
         print("| RSS with \(listed) registered apps (none running), after READY=1 | \((daemon.residentKiB ?? 0) / 1024) MiB |")
         daemon.signal(SIGTERM)
         _ = daemon.waitForExit()
+        print("")
     }
 
     private func measureVarlink(socket: String) throws -> RoundTrips {
