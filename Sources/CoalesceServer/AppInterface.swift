@@ -81,8 +81,12 @@ enum AppInterface {
                         throw VarlinkError.invalidParameter("payload")
                     }
                     let limit = daemon.configuration.maxPayloadSize
-                    let size = payload.jsonText.utf8.count
-                    guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
+                    // The payload is part of the call, and written out compactly it is at most four times as long
+                    // as sent (a number: 1e9 is 1000000000.0), so only a large call needs it measured.
+                    if request.messageSize * 4 > limit {
+                        let size = payload.jsonText.utf8.count
+                        guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
+                    }
                     var policy: CoalescingPolicy?
                     if let value = request.call.parameters["policy"], value != .null {
                         policy = try EventDeclarations.policy(value, parameter: "policy")
@@ -95,8 +99,21 @@ enum AppInterface {
                         peer: peer
                     ) { result in
                         switch result {
-                        case .success(let sent):
-                            reply.succeed(["delivered": .bool(sent.delivered), "recipients": .int(Int64(sent.recipients))])
+                        case .success(let outcome):
+                            var parameters: [String: JSONValue] = [
+                                "delivered": .bool(outcome.delivered), "recipients": .int(Int64(outcome.recipients)),
+                            ]
+                            if !outcome.refused.isEmpty {
+                                parameters["refused"] = .array(
+                                    outcome.refused.map { app, error in
+                                        [
+                                            "app": .string(app.value), "error": .string(error.varlinkName),
+                                            "parameters": .object(error.varlinkParameters),
+                                        ]
+                                    }
+                                )
+                            }
+                            reply.succeed(parameters)
                         case .failure(let error): reply.fail(error)
                         }
                     }

@@ -2,6 +2,7 @@ import CoalesceCore
 import CoalesceStore
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import Varlink
 
 /// Events: posts, held and coalesced for an app that receives nothing, sent at once to one that runs code.
@@ -15,7 +16,15 @@ extension AppManager {
     /// Targets naming a topic start with this.
     static let topicPrefix = "topic:"
 
-    typealias PostResult = Result<(delivered: Bool, recipients: Int), AppError>
+    /// What a post came to: whether an app was sent it, how many apps kept it, and (for a topic) the subscribers
+    /// that refused it; a failure when every recipient refused.
+    typealias PostResult = Result<PostOutcome, AppError>
+
+    struct PostOutcome: Sendable {
+        var delivered: Bool
+        var recipients: Int
+        var refused: [(app: AppName, error: AppError)]
+    }
 
     /// Posts an event to an app, or to every app subscribed to a topic (`topic:NAME`) that lets the caller post:
     /// sent to an app that runs code, held and coalesced for one that is suspended or not running. Decided now, in
@@ -52,20 +61,9 @@ extension AppManager {
             recipients = [found]
         }
         let post = Post(target: target, kind: kind, payload: EventPayload(payload), policy: policy)
-        let decided = recipients.map { _, declarations, owner in declarations.mayPostAtOnce(peer, owner: owner) }
-        guard decided.contains(where: { $0 == nil }) else {
-            let allowed = zip(recipients, decided).filter { $1 == true }.map(\.0)
-            guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
-            self.deliver(post, to: allowed, answer: answer)
-            return
-        }
-        // Only the poster's supplementary groups can tell, and the user database may be slow: asked off the event
-        // loop (such a post may then overtake the poster's earlier ones).
-        Task {
-            let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
-            guard !allowed.isEmpty else { return answer(.failure(.notAllowedToPost(target: target))) }
-            self.deliver(post, to: allowed, answer: answer)
-        }
+        let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
+        guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
+        self.deliver(post, to: allowed, answer: answer)
     }
 
     /// One post as it came.
@@ -77,14 +75,14 @@ extension AppManager {
     }
 
     private func deliver(_ post: Post, to recipients: [(AppName, EventDeclarations, UInt32)], answer: @escaping @Sendable (PostResult) -> Void) {
-        let tally = PostTally(recipients: recipients.count, target: post.target, answer: answer)
-        var delivered = false
+        let tally = PostTally(recipients: recipients.map(\.0), target: post.target, answer: answer)
+        var sentTo: Set<AppName> = []
         for (appName, declarations, _) in recipients {
-            let sent = self.enqueuePost(appName, post, finished: tally.finished)
-            delivered = delivered || sent
+            let sent = self.enqueuePost(appName, post) { failure in tally.finished(appName, failure) }
+            if sent { sentTo.insert(appName) }
             if !sent, declarations.wakingKinds[post.kind] != nil { self.launchForEvent(appName) }
         }
-        tally.decided(delivered: delivered)
+        tally.decided(sentTo: sentTo)
     }
 
     /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
@@ -202,7 +200,8 @@ extension AppManager {
 
     /// Sends what was written for the app and not yet sent, if it receives now.
     private func sendUndelivered(_ record: inout Record) {
-        guard record.lifecycle.receivesAtOnce, let attachment = record.attachment, !record.redeliver else { return }
+        guard record.lifecycle.receivesAtOnce, let attachment = record.attachment, !record.redeliver, !record.drainFailed
+        else { return }
         for (id, event) in record.undelivered {
             let seq = record.lifecycle.reserveSequence()
             self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
@@ -249,6 +248,26 @@ extension AppManager {
                 record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) },
                 record.unacked.count + record.undelivered.count
             )
+        }
+    }
+
+    /// How long after a failed delivery of what an app held it is tried again.
+    static let drainRetryDelay = TimeAmount.seconds(1)
+
+    /// Tries again to deliver what an app held, after the store refused it; an app that no longer receives gets it
+    /// with its next wake instead.
+    private func retryDrain(_ appName: AppName) {
+        self.state.withLock { state in
+            _ = state.update(appName) { record in
+                guard record.drainFailed, !record.drainInFlight, record.lifecycle.receivesAtOnce, record.attachment != nil
+                else { return }
+                if record.queue.isEmpty, record.holdsInFlight == 0 {
+                    record.drainFailed = false
+                    self.sendUndelivered(&record)
+                } else {
+                    self.deliverHeld(appName, &record)
+                }
+            }
         }
     }
 
@@ -315,14 +334,27 @@ extension AppManager {
         failure: (any Error)?
     ) {
         let storeFailure = failure as? StoreError
+        var retry = false
         let change = self.state.withLock { state -> Bool in
             let succeeded = state.update(appName) { record -> Bool in
                 switch action {
-                case .send: record.sendsInFlight -= 1
+                case .send:
+                    record.sendsInFlight -= 1
+                    record.undelivered.append(contentsOf: events)
                 case .hold: record.holdsInFlight -= 1
-                case .drain: record.drainInFlight = false
+                case .drain:
+                    record.drainInFlight = false
+                    if failure != nil {
+                        record.drainFailed = true
+                        retry = true
+                    } else if record.drainFailed {
+                        // A retry: what it held was posted before what waited behind it.
+                        record.drainFailed = false
+                        record.undelivered.insert(contentsOf: events, at: 0)
+                    } else {
+                        record.undelivered.append(contentsOf: events)
+                    }
                 }
-                record.undelivered.append(contentsOf: events)
                 self.sendUndelivered(&record)
                 return failure == nil
             }
@@ -332,6 +364,9 @@ extension AppManager {
             let failing = storeFailure != nil || (state.storeFailing && failure != nil)
             defer { state.storeFailing = failing }
             return failing != state.storeFailing
+        }
+        if retry {
+            self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDrain(appName) }
         }
         guard change else { return }
         if let storeFailure {
@@ -437,55 +472,55 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     }
 }
 
-/// Answers a post once every app it went to has its write on disk (or one failed), and the post has been handed
-/// to all of them.
+/// Answers a post once every app it went to has its write on disk or refused it, and the post has been handed
+/// to all of them: a success when any kept it (listing those that refused), else the first refusal.
 final class PostTally: Sendable {
     private struct State {
         var remaining: Int
-        var delivered = false
-        var answered = false
+        var sentTo: Set<AppName> = []
+        var refused: [(app: AppName, error: AppError)] = []
     }
 
     private let state: NIOLockedValueBox<State>
-    private let recipients: Int
+    private let recipients: [AppName]
     private let target: String
     private let answer: @Sendable (AppManager.PostResult) -> Void
 
-    init(recipients: Int, target: String, answer: @escaping @Sendable (AppManager.PostResult) -> Void) {
-        self.state = NIOLockedValueBox(State(remaining: recipients + 1))
+    init(recipients: [AppName], target: String, answer: @escaping @Sendable (AppManager.PostResult) -> Void) {
+        self.state = NIOLockedValueBox(State(remaining: recipients.count + 1))
         self.recipients = recipients
         self.target = target
         self.answer = answer
     }
 
     /// One app's write finished.
-    @Sendable func finished(_ failure: (any Error)?) {
+    func finished(_ app: AppName, _ failure: (any Error)?) {
         let error: AppError? = switch failure {
         case nil: nil
         case let refusal as PostRefusal: AppError(refusal, target: self.target)
         case let failure as StoreError: .storageFailed(reason: failure.description)
         case let failure?: .storageFailed(reason: "\(failure)")
         }
-        self.count(error: error)
+        self.count { state in if let error { state.refused.append((app, error)) } }
     }
 
-    /// Every app has been handed the post.
-    func decided(delivered: Bool) {
-        self.state.withLockedValue { $0.delivered = delivered }
-        self.count(error: nil)
+    /// Every app has been handed the post; those in `sentTo` are sent it once it is on disk.
+    func decided(sentTo: Set<AppName>) {
+        self.count { $0.sentTo = sentTo }
     }
 
-    private func count(error: AppError?) {
+    private func count(_ change: (inout State) -> Void) {
         let result = self.state.withLockedValue { state -> AppManager.PostResult? in
-            guard !state.answered else { return nil }
+            change(&state)
             state.remaining -= 1
-            if let error {
-                state.answered = true
-                return .failure(error)
-            }
             guard state.remaining == 0 else { return nil }
-            state.answered = true
-            return .success((state.delivered, self.recipients))
+            // Refusals in the order of the recipients, not of the writer's answers.
+            let refused = self.recipients.compactMap { app in state.refused.first { $0.app == app } }
+            guard refused.count < self.recipients.count else { return .failure(refused[0].error) }
+            let delivered = !state.sentTo.subtracting(refused.map(\.app)).isEmpty
+            return .success(
+                AppManager.PostOutcome(delivered: delivered, recipients: self.recipients.count - refused.count, refused: refused)
+            )
         }
         if let result { self.answer(result) }
     }

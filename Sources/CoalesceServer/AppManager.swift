@@ -87,6 +87,9 @@ final class AppManager: Sendable {
         var sendsInFlight = 0
         var holdsInFlight = 0
         var drainInFlight = false
+        /// A wake's delivery of what is held failed (the store refused it): until a retry succeeds, what is written
+        /// for the app waits behind it, so that nothing posted later overtakes what it held.
+        var drainFailed = false
     }
 
     /// A parked stream's task, waiting for its end.
@@ -137,7 +140,7 @@ final class AppManager: Sendable {
 
     let store: Store
     let daemon: DaemonState
-    private let eventLoop: any EventLoop
+    let eventLoop: any EventLoop
     let logger: Logger
     private let startUnit: @Sendable (String) throws -> Void
     let state: Locked<State>
@@ -335,7 +338,7 @@ final class AppManager: Sendable {
                 throw .storageFailed(reason: error.description)
             }
         }
-        let process = Self.processHandle(of: peer)
+        let process = ProcessHandle.connected(peer)
         let id = try self.locked { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: peer.uid, in: state)
             let id = state.nextID
@@ -903,13 +906,6 @@ final class AppManager: Sendable {
     /// The process a missed deadline, Terminate or Purge signals: the one that connected (its SO_PEERPIDFD), or on
     /// older kernels the process now at its pid if that one belongs to the same user, which rules out signalling
     /// another user's process that reused the pid.
-    private static func processHandle(of peer: VarlinkPeer) -> ProcessHandle? {
-        if let process = peer.process {
-            return try? ProcessHandle(duplicating: process.descriptor, pid: peer.pid)
-        }
-        guard let handle = try? ProcessHandle(pid: peer.pid), handle.uid == peer.uid else { return nil }
-        return handle
-    }
 
     private static func appName(_ name: String) throws(AppError) -> AppName {
         do { return try AppName(name) } catch { throw AppError(error) }

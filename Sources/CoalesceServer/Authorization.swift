@@ -1,3 +1,4 @@
+import Systemd
 import Varlink
 
 #if canImport(Glibc)
@@ -39,5 +40,17 @@ enum Authorization {
             }
             return Array(groups.prefix(Int(count)))
         }
+    }
+}
+
+extension ProcessHandle {
+    /// The process at the other end of a connection: its pidfd from SO_PEERPIDFD, or else one opened for its pid,
+    /// kept only if that process belongs to the peer's user (a pid reused by someone else's process is not it).
+    static func connected(_ peer: VarlinkPeer) -> ProcessHandle? {
+        if let process = peer.process {
+            return try? ProcessHandle(duplicating: process.descriptor, pid: peer.pid)
+        }
+        guard let handle = try? ProcessHandle(pid: peer.pid), handle.uid == peer.uid else { return nil }
+        return handle
     }
 }

@@ -1,4 +1,5 @@
 import CoalesceCore
+import Systemd
 import Varlink
 
 #if canImport(Glibc)
@@ -54,20 +55,18 @@ struct EventDeclarations: Sendable, Hashable {
     static let maximumQueueBound = 10_000
 
     /// Whether `peer` may post to an app `owner` owns.
+    ///
+    /// A group named in `posters` counts when the posting process has it: its supplementary groups are read from
+    /// /proc (fast, and the kernel's word), never from the user database, which may be slow or remote and would
+    /// hold up the posts behind this one.
     func mayPost(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
-        if let answer = self.mayPostAtOnce(peer, owner: owner) { return answer }
-        let groups = Set(self.posters.groups.values)
-        return Authorization.supplementaryGroups(of: peer.uid, primary: peer.gid).contains { groups.contains($0) }
-    }
-
-    /// Whether `peer` may post, when that can be told without the user database; `nil` when only the peer's
-    /// supplementary groups can tell (a lookup that may be slow).
-    func mayPostAtOnce(_ peer: VarlinkPeer, owner: UInt32) -> Bool? {
         if peer.uid == 0 || peer.uid == owner || self.posters.anyone || self.posters.uids.contains(peer.uid) {
             return true
         }
         guard !self.posters.groups.isEmpty else { return false }
-        return self.posters.groups.values.contains(peer.gid) ? true : nil
+        let groups = Set(self.posters.groups.values)
+        if groups.contains(peer.gid) { return true }
+        return ProcessHandle.connected(peer)?.groups?.contains { groups.contains($0) } ?? false
     }
 
     // MARK: Wire and store
@@ -186,20 +185,32 @@ struct EventDeclarations: Sendable, Hashable {
 enum EventCoding {
     typealias Queue = EventQueue<EventPayload, Double>
 
+    /// A held slot as its store row keeps it. Written member by member (every held post rewrites its kind's row,
+    /// so this is on the path of each post), not through a dictionary.
     static func encode(_ slot: Queue.Slot) -> String {
-        var object: [String: JSONValue] = [
-            "policy": EventDeclarations.json(slot.policy), "count": .int(Int64(slot.count)),
-            "first": .double(slot.first), "last": .double(slot.last),
-        ]
-        switch slot.held {
-        case .payload(let payload): object["payload"] = payload.value
-        case .nothing: break
-        case .sum(let sum): object["sum"] = .double(sum)
-        case .list(let list, let dropped):
-            object["list"] = .array(list.map { ["payload": $0.payload.value, "posted": .double($0.posted)] })
-            object["dropped"] = .int(Int64(dropped))
+        var output: [UInt8] = []
+        output.reserveCapacity(192)
+        func member(_ name: String, _ value: JSONValue) {
+            output.append(output.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            output.append(UInt8(ascii: "\""))
+            output.append(contentsOf: name.utf8)
+            output.append(contentsOf: "\":".utf8)
+            value.write(to: &output)
         }
-        return JSONValue.object(object).jsonText
+        member("policy", EventDeclarations.json(slot.policy))
+        member("count", .int(Int64(slot.count)))
+        member("first", .double(slot.first))
+        member("last", .double(slot.last))
+        switch slot.held {
+        case .payload(let payload): member("payload", payload.value)
+        case .nothing: break
+        case .sum(let sum): member("sum", .double(sum))
+        case .list(let list, let dropped):
+            member("list", .array(list.map { ["payload": $0.payload.value, "posted": .double($0.posted)] }))
+            member("dropped", .int(Int64(dropped)))
+        }
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
     }
 
     static func decodeSlot(_ text: String) -> Queue.Slot? {

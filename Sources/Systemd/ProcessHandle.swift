@@ -39,6 +39,15 @@ public final class ProcessHandle: Sendable {
         return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
     }
 
+    /// The process's supplementary groups, from /proc (what it has now, not what the user database says);
+    /// `nil` once it is gone.
+    public var groups: [UInt32]? {
+        guard let status = self.procFile("status"),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") })
+        else { return nil }
+        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().compactMap { UInt32($0) }
+    }
+
     /// A small file of /proc/PID, read while the process is known to be alive (after a pid's reuse it would
     /// describe another process).
     private func procFile(_ name: String) -> String? {

@@ -32,7 +32,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// Input waiting for the running call to finish.
     private enum Pending {
-        case call(VarlinkCall)
+        case call(VarlinkCall, size: Int)
         case refusal(VarlinkProtocolError)
     }
 
@@ -146,7 +146,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     private static func parse(_ frame: ByteBuffer) -> Pending {
         do {
-            return .call(try VarlinkCall(message: try JSONParser.parse(frame.readableBytesView)))
+            return .call(try VarlinkCall(message: try JSONParser.parse(frame.readableBytesView)), size: frame.readableBytes)
         } catch let error as JSONParseError {
             return .refusal(.invalidMessage(error.description))
         } catch let error as VarlinkProtocolError {
@@ -158,7 +158,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     private func handle(context: ChannelHandlerContext, _ pending: Pending) {
         switch pending {
-        case .call(let call): self.dispatch(context: context, call: call)
+        case .call(let call, let size): self.dispatch(context: context, call: call, size: size)
         case .refusal(let error) where self.owed.isEmpty: self.refuse(context: context, error: error)
         case .refusal:
             // Every reply owed comes first.
@@ -201,10 +201,10 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func dispatch(context: ChannelHandlerContext, call: VarlinkCall) {
+    private func dispatch(context: ChannelHandlerContext, call: VarlinkCall, size: Int) {
         var peer = self.peer
         peer?.process = self.peerProcess
-        let request = VarlinkRequest(call: call, peer: peer)
+        let request = VarlinkRequest(call: call, peer: peer, messageSize: size)
         let method: VarlinkMethod
         do throws(VarlinkError) {
             if call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
@@ -217,7 +217,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         if case .streaming = method, !self.owed.isEmpty {
             // It waits for the concurrent calls before it to answer.
             self.state = .waitingForReplies
-            self.queue.prepend(.call(call))
+            self.queue.prepend(.call(call, size: size))
             self.updateReading(context: context)
             return
         }

@@ -134,14 +134,29 @@ public enum VarlinkNames {
     /// An interface name is reverse-domain: at least two dot-separated labels of ASCII letters, digits and dashes,
     /// none starting or ending with a dash, the first starting with a letter (varlink.org's grammar).
     public static func isValidInterface(_ name: String) -> Bool {
-        let labels = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard labels.count >= 2, let initial = labels[0].first, isLetter(initial) else { return false }
-        return labels.allSatisfy { label in
-            guard let first = label.first, first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-") else {
-                return false
+        var name = name
+        return name.withUTF8 { Self.isValidInterface($0) }
+    }
+
+    /// One pass over the bytes, without splitting: every call's method name is checked.
+    private static func isValidInterface(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let initial = bytes.first, isLetter(initial) else { return false }
+        var labels = 1
+        var labelEmpty = true
+        var previous: UInt8 = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: ".") {
+                guard !labelEmpty, previous != UInt8(ascii: "-") else { return false }
+                labels += 1
+                labelEmpty = true
+            } else {
+                guard isLetter(byte) || isDigit(byte) || byte == UInt8(ascii: "-") else { return false }
+                guard !(labelEmpty && byte == UInt8(ascii: "-")) else { return false }
+                labelEmpty = false
             }
-            return label.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") }
+            previous = byte
         }
+        return labels >= 2 && !labelEmpty && previous != UInt8(ascii: "-")
     }
 
     /// A member (method, type, error) name starts with an upper-case ASCII letter and has letters and digits.
@@ -160,8 +175,14 @@ public enum VarlinkNames {
 
     /// `interface.Method`.
     public static func isValidQualifiedMethod(_ name: String) -> Bool {
-        guard let dot = name.lastIndex(of: ".") else { return false }
-        return self.isValidInterface(String(name[..<dot]))
-            && self.isValidMemberName(name[name.index(after: dot)...])
+        var name = name
+        return name.withUTF8 { bytes in
+            guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")) else { return false }
+            let member = UnsafeBufferPointer(rebasing: bytes[(dot + 1)...])
+            guard let first = member.first, first >= UInt8(ascii: "A"), first <= UInt8(ascii: "Z"),
+                member.allSatisfy({ isLetter($0) || isDigit($0) })
+            else { return false }
+            return Self.isValidInterface(UnsafeBufferPointer(rebasing: bytes[..<dot]))
+        }
     }
 }

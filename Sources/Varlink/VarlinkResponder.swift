@@ -56,7 +56,10 @@ public struct VarlinkResponder: Sendable {
     public func failAndClose(_ error: any VarlinkErrorConvertible) {
         self.fail(error)
         let channel = self.channel
-        channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+        // Queued behind the error reply, like every write of the responder.
+        channel.eventLoop.execute {
+            channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 
     private func writeFinal(_ reply: VarlinkReply) {
@@ -74,7 +77,14 @@ public struct VarlinkResponder: Sendable {
         let size = buffer.readableBytes
         self.unwritten.withLockedValue { $0 += size }
         let unwritten = self.unwritten
-        // A failed write means the peer is gone; the connection handler sees that and cleans up.
-        self.channel.writeAndFlush(buffer).whenComplete { _ in unwritten.withLockedValue { $0 -= size } }
+        // Always through the event loop's task queue, even from the loop itself: NIO writes at once on the loop but
+        // queues a write from another thread, so mixing the two would let a later reply overtake an earlier one.
+        // One queue keeps the order the callers sent in. A failed write means the peer is gone; the connection
+        // handler sees that and cleans up.
+        let channel = self.channel
+        let message = buffer
+        channel.eventLoop.execute {
+            channel.writeAndFlush(message).whenComplete { _ in unwritten.withLockedValue { $0 -= size } }
+        }
     }
 }

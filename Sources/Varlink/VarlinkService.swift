@@ -48,10 +48,13 @@ public struct VarlinkRequest: Sendable {
     public var call: VarlinkCall
     /// `nil` only when the kernel could not tell (not a Unix socket).
     public var peer: VarlinkPeer?
+    /// The bytes of the call as it came, its terminating NUL left out: a bound on the size of any of its parameters.
+    public var messageSize: Int
 
-    public init(call: VarlinkCall, peer: VarlinkPeer?) {
+    public init(call: VarlinkCall, peer: VarlinkPeer?, messageSize: Int = 0) {
         self.call = call
         self.peer = peer
+        self.messageSize = messageSize
     }
 
     /// A required string parameter.

@@ -148,6 +148,13 @@ import Varlink
             let app = try self.suspendedApp(first, client)
             #expect(try self.post(client, "temperature", ["celsius": 20]) == true)
             #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
+            // Acknowledged, and that on disk (a registration commits after it), so it is not delivered again.
+            for _ in 0..<500 {
+                let queue = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
+                if queue["unacknowledged"] == 0 { break }
+                usleep(10_000)
+            }
+            _ = try client.call("io.coalesced.App.Register", ["name": "org.example.later"])
             app.child.signal(SIGKILL)
             _ = app.child.wait(timeout: .seconds(10))
         }
@@ -164,7 +171,7 @@ import Varlink
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             #expect(try app.events(atLeast: 1) == [#"event mail.received count=1 payload={"id":1}"#])
             usleep(300_000)
-            #expect(app.eventSequences.count == 1, "the temperature came back to what the app last received: nothing")
+            #expect(app.eventSequences.count == 1, "the temperature came back to what the app last received: nothing: \(app.output)")
         }
         second.signal(SIGKILL)
     }
@@ -217,6 +224,29 @@ import Varlink
         }
         #expect(throws: VarlinkError(name: "io.coalesced.App.UnknownTarget", parameters: ["target": "topic:sports"])) {
             try client.call("io.coalesced.App.Post", ["target": "topic:sports", "kind": "goal", "payload": [:]])
+        }
+        // A subscriber that refuses the post (it sums "level" for this kind, and this payload has none) is listed;
+        // the other keeps it. When every subscriber refuses, the call fails.
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            ["name": "org.example.other", "topics": ["news"], "kinds": ["headline": ["policy": "sum", "field": "level"], "bulletin": ["policy": "sum", "field": "level"]]]
+        )
+        let partly = try client.call("io.coalesced.App.Post", ["target": "topic:news", "kind": "headline", "payload": ["text": "hi"]])
+        #expect(partly["recipients"] == 1)
+        #expect(
+            partly["refused"] == [
+                [
+                    "app": "org.example.other", "error": "io.coalesced.App.NotANumber",
+                    "parameters": ["target": "topic:news", "kind": "headline", "field": "level"],
+                ]
+            ]
+        )
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            ["name": "org.example.closed", "topics": ["weather.alerts", "news"], "kinds": ["bulletin": ["policy": "sum", "field": "level"]]]
+        )
+        #expect(throws: VarlinkError(name: "io.coalesced.App.NotANumber", parameters: ["target": "topic:news", "kind": "bulletin", "field": "level"])) {
+            try client.call("io.coalesced.App.Post", ["target": "topic:news", "kind": "bulletin", "payload": ["text": "again"]])
         }
         // Another user reaches only the subscribers that let anyone post.
         let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
@@ -344,6 +374,18 @@ import Varlink
             try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", post])
         }
         #expect(allowed.status == 0, "\(allowed.stderr)")
+
+        // A group: what counts is the posting process's own supplementary groups (nobody's user database entry has
+        // none), so nobody may post while it runs with "users" among its groups, and not without.
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [], "groups": ["users"]]])
+        let withGroup = try await onThread {
+            try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--groups=users", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", post])
+        }
+        #expect(withGroup.status == 0, "\(withGroup.stderr)")
+        let withoutGroup = try await onThread {
+            try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", post])
+        }
+        #expect(withoutGroup.stderr.contains("NotAllowedToPost"), "\(withoutGroup.stderr)")
         daemon.signal(SIGKILL)
     }
 }

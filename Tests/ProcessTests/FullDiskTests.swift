@@ -110,10 +110,20 @@ import Varlink
             let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.app)])["held"]?.arrayValue ?? []
             #expect(held.first { $0["kind"] == "tick" }?["count"]?.intValue == Int64(ticks))
             #expect(held.first { $0["kind"] == "bulk" }?["count"]?.intValue == Int64(bulk))
-            // And the app, once it runs, receives exactly that.
+            // And the app, once it runs, receives exactly that, even when it starts while the disk is full: its
+            // wake cannot store the deliveries then, so nothing is sent until a retry can.
+            disk.fill()
+            let big = JSONValue.object(["data": .string(String(repeating: "y", count: 16 << 10))])
+            for _ in 0..<50 where try self.post(client, "filler", big) {}  // whatever room the store had left
             let app = try ExampleApp(socket: first.socketPath, name: Self.app)
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            let events = try app.events(atLeast: 1 + bulk)
+            usleep(1_500_000)
+            let early = app.eventSequences.count
+            let refused = restarted.output.contains("could not deliver what it held")
+            print("full disk: the wake's delivery was \(refused ? "refused, then retried" : "stored at once"); \(early) events before room was made")
+            if refused { #expect(early == 0, "nothing is sent while what the app held cannot be stored") }
+            disk.free()
+            let events = try app.events(atLeast: 1 + bulk).filter { !$0.hasPrefix("event filler ") }
             #expect(events.first == "event tick count=\(ticks) payload=-")
             #expect(events.dropFirst().count == bulk && events.dropFirst().allSatisfy { $0.hasPrefix("event bulk count=1 ") })
         }
