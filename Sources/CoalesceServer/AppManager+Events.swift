@@ -128,8 +128,8 @@ extension AppManager {
                     record.lifecycle.receivesAtOnce && record.attachment != nil
                     && outstanding < Self.maximumUnacknowledged
                     && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
-                // What it held while it lagged (or what a failed wake left) goes first.
-                if sendsNow { self.deliverHeld(appName, &record) }
+                // What it held while it lagged goes first (what a refused wake left is tried again on its own).
+                if sendsNow, !record.drainFailed { self.deliverHeld(appName, &record) }
                 let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
                 if !durable, !inFlight {
                     if sendsNow {
@@ -227,7 +227,7 @@ extension AppManager {
         let ids = handled.compactMap(\.id)
         // Not waited for: an acknowledgement lost in a crash only means the events come again.
         if !ids.isEmpty { _ = self.store.acknowledge(app: appName, ids: ids) }
-        if record.lifecycle.receivesAtOnce, record.unacked.count < Self.maximumUnacknowledged / 2 {
+        if record.lifecycle.receivesAtOnce, record.unacked.count < Self.maximumUnacknowledged / 2, !record.drainFailed {
             self.deliverHeld(appName, &record)
         }
         state.records[appName] = record
@@ -250,6 +250,8 @@ extension AppManager {
             )
         }
     }
+
+    private enum DrainLog { case failed, recovered }
 
     /// How long after a failed delivery of what an app held it is tried again.
     static let drainRetryDelay = TimeAmount.seconds(1)
@@ -335,6 +337,7 @@ extension AppManager {
     ) {
         let storeFailure = failure as? StoreError
         var retry = false
+        var drainLog: DrainLog?
         let change = self.state.withLock { state -> Bool in
             let succeeded = state.update(appName) { record -> Bool in
                 switch action {
@@ -345,10 +348,13 @@ extension AppManager {
                 case .drain:
                     record.drainInFlight = false
                     if failure != nil {
+                        // The held events stay held, in memory and on disk; logged the first time, tried again.
+                        if !record.drainFailed { drainLog = .failed }
                         record.drainFailed = true
                         retry = true
                     } else if record.drainFailed {
                         // A retry: what it held was posted before what waited behind it.
+                        drainLog = .recovered
                         record.drainFailed = false
                         record.undelivered.insert(contentsOf: events, at: 0)
                     } else {
@@ -367,6 +373,15 @@ extension AppManager {
         }
         if retry {
             self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDrain(appName) }
+        }
+        switch drainLog {
+        case .failed?:
+            self.logger.error(
+                "\(appName): could not deliver what it held: \(failure.map { "\($0)" } ?? ""); trying again every second",
+                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
+            )
+        case .recovered?: self.logger.notice("\(appName): delivered what it held", metadata: ["app": "\(appName)"])
+        case nil: break
         }
         guard change else { return }
         if let storeFailure {
@@ -461,13 +476,6 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
 
     func finish(_ failure: (any Error)?) {
         self.manager.finished(self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
-        if let failure, case .drain = self.action {
-            // The held events stay held, in memory and on disk, and go out with the app's next wake or post.
-            self.manager.logger.error(
-                "\(self.app): could not deliver what it held: \(failure)",
-                metadata: ["app": "\(self.app)", "reason": "\(failure)"]
-            )
-        }
         self.finished?(failure)
     }
 }
