@@ -14,32 +14,14 @@ enum Authorization {
         if peer.uid == 0 || peer.uid == geteuid() { return true }
         guard let group else { return false }
         if peer.gid == group.id { return true }
-        return self.supplementaryGroups(of: peer.uid, primary: peer.gid).contains(group.id)
+        // The calling process's own supplementary groups, from /proc: the kernel's word, and never a user-database
+        // lookup (which may be slow or remote) on the event loop.
+        return ProcessHandle.connected(peer)?.groups?.contains(group.id) ?? false
     }
 
     /// Throws `PermissionDenied` unless the peer is an admin.
     static func requireAdmin(_ peer: VarlinkPeer?, group: AdminGroup?) throws(VarlinkError) {
         guard self.isAdmin(peer, group: group) else { throw .permissionDenied }
-    }
-
-    /// The groups the user database gives `uid` (the process's own list is not in SO_PEERCRED).
-    static func supplementaryGroups(of uid: UInt32, primary: UInt32) -> [UInt32] {
-        // getpwuid_r: lookups run on several threads at once; the entry's strings live in `storage`.
-        var storage = [CChar](repeating: 0, count: 16 * 1024)
-        return storage.withUnsafeMutableBufferPointer { storage -> [UInt32] in
-            var entry = passwd()
-            var found: UnsafeMutablePointer<passwd>?
-            guard let base = storage.baseAddress, getpwuid_r(uid, &entry, base, storage.count, &found) == 0, found != nil,
-                let name = entry.pw_name
-            else { return [] }
-            var count: Int32 = 64
-            var groups = [gid_t](repeating: 0, count: Int(count))
-            if getgrouplist(name, primary, &groups, &count) < 0 {
-                groups = [gid_t](repeating: 0, count: Int(count))
-                guard getgrouplist(name, primary, &groups, &count) >= 0 else { return [] }
-            }
-            return Array(groups.prefix(Int(count)))
-        }
     }
 }
 

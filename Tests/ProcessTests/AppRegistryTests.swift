@@ -224,4 +224,20 @@ import Varlink
         #expect(lines.contains { $0.hasPrefix("org.example.mail") && $0.contains("notRunning") })
         daemon.signal(SIGKILL)
     }
+
+    @Test func aSupplementaryGroupCountsWhileTheCallerHasIt() async throws {
+        let daemon = try DaemonProcess(configuration: "[Daemon]\nAdminGroup=users\n")
+        try await onThread { try daemon.waitUntilReady() }
+        let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+        let socket = daemon.socketPath
+        let (member, outsider) = try await onThread {
+            (
+                try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--groups=users", copy, "--socket", socket, "apps"]),
+                try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", socket, "apps"])
+            )
+        }
+        #expect(member.status == 0, "\(member.stderr)")
+        #expect(outsider.status != 0 && outsider.stderr.contains("PermissionDenied"), "\(outsider.stderr)")
+        daemon.signal(SIGKILL)
+    }
 }
