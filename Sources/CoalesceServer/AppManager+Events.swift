@@ -124,8 +124,9 @@ extension AppManager {
                 // An app that does not keep up (too much unread or unacknowledged) gets its events held and
                 // coalesced like a suspended one until it catches up, rather than growing the daemon's memory.
                 let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
+                // While a refused wake's delivery waits to be tried again, posts are held behind what it held.
                 let sendsNow =
-                    record.lifecycle.receivesAtOnce && record.attachment != nil
+                    record.lifecycle.receivesAtOnce && record.attachment != nil && !record.drainFailed
                     && outstanding < Self.maximumUnacknowledged
                     && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
                 // What it held while it lagged goes first (what a refused wake left is tried again on its own).
@@ -213,7 +214,8 @@ extension AppManager {
     /// Hands what the app holds (and what posts on their way will add) to the store to be delivered, unless that
     /// is already on its way.
     private func deliverHeld(_ appName: AppName, _ record: inout Record) {
-        guard !record.drainInFlight, !record.queue.isEmpty || record.holdsInFlight > 0 else { return }
+        // After a refused delivery, even with nothing held: one that succeeds lets what waits behind it go.
+        guard !record.drainInFlight, !record.queue.isEmpty || record.holdsInFlight > 0 || record.drainFailed else { return }
         record.drainInFlight = true
         self.store.submit(EventWrite(manager: self, app: appName, durable: true, .drain))
     }

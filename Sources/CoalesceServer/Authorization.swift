@@ -14,9 +14,13 @@ enum Authorization {
         if peer.uid == 0 || peer.uid == geteuid() { return true }
         guard let group else { return false }
         if peer.gid == group.id { return true }
-        // The calling process's own supplementary groups, from /proc: the kernel's word, and never a user-database
-        // lookup (which may be slow or remote) on the event loop.
-        return ProcessHandle.connected(peer)?.groups?.contains(group.id) ?? false
+        return self.groups(of: peer).contains(group.id)
+    }
+
+    /// The caller's supplementary groups, the kernel's word: as it connected (SO_PEERGROUPS), else its process's
+    /// now (/proc). Never a user-database lookup, which may be slow or remote, on the event loop.
+    static func groups(of peer: VarlinkPeer) -> [UInt32] {
+        peer.groups ?? ProcessHandle.connected(peer)?.groups ?? []
     }
 
     /// Throws `PermissionDenied` unless the peer is an admin.

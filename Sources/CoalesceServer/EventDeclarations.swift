@@ -56,9 +56,9 @@ struct EventDeclarations: Sendable, Hashable {
 
     /// Whether `peer` may post to an app `owner` owns.
     ///
-    /// A group named in `posters` counts when the posting process has it: its supplementary groups are read from
-    /// /proc (fast, and the kernel's word), never from the user database, which may be slow or remote and would
-    /// hold up the posts behind this one.
+    /// A group named in `posters` counts when the posting process has it, as the kernel says (see
+    /// ``Authorization/groups(of:)``), never as the user database does: that may be slow or remote, and would hold up
+    /// the posts behind this one.
     func mayPost(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
         if peer.uid == 0 || peer.uid == owner || self.posters.anyone || self.posters.uids.contains(peer.uid) {
             return true
@@ -66,7 +66,7 @@ struct EventDeclarations: Sendable, Hashable {
         guard !self.posters.groups.isEmpty else { return false }
         let groups = Set(self.posters.groups.values)
         if groups.contains(peer.gid) { return true }
-        return ProcessHandle.connected(peer)?.groups?.contains { groups.contains($0) } ?? false
+        return Authorization.groups(of: peer).contains { groups.contains($0) }
     }
 
     // MARK: Wire and store

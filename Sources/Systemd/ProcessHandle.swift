@@ -45,7 +45,12 @@ public final class ProcessHandle: Sendable {
         guard let status = self.procFile("status"),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") })
         else { return nil }
-        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().compactMap { UInt32($0) }
+        var groups: [UInt32] = []
+        for field in line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst() {
+            guard let group = UInt32(field) else { return nil }  // not what /proc writes: trust none of it
+            groups.append(group)
+        }
+        return groups
     }
 
     /// A small file of /proc/PID, read while the process is known to be alive (after a pid's reuse it would
@@ -54,10 +59,17 @@ public final class ProcessHandle: Sendable {
         let fd = open("/proc/\(self.pid)/\(name)", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0, self.isAlive else { return nil }
-        return String(decoding: buffer[..<count], as: UTF8.self)
+        // Read to the end: a status with many groups is longer than one read's worth.
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            contents.append(contentsOf: chunk[..<count])
+        }
+        guard !contents.isEmpty, self.isAlive else { return nil }
+        return String(decoding: contents, as: UTF8.self)
     }
 
     /// Sends `signal`. Returns whether it was delivered: `false` once the process has exited.

@@ -57,6 +57,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private let maximumConcurrentCalls: Int
     private var peer: VarlinkPeer?
     private var peerProcess: VarlinkPeerProcess?
+    private var peerGroups: [UInt32]?
     private var pendingFlush = false
     private var reading = true
     /// A protocol violation waits in the queue: nothing more is read.
@@ -84,6 +85,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 .whenSuccess { (credentials: PeerCredentialsLayout) in
                     loopBound.value.peer = VarlinkPeer(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
                 }
+            // Its supplementary groups; more than the buffer holds (or an old kernel) and the peer has none listed.
+            provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: Self.peerGroupsOption)
+                .whenSuccess { (groups: VarlinkPeerGroups) in loopBound.value.peerGroups = groups.groups }
             // A pidfd of the process that connected; older kernels refuse the option and the peer has none.
             provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: Self.peerPidfdOption)
                 .whenSuccess { (descriptor: CInt) in
@@ -140,6 +144,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case .closing: break
         }
     }
+
+    /// SO_PEERGROUPS (Linux 4.13).
+    private static let peerGroupsOption = SocketOptionName(59)
 
     /// SO_PEERPIDFD (Linux 6.5), which Glibc 2.36's headers do not name yet.
     private static let peerPidfdOption = SocketOptionName(77)
@@ -204,6 +211,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private func dispatch(context: ChannelHandlerContext, call: VarlinkCall, size: Int) {
         var peer = self.peer
         peer?.process = self.peerProcess
+        peer?.groups = self.peerGroups
         let request = VarlinkRequest(call: call, peer: peer, messageSize: size)
         let method: VarlinkMethod
         do throws(VarlinkError) {

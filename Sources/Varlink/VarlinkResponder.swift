@@ -56,11 +56,16 @@ public struct VarlinkResponder: Sendable {
     public func failAndClose(_ error: any VarlinkErrorConvertible) {
         self.fail(error)
         let channel = self.channel
-        // Queued behind the error reply, like every write of the responder.
+        // Queued behind the error reply, like every write of the responder: closed once the peer has read up to
+        // it, or after a grace period if it never does, so that its backlog is not kept for good.
         channel.eventLoop.execute {
             channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+            channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
         }
     }
+
+    /// How long a peer ended by ``failAndClose(_:)`` has to read up to the error before its connection is closed.
+    static let closeGrace = TimeAmount.seconds(30)
 
     private func writeFinal(_ reply: VarlinkReply) {
         let first = self.finished.withLockedValue { finished in

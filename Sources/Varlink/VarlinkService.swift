@@ -11,12 +11,16 @@ public struct VarlinkPeer: Sendable, Hashable {
     /// The peer process itself (`SO_PEERPIDFD`, Linux 6.5 and later): the process that connected, even if its pid
     /// has been reused since. `nil` where the kernel cannot say.
     public var process: VarlinkPeerProcess?
+    /// The peer's supplementary groups when it connected (`SO_PEERGROUPS`), `nil` where the kernel could not say
+    /// (more than ``VarlinkPeerGroups/capacity`` of them, or an old kernel).
+    public var groups: [UInt32]?
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32, process: VarlinkPeerProcess? = nil) {
+    public init(pid: Int32, uid: UInt32, gid: UInt32, process: VarlinkPeerProcess? = nil, groups: [UInt32]? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
         self.process = process
+        self.groups = groups
     }
 
     public static func == (lhs: VarlinkPeer, rhs: VarlinkPeer) -> Bool {
@@ -27,6 +31,26 @@ public struct VarlinkPeer: Sendable, Hashable {
         hasher.combine(self.pid)
         hasher.combine(self.uid)
         hasher.combine(self.gid)
+    }
+}
+
+/// The buffer `SO_PEERGROUPS` fills. SwiftNIO reads a socket option into a zeroed value of fixed size and does not
+/// say how many bytes the kernel wrote, so the count is recovered from the kernel's order: the list is sorted
+/// ascending, so after the first entry every 0 is padding. (A peer whose only supplementary group is 0 therefore
+/// reads as having none; its primary group is in SO_PEERCRED.)
+struct VarlinkPeerGroups {
+    static let capacity = 256
+    var entries = InlineArray<256, UInt32>(repeating: 0)
+
+    var groups: [UInt32] {
+        var groups: [UInt32] = []
+        for index in 0..<Self.capacity {
+            let group = self.entries[index]
+            // 0 sorts first: after the first entry it is padding, and as the first it counts only if a group follows.
+            if group == 0, index > 0 || self.entries[1] == 0 { break }
+            groups.append(group)
+        }
+        return groups
     }
 }
 

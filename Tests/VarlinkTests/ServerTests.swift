@@ -22,6 +22,7 @@ import Varlink
             method Twice() -> ()
             method Meet(group: string, size: int, value: string) -> (value: string)
             method Stack(size: int, value: string) -> (value: string)
+            method Peer() -> (uid: int, groups: ?[]int)
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -49,6 +50,12 @@ import Varlink
                 let group = try request.string("group")
                 await Rendezvous.shared.meet(group, size: Int(request.call.parameters["size"]?.intValue ?? 1))
                 return ["value": .string(try request.string("value"))]
+            },
+            "Peer": .immediate { request in
+                [
+                    "uid": .int(Int64(request.peer?.uid ?? 99_999)),
+                    "groups": request.peer?.groups.map { .array($0.map { .int(Int64($0)) }) } ?? .null,
+                ]
             },
             // Started in call order; answered, from other threads, only once `size` calls are started, the last
             // first.
@@ -310,6 +317,18 @@ import Varlink
             #expect(replies.map { $0.parameters["value"]?.stringValue } == ["a", "b", "c", nil, "d"])
             #expect(replies[3].error == "org.varlink.service.InvalidParameter")
             #expect(Stack.shared.started == ["a", "b", "c"], "started in the order the calls came")
+        }
+    }
+
+    @Test func thePeerIsWhatTheKernelSays() async throws {
+        try await self.withServer { path, _ in
+            let reply = try testClient(path).call("org.example.test.Peer")
+            #expect(reply["uid"] == .int(Int64(getuid())))
+            // SO_PEERGROUPS: this process's supplementary groups (a lone 0 reads as none: see VarlinkPeerGroups).
+            var own = [gid_t](repeating: 0, count: 512)
+            let count = Int(getgroups(Int32(own.count), &own))
+            let expected = count == 1 && own[0] == 0 ? [] : own.prefix(count).sorted()
+            #expect(reply["groups"] == .array(expected.map { .int(Int64($0)) }))
         }
     }
 
