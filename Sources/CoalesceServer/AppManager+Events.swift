@@ -470,6 +470,14 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         }
     }
 
+    var runsOneStatement: Bool {
+        switch self.action {
+        case .hold: return true
+        case .send(_, _, let netChange, _): return !netChange
+        case .drain: return false
+        }
+    }
+
     func undo() {
         self.undoing?()
         self.undoing = nil
