@@ -47,7 +47,9 @@ struct EventsBenchmark {
         try daemon.waitUntilReady()
         let client = try VarlinkClient(path: daemon.socketPath)
         for index in 0..<4 { _ = try client.call("io.coalesced.App.Register", ["name": .string("org.bench.target\(index)")]) }
+        let cpuBefore = Self.cpuMicroseconds(daemon.pid)
         let one = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: payload)
+        let cpuDurable = (Self.cpuMicroseconds(daemon.pid) - cpuBefore) / Double(self.posts)
         print("| Post into a suspended app, durable, 1 producer pipelined (64 in flight) | \(Int(one)) posts/s |")
         let four = try Self.pipelined(daemon.socketPath, producers: 4, posts: self.posts, payload: payload)
         print("| Post into suspended apps, durable, 4 producers pipelined (64 in flight each) | \(Int(four)) posts/s |")
@@ -57,9 +59,12 @@ struct EventsBenchmark {
                 ["name": .string("org.bench.volatile\(index)"), "kinds": ["kind0": ["policy": "latest", "volatile": true]]]
             )
         }
+        let cpuVolatileBefore = Self.cpuMicroseconds(daemon.pid)
         let volatileOne = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
+        let cpuVolatile = (Self.cpuMicroseconds(daemon.pid) - cpuVolatileBefore) / Double(self.posts)
         let volatileFour = try Self.pipelined(daemon.socketPath, producers: 4, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
         print("| Post into suspended apps, volatile, 1 / 4 producers pipelined | \(Int(volatileOne)) / \(Int(volatileFour)) posts/s |")
+        print("| daemon CPU (user + system) per post, 1 producer: durable / volatile | \(Self.format(cpuDurable)) / \(Self.format(cpuVolatile)) µs |")
 
         // A single post's round trip to an active app: the bench attaches the app itself and reads its stream.
         _ = try client.call("io.coalesced.App.Register", ["name": "org.bench.active"])
@@ -200,6 +205,17 @@ struct EventsBenchmark {
     }
 
     static func format(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    /// CPU time a process has used, user and system, in microseconds (from /proc/PID/stat, in clock ticks).
+    static func cpuMicroseconds(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // Fields after the command name: state is field 3, utime 14 and stime 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) * 1_000_000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
 }
 
 final class LockedCount: @unchecked Sendable {
