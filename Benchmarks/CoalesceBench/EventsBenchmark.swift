@@ -66,31 +66,16 @@ struct EventsBenchmark {
         print("| Post into suspended apps, volatile, 1 / 4 producers pipelined | \(Int(volatileOne)) / \(Int(volatileFour)) posts/s |")
         print("| daemon CPU (user + system) per post, 1 producer: durable / volatile | \(Self.format(cpuDurable)) / \(Self.format(cpuVolatile)) µs |")
 
-        // A single post's round trip to an active app: the bench attaches the app itself and reads its stream.
-        _ = try client.call("io.coalesced.App.Register", ["name": "org.bench.active"])
-        let stream = try VarlinkClient(path: daemon.socketPath)
-        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": "org.bench.active"], more: true))
-        _ = try stream.receiveReply()
-        let drain = StreamDrain([stream])
-        let roundTrip = try RoundTrips.measure(count: 5_000) {
-            _ = try client.call("io.coalesced.App.Post", ["target": "org.bench.active", "kind": "bench", "payload": payload])
-        }
-        drain.stop()
+        // A single post's round trip to an active app, durable and volatile (no disk in the way).
+        let roundTrip = try Self.roundTrip(daemon.socketPath, app: "org.bench.active", count: 5_000, payload: payload)
         print("| Post round trip to an active app, durable, p50 / p99 | \(Self.format(roundTrip.p50)) / \(Self.format(roundTrip.p99)) µs |")
-
-        // The same for a volatile kind: no disk in the way.
-        _ = try client.call(
-            "io.coalesced.App.Register",
-            ["name": "org.bench.volatile-active", "kinds": ["bench": ["policy": "latest", "volatile": true]]]
+        let volatileTrip = try Self.roundTrip(
+            daemon.socketPath,
+            app: "org.bench.volatile-active",
+            kinds: ["bench": ["policy": "latest", "volatile": true]],
+            count: 20_000,
+            payload: payload
         )
-        let volatileStream = try VarlinkClient(path: daemon.socketPath)
-        try volatileStream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": "org.bench.volatile-active"], more: true))
-        _ = try volatileStream.receiveReply()
-        let volatileDrain = StreamDrain([volatileStream])
-        let volatileTrip = try RoundTrips.measure(count: 20_000) {
-            _ = try client.call("io.coalesced.App.Post", ["target": "org.bench.volatile-active", "kind": "bench", "payload": payload])
-        }
-        volatileDrain.stop()
         print("| Post round trip to an active app, volatile, p50 / p99 | \(Self.format(volatileTrip.p50)) / \(Self.format(volatileTrip.p99)) µs |")
 
         // Wake: many posts across 100 kinds held for one app, then the time from Attach (its launch) to the last
@@ -138,6 +123,21 @@ struct EventsBenchmark {
         memory.signal(SIGTERM)
         _ = memory.waitForExit()
         print("")
+    }
+
+    /// Registers `app`, attaches it (the bench reads its stream as the app would) and times posts to it, one at a
+    /// time, each answered before the next.
+    static func roundTrip(_ socket: String, app: String, kinds: JSONValue = [:], count: Int, payload: JSONValue) throws -> RoundTrips {
+        let client = try VarlinkClient(path: socket)
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(app), "kinds": kinds])
+        let stream = try VarlinkClient(path: socket)
+        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(app)], more: true))
+        _ = try stream.receiveReply()
+        let drain = StreamDrain([stream])
+        defer { drain.stop() }
+        return try RoundTrips.measure(count: count) {
+            _ = try client.call("io.coalesced.App.Post", ["target": .string(app), "kind": "bench", "payload": payload])
+        }
     }
 
     /// Posts from `producers` threads, each keeping 64 calls in flight; returns posts per second.

@@ -140,11 +140,6 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
         self.slots[kind] = slot
     }
 
-    /// The app received `payload` for `kind` while running: a later wake compares netChange kinds against it.
-    public mutating func delivered(_ kind: EventKind, _ payload: Payload) {
-        self.lastDelivered[kind] = payload
-    }
-
     /// Everything held, coalesced: one event per kind in order of first post (a queue kind: each of its events,
     /// then its overflow marker), and the queue is left empty. netChange kinds whose latest payload equals what the
     /// app last received produce nothing.

@@ -24,7 +24,7 @@ struct Post: ParsableCommand {
     func run() throws {
         let payload: JSONValue
         do {
-            payload = try JSONParser.parse(Array(self.payload.utf8))
+            payload = try JSONParser.parse(self.payload)
         } catch {
             throw ValidationError("the payload is not JSON: \(error)")
         }

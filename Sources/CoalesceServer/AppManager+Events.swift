@@ -3,6 +3,7 @@ import CoalesceStore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import Varlink
 
 /// Events: posts, held and coalesced for an app that receives nothing, sent at once to one that runs code.
@@ -130,7 +131,7 @@ extension AppManager {
                     && outstanding < Self.maximumUnacknowledged
                     && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
                 // What it held while it lagged goes first (what a refused wake left is tried again on its own).
-                if sendsNow, !record.drainFailed { self.deliverHeld(appName, &record) }
+                if sendsNow { self.deliverHeld(appName, &record) }
                 let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
                 if !durable, !inFlight {
                     if sendsNow {

@@ -3,6 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Synchronization
 import Systemd
 import CoalesceStore
 import Varlink
@@ -143,7 +144,7 @@ final class AppManager: Sendable {
     let eventLoop: any EventLoop
     let logger: Logger
     private let startUnit: @Sendable (String) throws -> Void
-    let state: Locked<State>
+    let state: Mutex<State>
     /// The first sequence number of this generation of the daemon.
     private let firstSequence: UInt64
 
@@ -184,17 +185,17 @@ final class AppManager: Sendable {
             state.records[app]?.queue.restore(kind, slot)
         }
         for row in try store.deliveryRows() {
-            guard let app = try? AppName(row.app), let event = try? JSONParser.parse(Array(row.event.utf8)) else { continue }
+            guard let app = try? AppName(row.app), let event = try? JSONParser.parse(row.event) else { continue }
             state.records[app]?.undelivered.append((row.id, event))
         }
         for row in try store.baselineRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
-                let payload = try? JSONParser.parse(Array(row.payload.utf8))
+                let payload = try? JSONParser.parse(row.payload)
             else { continue }
             state.records[app]?.queue.setBaseline(kind, EventPayload(payload))
         }
         state.counts[.notRunning] = state.records.count
-        self.state = Locked(state)
+        self.state = Mutex(state)
     }
 
     var count: Int { self.state.withLock { $0.records.count } }
@@ -214,6 +215,13 @@ final class AppManager: Sendable {
                 unacknowledged += state.records[name]!.unacked.count + state.records[name]!.undelivered.count
             }
             return (state.postsSent, state.postsHeld, kinds, unacknowledged)
+        }
+    }
+
+    /// A reload changed the lifecycle's time limits: every app runs by the new ones from now on.
+    func timingsChanged(_ timings: LifecycleTimings) {
+        self.state.withLock { state in
+            for name in state.records.keys { state.records[name]!.lifecycle.timings = timings }
         }
     }
 
@@ -562,17 +570,26 @@ final class AppManager: Sendable {
 
     /// Purges the named suspended app, or the `count` suspended apps with the most resident memory.
     func purge(name: String?, count: Int) throws(AppError) -> [AppName] {
-        try self.locked { state, log throws(AppError) in
+        var largest: [AppName]?
+        if name == nil {
+            // Measured outside the lock: it reads /proc for every suspended app.
+            let suspended = self.state.withLock { state in
+                state.records.filter { $0.value.lifecycle.state == .suspended }.mapValues { $0.attachment?.process }
+            }
+            guard !suspended.isEmpty else { throw .nothingToPurge }
+            let sizes = suspended.mapValues { $0?.residentBytes ?? 0 }
+            largest = suspended.keys.sorted { (sizes[$0]!, $1) > (sizes[$1]!, $0) }
+        }
+        return try self.locked { state, log throws(AppError) in
             let chosen: [AppName]
             if let name {
                 let appName = try Self.systemAppName(name)
                 guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
                 chosen = [appName]
             } else {
-                let suspended = state.records.filter { $0.value.lifecycle.state == .suspended }
-                guard !suspended.isEmpty else { throw .nothingToPurge }
-                let sizes = suspended.mapValues { $0.attachment?.process?.residentBytes ?? 0 }
-                chosen = Array(suspended.keys.sorted { (sizes[$0]!, $1) > (sizes[$1]!, $0) }.prefix(count))
+                // Still suspended now that the lock is held again.
+                chosen = Array((largest ?? []).filter { state.records[$0]?.lifecycle.state == .suspended }.prefix(count))
+                guard !chosen.isEmpty else { throw .nothingToPurge }
             }
             let now = Instant.now
             for appName in chosen {
@@ -637,7 +654,6 @@ final class AppManager: Sendable {
         onError: (LifecycleError) throws(AppError) -> Void
     ) throws(AppError) {
         var record = state.records[appName]!
-        record.lifecycle.timings = self.daemon.configuration.timings
         let wasReceiving = record.lifecycle.receivesAtOnce
         let effects: [LifecycleEffect]
         do {
@@ -903,10 +919,6 @@ final class AppManager: Sendable {
 
     // MARK: Lookups
 
-    /// The process a missed deadline, Terminate or Purge signals: the one that connected (its SO_PEERPIDFD), or on
-    /// older kernels the process now at its pid if that one belongs to the same user, which rules out signalling
-    /// another user's process that reused the pid.
-
     private static func appName(_ name: String) throws(AppError) -> AppName {
         do { return try AppName(name) } catch { throw AppError(error) }
     }
@@ -1010,18 +1022,3 @@ func wallClock() -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
-/// A value behind a lock, with typed throws passed through (NIOLockedValueBox's `rethrows` would erase them).
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<T, Failure: Error>(_ body: (inout Value) throws(Failure) -> T) throws(Failure) -> T {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return try body(&self.value)
-    }
-}

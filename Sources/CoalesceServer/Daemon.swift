@@ -200,6 +200,7 @@ public enum Daemon {
         let reloader = Reloader(
             options: options,
             state: state,
+            apps: apps,
             server: server,
             levelControl: levelControl,
             notifier: notifier,

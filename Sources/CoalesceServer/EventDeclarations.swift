@@ -170,7 +170,7 @@ struct EventDeclarations: Sendable, Hashable {
 
     /// From the store; a group that no longer exists is dropped.
     init(stored text: String) {
-        let value = try? JSONParser.parse(Array(text.utf8))
+        let value = try? JSONParser.parse(text)
         let groups = value?["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { getgrnam($0) } != nil }
         var posters = value?["posters"]?.objectValue ?? [:]
         posters["groups"] = .array(groups ?? [])
@@ -214,7 +214,7 @@ enum EventCoding {
     }
 
     static func decodeSlot(_ text: String) -> Queue.Slot? {
-        guard let value = try? JSONParser.parse(Array(text.utf8)), let policyValue = value["policy"],
+        guard let value = try? JSONParser.parse(text), let policyValue = value["policy"],
             let policy = try? EventDeclarations.policy(policyValue, parameter: "slot"),
             let count = value["count"]?.intValue, let first = value["first"]?.doubleValue,
             let last = value["last"]?.doubleValue

@@ -9,6 +9,7 @@ import Varlink
 struct Reloader: Service {
     let options: DaemonOptions
     let state: DaemonState
+    let apps: AppManager
     let server: VarlinkServer
     let levelControl: LogLevelControl
     let notifier: SystemdNotifier
@@ -35,6 +36,7 @@ struct Reloader: Service {
             self.levelControl.current = configuration.logLevel
             self.server.limits = Daemon.limits(configuration)
             self.state.reloaded(configuration)
+            self.apps.timingsChanged(configuration.timings)
             self.logger.notice(
                 "Configuration reloaded",
                 metadata: ["config": "\(self.options.configPath)", "message_id": "\(MessageID.reloaded)"]

@@ -64,6 +64,7 @@ public final class ProcessHandle: Sendable {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
             guard count >= 0 else { return nil }
             if count == 0 { break }
             contents.append(contentsOf: chunk[..<count])

@@ -23,7 +23,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case idle
         /// A streaming call is running as `task`; later input waits in `queue`.
         case running(task: Task<Void, Never>)
-        /// Concurrent calls are still owed replies and what came next must wait for them (a streaming call, a
+        /// Deferred calls are still owed replies and what came next must wait for them (a streaming call, a
         /// refusal); later input waits in `queue`.
         case waitingForReplies
         /// The connection is being closed; nothing more is read or answered.
@@ -43,9 +43,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private let logger: Logger
     private var state = State.idle
     private var queue = CircularBuffer<Pending>()
-    /// Replies owed to the peer in call order while concurrent calls run: `nil` until the call has answered.
+    /// Replies owed to the peer in call order while deferred calls run: `nil` until the call has answered.
     private var owed = CircularBuffer<(id: Int, reply: VarlinkReply?)>()
-    private var concurrentTasks: [Int: Task<Void, Never>] = [:]
     /// Deferred calls' replies given on other threads, for the event loop to take in bulk.
     private let answered = NIOLockedValueBox(Answered())
 
@@ -101,8 +100,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     func channelInactive(context: ChannelHandlerContext) {
         // The peer is gone: what it asked for can no longer be answered.
         if case .running(let task) = self.state { task.cancel() }
-        for task in self.concurrentTasks.values { task.cancel() }
-        self.concurrentTasks.removeAll()
         self.owed.removeAll()
         self.state = .closing
         self.queue.removeAll()
@@ -223,7 +220,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             return
         }
         if case .streaming = method, !self.owed.isEmpty {
-            // It waits for the concurrent calls before it to answer.
+            // It waits for the deferred calls before it to answer.
             self.state = .waitingForReplies
             self.queue.prepend(.call(call, size: size))
             self.updateReading(context: context)
@@ -239,26 +236,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 reply = VarlinkReply(error: Self.wireError(error, call: call, logger: self.logger))
             }
             self.reply(context: context, call: call, reply)
-        case .concurrent(let body):
-            let id = self.nextOwedID
-            self.nextOwedID += 1
-            if !call.oneway { self.owed.append((id, nil)) }
-            let logger = self.logger
-            let finished = NIOLoopBound(
-                { [self] (reply: VarlinkReply) in self.concurrentCallFinished(context: context, id: id, reply: reply) },
-                eventLoop: context.eventLoop
-            )
-            let eventLoop = context.eventLoop
-            self.concurrentTasks[id] = self.tasks.start {
-                let reply: VarlinkReply
-                do {
-                    reply = VarlinkReply(parameters: try await body(request))
-                } catch {
-                    reply = VarlinkReply(error: Self.wireError(error, call: call, logger: logger))
-                }
-                eventLoop.execute { finished.value(reply) }
-            }
-            self.updateReading(context: context)
         case .deferred(let body):
             let id = self.nextOwedID
             self.nextOwedID += 1
@@ -331,7 +308,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private func reply(context: ChannelHandlerContext, call: VarlinkCall, _ reply: VarlinkReply) {
         guard !call.oneway else { return }
         guard self.owed.isEmpty else {
-            // Behind the replies concurrent calls still owe.
+            // Behind the replies deferred calls still owe.
             self.owed.append((self.nextOwedID, reply))
             self.nextOwedID += 1
             return
@@ -350,12 +327,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.updateReading(context: context)
     }
 
-    /// A concurrent call answered: its reply, and every reply after it that is ready, go out in call order.
-    private func concurrentCallFinished(context: ChannelHandlerContext, id: Int, reply: VarlinkReply) {
-        self.settle(context: context, id: id, reply: reply)
-        self.afterReplies(context: context)
-    }
-
     /// Deferred calls answered from other threads since the last time: their replies, then one flush.
     private func deliverAnswered(context: ChannelHandlerContext) {
         let replies = self.answered.withLockedValue { answered in
@@ -370,7 +341,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     private func settle(context: ChannelHandlerContext, id: Int, reply: VarlinkReply) {
-        self.concurrentTasks[id] = nil
         guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
         self.owed[index].reply = reply
         while let head = self.owed.first, let ready = head.reply {

@@ -35,7 +35,7 @@ public struct VarlinkServerLimits: Sendable, Hashable {
     public var maximumConnections: Int
     /// Calls a client may have waiting behind a running one before the server stops reading from it.
     public var maximumQueuedCalls: Int
-    /// Concurrent calls (and the replies queued behind them) a client may have in flight before the server stops
+    /// Deferred calls (and the replies queued behind them) a client may have in flight before the server stops
     /// reading from it.
     public var maximumConcurrentCalls: Int
 

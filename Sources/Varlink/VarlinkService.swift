@@ -96,14 +96,11 @@ public enum VarlinkMethod: Sendable {
     /// Runs as a task and sends its replies through the responder: for methods that wait, or stream with `more`.
     /// Later calls on the connection wait until it has finished.
     case streaming(@Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void)
-    /// Runs as a task with one reply, while later calls on the same connection start too: replies still go out in
-    /// call order. For methods that wait on something that serves many calls at once, such as a group commit, so
-    /// that one client's pipelined calls can share it.
-    case concurrent(@Sendable (VarlinkRequest) async throws -> [String: JSONValue])
     /// Starts on the connection's event loop, in call order, and answers later, from any thread, through the
     /// ``VarlinkPromisedReply`` (exactly once); later calls on the same connection start meanwhile, and replies
     /// still go out in call order. For methods that hand their work to something that answers many calls at once
-    /// and must see calls in the order they came; throwing answers at once with the error.
+    /// (a group commit, say) and must see calls in the order they came; throwing answers at once with the error.
+    /// A method that has to wait in between starts its own task and answers from it.
     case deferred(@Sendable (VarlinkRequest, VarlinkPromisedReply) throws -> Void)
 }
 

@@ -80,7 +80,7 @@ typealias Event = CoalescedEvent<Fields, Int>
 
     @Test func netChangeDeliversNothingWhenTheValueCameBack() throws {
         var queue = Queue()
-        queue.delivered(self.weather, Fields(["temperature": 10]))  // what the app knew when it was suspended
+        queue.setBaseline(self.weather, Fields(["temperature": 10]))  // what the app knew when it was suspended
         try queue.post(self.weather, Fields(["temperature": 12]), policy: .netChange, at: 1)
         try queue.post(self.weather, Fields(["temperature": 10]), policy: .netChange, at: 2)
         #expect(queue.drain() == [], "back where it stood at suspension: no change to report")

@@ -46,7 +46,10 @@ public final class DaemonProcess: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let notify: NotifyListener
     private var child: ChildProcess!  // set in init
-    public var socketPath: String { self.directory.file("io.coalesced") }
+    /// Its socket: in its own directory, or its predecessor's when it was started by ``restarted()``.
+    public let socketPath: String
+    /// The daemon this one took over from: kept, because its directory holds the socket and the state.
+    private let predecessor: DaemonProcess?
     public var configPath: String { self.directory.file("coalesced.conf") }
     public var logPath: String { self.directory.file("daemon.log") }
 
@@ -57,21 +60,34 @@ public final class DaemonProcess: @unchecked Sendable {
     ///   - stateFiles: files to put in the state directory before the daemon starts, by name.
     ///   - wrapper: a command that runs the daemon (its path and arguments come after), as `nsenter` to start it in
     ///     another mount namespace; it must exec, so that the daemon keeps its pid.
-    public init(
+    public convenience init(
         configuration: String = "",
         environment: [String: String] = [:],
         arguments: [String] = [],
         stateFiles: [String: String] = [:],
         wrapper: [String] = []
     ) throws {
+        try self.init(configuration: configuration, environment: environment, arguments: arguments, stateFiles: stateFiles, wrapper: wrapper, continuing: nil)
+    }
+
+    private init(
+        configuration: String,
+        environment: [String: String],
+        arguments: [String],
+        stateFiles: [String: String],
+        wrapper: [String],
+        continuing predecessor: DaemonProcess?
+    ) throws {
         self.directory = try TemporaryDirectory()
+        self.predecessor = predecessor
+        self.socketPath = predecessor?.socketPath ?? self.directory.file("io.coalesced")
         for (name, text) in stateFiles { try self.directory.write("state/" + name, text) }
         self.notify = try NotifyListener(path: self.directory.file("notify"))
         try self.directory.write("coalesced.conf", configuration)
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
         let arguments = [
             "--socket", self.socketPath,
-            "--state-dir", self.directory.file("state"),
+            "--state-dir", predecessor?.stateDirectory ?? self.directory.file("state"),
             "--config", self.configPath,
         ] + arguments
         var merged = ProcessInfo.processInfo.environment
@@ -93,6 +109,17 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     public var pid: Int32 { self.child.pid }
+
+    /// Where it keeps its state (its predecessor's, for a restarted daemon).
+    public var stateDirectory: String { self.predecessor?.stateDirectory ?? self.directory.file("state") }
+
+    /// Kills this daemon with SIGKILL, waits for it to end, and starts another on the same socket and state
+    /// directory; not yet ready when this returns. It blocks: call it off the test's task (``onThread``).
+    public func restarted() throws -> DaemonProcess {
+        self.signal(SIGKILL)
+        _ = self.waitForExit()
+        return try DaemonProcess(configuration: "", environment: [:], arguments: [], stateFiles: [:], wrapper: [], continuing: self)
+    }
 
     /// Waits for READY=1, failing with the daemon's output when it does not come.
     public func waitUntilReady(timeout: Duration = .seconds(30)) throws {

@@ -119,7 +119,8 @@ public final class ExampleApp: @unchecked Sendable {
         self.name = name
         var executable = BuildProducts.path(of: "coalesce-example")
         var argv = ["--socket", socket, "--name", name] + arguments
-        if let user, let directory {
+        if let user {
+            guard let directory else { throw SupportError("an app run as \(user) needs a directory its copy can be run from") }
             let copy = try executableCopy(of: "coalesce-example", in: directory)
             argv = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", copy] + argv
             executable = "/usr/bin/setpriv"

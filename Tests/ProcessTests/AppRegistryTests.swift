@@ -60,9 +60,7 @@ import Varlink
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
         _ = try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"])
-        first.signal(SIGKILL)
-        _ = try await onThread { first.waitForExit() }
-        let second = try DaemonProcess(arguments: ["--state-dir", first.directory.file("state")])
+        let second = try await onThread { try first.restarted() }
         try await onThread { try second.waitUntilReady() }
         let apps = try testClient(second.socketPath).call("io.coalesced.System.ListApps")["apps"]
         #expect(apps?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["org.example.mail"])
@@ -199,7 +197,8 @@ import Varlink
             chosen.stderr.contains(#"io.coalesced.App.LaunchUnitNotAllowed {"app":"org.example.nobody","unit":"systemd-poweroff.service"}"#),
             "\(chosen.stderr)"
         )
-        _ = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody"}"#])
+        let registered = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody"}"#])
+        #expect(registered.status == 0, "\(registered.stderr)")
         let root = try testClient(daemon.socketPath)
         _ = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "launchUnit": "nobody-app.service"])
         // The owner may repeat the unit the admin chose, or leave it out: it stays.
@@ -208,7 +207,8 @@ import Varlink
             ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","launchUnit":"nobody-app.service"}"#]
         )
         #expect(same.status == 0, "\(same.stderr)")
-        _ = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","exitsOnSuspend":true}"#])
+        let leftOut = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","exitsOnSuspend":true}"#])
+        #expect(leftOut.status == 0, "\(leftOut.stderr)")
         #expect(try root.call("io.coalesced.System.GetApp", ["app": "org.example.nobody"])["app"]?["launchUnit"] == "nobody-app.service")
         daemon.signal(SIGKILL)
     }

@@ -104,10 +104,7 @@ import Varlink
             app.child.signal(SIGKILL)
             _ = app.child.wait(timeout: .seconds(10))
         }
-        first.signal(SIGKILL)
-        _ = try await onThread { first.waitForExit() }
-
-        let second = try DaemonProcess(arguments: ["--socket", socket, "--state-dir", first.directory.file("state")])
+        let second = try await onThread { try first.restarted() }
         try await onThread { try second.waitUntilReady() }
         try await onThread {
             // The app comes back and dies handling the first event, before acknowledging it.
@@ -149,19 +146,17 @@ import Varlink
             #expect(try self.post(client, "temperature", ["celsius": 20]) == true)
             #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
             // Acknowledged, and that on disk (a registration commits after it), so it is not delivered again.
-            for _ in 0..<500 {
-                let queue = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
-                if queue["unacknowledged"] == 0 { break }
-                usleep(10_000)
+            var acknowledged = false
+            for _ in 0..<500 where !acknowledged {
+                acknowledged = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["unacknowledged"] == 0
+                if !acknowledged { usleep(10_000) }
             }
+            guard acknowledged else { throw SupportError("the app never acknowledged the temperature") }
             _ = try client.call("io.coalesced.App.Register", ["name": "org.example.later"])
             app.child.signal(SIGKILL)
             _ = app.child.wait(timeout: .seconds(10))
         }
-        first.signal(SIGKILL)
-        _ = try await onThread { first.waitForExit() }
-
-        let second = try DaemonProcess(arguments: ["--socket", socket, "--state-dir", first.directory.file("state")])
+        let second = try await onThread { try first.restarted() }
         try await onThread { try second.waitUntilReady() }
         try await onThread {
             let client = try testClient(socket)
@@ -190,10 +185,7 @@ import Varlink
         let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue ?? []
         #expect(held.compactMap { $0["kind"]?.stringValue } == ["cursor", "mail"])
         #expect(held.first?["policy"] == ["policy": "latest"])
-        first.signal(SIGKILL)
-        _ = try await onThread { first.waitForExit() }
-
-        let second = try DaemonProcess(arguments: ["--socket", first.socketPath, "--state-dir", first.directory.file("state")])
+        let second = try await onThread { try first.restarted() }
         try await onThread { try second.waitUntilReady() }
         let after = try testClient(first.socketPath).call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
         #expect(after["held"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } == ["mail"], "the volatile kind died with the daemon")

@@ -121,7 +121,8 @@ import Varlink
             let early = app.eventSequences.count
             let refused = restarted.output.contains("could not deliver what it held")
             print("full disk: the wake's delivery was \(refused ? "refused, then retried" : "stored at once"); \(early) events before room was made")
-            if refused { #expect(early == 0, "nothing is sent while what the app held cannot be stored") }
+            #expect(refused, "the store refused the wake's delivery (the disk was filled, and the store's room used up)")
+            #expect(early == 0, "nothing is sent while what the app held cannot be stored")
             disk.free()
             let events = try app.events(atLeast: 1 + bulk).filter { !$0.hasPrefix("event filler ") }
             #expect(events.first == "event tick count=\(ticks) payload=-")

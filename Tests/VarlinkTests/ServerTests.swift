@@ -46,10 +46,13 @@ import Varlink
             },
             // Answers once `size` calls of its group are in flight at the same time: served one after the other,
             // the first would never answer.
-            "Meet": .concurrent { request in
+            "Meet": .deferred { request, reply in
                 let group = try request.string("group")
-                await Rendezvous.shared.meet(group, size: Int(request.call.parameters["size"]?.intValue ?? 1))
-                return ["value": .string(try request.string("value"))]
+                let value = try request.string("value")
+                Task {
+                    await Rendezvous.shared.meet(group, size: Int(request.call.parameters["size"]?.intValue ?? 1))
+                    reply.succeed(["value": .string(value)])
+                }
             },
             "Peer": .immediate { request in
                 [
