@@ -157,6 +157,7 @@ let package = Package(
             dependencies: [
                 "CoalesceServer",
                 "CoalesceCore",
+                "CoalesceStore",
                 "Systemd",
                 "CoalesceTestSupport",
                 "Varlink",

@@ -15,19 +15,14 @@ public struct AppName: Sendable, Hashable, Comparable, CustomStringConvertible {
     public init(_ value: String) throws(AppNameError) {
         func fail(_ reason: String) -> AppNameError { AppNameError(name: value, reason: reason) }
         guard value.utf8.count <= Self.maximumLength else { throw fail("longer than \(Self.maximumLength) bytes") }
-        let labels = value.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard labels.count >= 2 else { throw fail("expected reverse-DNS form such as org.example.mail") }
-        for label in labels {
-            guard let first = label.first else { throw fail("empty label") }
-            guard Self.isLetterOrDigit(first) else { throw fail("each label starts with a letter or digit") }
-            guard label.allSatisfy({ Self.isLetterOrDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
-            else { throw fail("only lower-case letters, digits, '-' and '_' between the dots") }
+        guard value.utf8.contains(UInt8(ascii: ".")) else { throw fail("expected reverse-DNS form such as org.example.mail") }
+        switch DottedName.labels(of: value) {
+        case .success: break
+        case .failure(.emptyLabel): throw fail("empty label")
+        case .failure(.badStart): throw fail("each label starts with a letter or digit")
+        case .failure(.badCharacter): throw fail("only lower-case letters, digits, '-' and '_' between the dots")
         }
         self.value = value
-    }
-
-    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
     }
 
     public var description: String { self.value }

@@ -24,18 +24,14 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
         func fail(_ reason: String) -> EventKindError { EventKindError(kind: value, reason: reason) }
         guard !value.isEmpty else { throw fail("empty") }
         guard value.utf8.count <= Self.maximumLength else { throw fail("longer than \(Self.maximumLength) bytes") }
-        for label in value.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
-            guard let first = label.first else { throw fail("empty label between dots") }
-            guard Self.isLetterOrDigit(first) else { throw fail("each label starts with a lower-case letter or digit") }
-            guard label.allSatisfy({ Self.isLetterOrDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
-            else { throw fail("only lower-case letters, digits, '-' and '_' between the dots") }
+        switch DottedName.labels(of: value) {
+        case .success: break
+        case .failure(.emptyLabel): throw fail("empty label between dots")
+        case .failure(.badStart): throw fail("each label starts with a lower-case letter or digit")
+        case .failure(.badCharacter): throw fail("only lower-case letters, digits, '-' and '_' between the dots")
         }
         guard !value.hasPrefix(Self.reservedPrefix) else { throw fail("lifecycle.* kinds are the daemon's own") }
         self.value = value
-    }
-
-    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
     }
 
     public var description: String { self.value }

@@ -70,8 +70,8 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
 
     /// The most kinds held at once.
     public let kindLimit: Int
-    private var slots: [EventKind: Slot] = [:]
-    private var order: [EventKind] = []
+    @usableFromInline var slots: [EventKind: Slot] = [:]
+    @usableFromInline var order: [EventKind] = []
     /// The payload of each netChange kind the app last received: what a wake compares against.
     public private(set) var lastDelivered: [EventKind: Payload] = [:]
 
@@ -114,30 +114,42 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
     /// Holds one post. A kind's slot keeps the policy of the post that opened it: a later post with another
     /// policy is folded into it by the slot's policy, so that what was held is never reinterpreted.
     /// - Throws: ``PostRefusal``; nothing changes then.
+    // Inlinable: the daemon calls it for every post it holds, and a generic call across modules would look its
+    // types up at run time.
+    @inlinable
     public mutating func post(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) {
-        guard var slot = self.slots[kind] else {
+        guard let index = self.slots.index(forKey: kind) else {
             guard self.order.count < self.kindLimit else { throw .tooManyKinds(limit: self.kindLimit) }
             self.slots[kind] = try Self.open(kind, payload, policy: policy, at: stamp)
             self.order.append(kind)
             return
         }
-        switch (slot.policy, slot.held) {
-        case (.latest, _), (.netChange, _): slot.held = .payload(payload)
-        case (.first, _), (.count, _): break
-        case (.sum(let field), .sum(let total)):
+        // In place: a queue kind's list is appended to, not copied.
+        try Self.fold(&self.slots.values[index], kind, payload, at: stamp)
+    }
+
+    @inlinable
+    static func fold(_ slot: inout Slot, _ kind: EventKind, _ payload: Payload, at stamp: Stamp) throws(PostRefusal) {
+        switch slot.policy {
+        case .latest, .netChange: slot.held = .payload(payload)
+        case .first, .count: break
+        case .sum(let field):
+            guard case .sum(let total) = slot.held else { preconditionFailure("a sum slot holds a sum") }  // open() pairs them
             guard let number = payload.number(at: field) else { throw .notANumber(kind: kind, field: field) }
             slot.held = .sum(total + number)
-        case (.merge, .payload(let merged)): slot.held = .payload(merged.merged(with: payload))
-        case (.queue(let bound), .list(var list, let dropped)):
+        case .merge:
+            guard case .payload(let merged) = slot.held else { preconditionFailure("a merge slot holds a payload") }
+            slot.held = .payload(merged.merged(with: payload))
+        case .queue(let bound):
+            guard case .list(var list, let dropped) = slot.held else { preconditionFailure("a queue slot holds a list") }
+            slot.held = .nothing  // the list's only reference is now `list`: appending does not copy it
             list.append((payload, stamp))
             let excess = max(0, list.count - bound)
             list.removeFirst(excess)
             slot.held = .list(list, dropped: dropped + excess)
-        default: preconditionFailure("a slot's holding does not match its policy")  // open() pairs them
         }
         slot.count += 1
         slot.last = max(slot.last, stamp)
-        self.slots[kind] = slot
     }
 
     /// Everything held, coalesced: one event per kind in order of first post (a queue kind: each of its events,
@@ -178,7 +190,8 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
         return events
     }
 
-    private static func open(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) -> Slot {
+    @usableFromInline
+    static func open(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) -> Slot {
         let held: Held
         switch policy {
         case .latest, .first, .merge, .netChange: held = .payload(payload)

@@ -42,29 +42,32 @@ extension AppManager {
     ) throws(AppError) {
         let kind: EventKind
         do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
-        let recipients: [(AppName, EventDeclarations, UInt32)]
-        if target.hasPrefix(Self.topicPrefix) {
-            guard let topic = try? EventKind(String(target.dropFirst(Self.topicPrefix.count))) else {
-                throw .unknownTarget(target: target)
-            }
-            recipients = self.state.withLock { state in
-                (state.subscribers[topic] ?? []).sorted().compactMap { name in
-                    state.records[name].map { (name, $0.declarations, $0.registration.owner) }
-                }
-            }
-            guard !recipients.isEmpty else { throw .unknownTarget(target: target) }
-        } else {
-            guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
-            let found = try self.state.withLock { state throws(AppError) in
-                guard let record = state.records[appName] else { throw .unknownTarget(target: target) }
-                return (appName, record.declarations, record.registration.owner)
-            }
-            recipients = [found]
-        }
         let post = Post(target: target, kind: kind, payload: EventPayload(payload), policy: policy)
-        let allowed = recipients.filter { _, declarations, owner in declarations.mayPost(peer, owner: owner) }
+        guard target.hasPrefix(Self.topicPrefix) else {
+            // One app: answered straight from its write.
+            guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
+            let found = self.state.withLock { state in state.update(appName) { Recipient($0, appName, kind) } }
+            guard let recipient = found else { throw .unknownTarget(target: target) }
+            guard recipient.posters.allow(peer, owner: recipient.owner) else { throw .notAllowedToPost(target: target) }
+            self.deliver(post, to: recipient) { sent, failure in
+                answer(failure.map { .failure(Self.postError($0, target: target)) }
+                    ?? .success(PostOutcome(delivered: sent, recipients: 1, refused: [])))
+            }
+            return
+        }
+        guard let topic = try? EventKind(String(target.dropFirst(Self.topicPrefix.count))) else {
+            throw .unknownTarget(target: target)
+        }
+        let subscribers = self.state.withLock { state in
+            (state.subscribers[topic] ?? []).sorted().compactMap { name in state.records[name].map { Recipient($0, name, kind) } }
+        }
+        guard !subscribers.isEmpty else { throw .unknownTarget(target: target) }
+        let allowed = subscribers.filter { $0.posters.allow(peer, owner: $0.owner) }
         guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
-        self.deliver(post, to: allowed, answer: answer)
+        let tally = PostTally(recipients: allowed.map(\.app), target: target, answer: answer)
+        for recipient in allowed {
+            self.deliver(post, to: recipient) { sent, failure in tally.finished(recipient.app, sent: sent, failure) }
+        }
     }
 
     /// One post as it came.
@@ -75,15 +78,34 @@ extension AppManager {
         var policy: CoalescingPolicy?
     }
 
-    private func deliver(_ post: Post, to recipients: [(AppName, EventDeclarations, UInt32)], answer: @escaping @Sendable (PostResult) -> Void) {
-        let tally = PostTally(recipients: recipients.map(\.0), target: post.target, answer: answer)
-        var sentTo: Set<AppName> = []
-        for (appName, declarations, _) in recipients {
-            let sent = self.enqueuePost(appName, post) { failure in tally.finished(appName, failure) }
-            if sent { sentTo.insert(appName) }
-            if !sent, declarations.wakingKinds[post.kind] != nil { self.launchForEvent(appName) }
+    /// What a post needs to know of an app it goes to, read under the lock.
+    private struct Recipient {
+        var app: AppName
+        var owner: UInt32
+        var posters: EventDeclarations.Posters
+        /// The post's kind wakes the app into the background.
+        var wakes: Bool
+
+        init(_ record: Record, _ app: AppName, _ kind: EventKind) {
+            self.app = app
+            self.owner = record.registration.owner
+            self.posters = record.declarations.posters
+            self.wakes = record.declarations.wakingKinds[kind] != nil
         }
-        tally.decided(sentTo: sentTo)
+    }
+
+    /// A refused post's error as the poster sees it.
+    static func postError(_ failure: any Error, target: String) -> AppError {
+        switch failure {
+        case let refusal as PostRefusal: AppError(refusal, target: target)
+        case let failure as StoreError: .storageFailed(reason: failure.description)
+        default: .storageFailed(reason: "\(failure)")
+        }
+    }
+
+    private func deliver(_ post: Post, to recipient: Recipient, finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void) {
+        let sent = self.enqueuePost(recipient.app, post, finished: finished)
+        if !sent, recipient.wakes { self.launchForEvent(recipient.app) }
     }
 
     /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
@@ -110,7 +132,7 @@ extension AppManager {
     /// One app's part of a post: sent or held, decided and handed to the store under the lock, so that the store
     /// applies posts in the order they were decided. A volatile kind with nothing of the app's on its way through
     /// the store is applied here and now. Returns whether the app is sent the event.
-    private func enqueuePost(_ appName: AppName, _ post: Post, finished: @escaping @Sendable ((any Error)?) -> Void) -> Bool {
+    private func enqueuePost(_ appName: AppName, _ post: Post, finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void) -> Bool {
         var refusal: PostRefusal?
         let (sendsNow, write) = self.state.withLock { state -> (Bool, EventWrite?) in
             var counted: (sent: Int, held: Int) = (0, 0)
@@ -167,7 +189,7 @@ extension AppManager {
                 return (sendsNow, write)
             } ?? (false, nil)  // never: apps are not removed
         }
-        if write == nil { finished(refusal) }
+        if write == nil { finished(sendsNow, refusal) }
         return sendsNow
     }
 
@@ -224,16 +246,17 @@ extension AppManager {
     /// The app has handled what it was sent up to `sequence`: those events leave the store. An app that had fallen
     /// behind and caught up gets what was held meanwhile.
     func acknowledgeEvents(_ appName: AppName, upTo sequence: UInt64, in state: inout State) {
-        guard var record = state.records[appName], record.unacked.first.map({ $0.seq <= sequence }) == true else { return }
-        let handled = record.unacked.prefix { $0.seq <= sequence }
-        record.unacked.removeFirst(handled.count)
-        let ids = handled.compactMap(\.id)
-        // Not waited for: an acknowledgement lost in a crash only means the events come again.
-        if !ids.isEmpty { _ = self.store.acknowledge(app: appName, ids: ids) }
-        if record.lifecycle.receivesAtOnce, record.unacked.count < Self.maximumUnacknowledged / 2, !record.drainFailed {
-            self.deliverHeld(appName, &record)
+        _ = state.update(appName) { record in
+            guard record.unacked.first.map({ $0.seq <= sequence }) == true else { return }
+            let handled = record.unacked.prefix { $0.seq <= sequence }
+            let ids = handled.compactMap(\.id)
+            record.unacked.removeFirst(handled.count)
+            // Not waited for: an acknowledgement lost in a crash only means the events come again.
+            if !ids.isEmpty { _ = self.store.acknowledge(app: appName, ids: ids) }
+            if record.lifecycle.receivesAtOnce, record.unacked.count < Self.maximumUnacknowledged / 2, !record.drainFailed {
+                self.deliverHeld(appName, &record)
+            }
         }
-        state.records[appName] = record
     }
 
     func send(_ event: JSONValue, seq: UInt64, state: AppState, to attachment: Attachment) {
@@ -278,8 +301,7 @@ extension AppManager {
 
     // MARK: What an EventWrite does to memory (on the store's writer thread)
 
-    /// Folds one post into what the app holds; returns the slot as it was (for undo) and as it is now, with its
-    /// position among the kinds.
+    /// Folds one post into what the app holds; returns the kind's slot as it was (for undo).
     /// - Throws: ``PostRefusal``, with nothing changed.
     fileprivate func fold(
         _ appName: AppName,
@@ -287,14 +309,25 @@ extension AppManager {
         _ payload: EventPayload,
         _ policy: CoalescingPolicy,
         posted: Double
-    ) throws(PostRefusal) -> (before: EventCoding.Queue.Slot?, after: EventCoding.Queue.Slot, position: Int)? {
+    ) throws(PostRefusal) -> EventCoding.Queue.Slot?? {
         try self.state.withLock { state throws(PostRefusal) in
             try state.update(appName) { record throws(PostRefusal) in
                 let before = record.queue.slot(of: kind)
                 try record.queue.post(kind, payload, policy: policy, at: posted)
-                // The position matters only for a new kind's row: the upsert keeps a held kind's.
-                return (before, record.queue.slot(of: kind)!, before == nil ? record.queue.kinds.count - 1 : 0)
+                return before
             }
+        }
+    }
+
+    /// What the app holds of a kind, with the kind's position among those it holds (which orders a new kind's row).
+    fileprivate func held(_ appName: AppName, _ kind: EventKind) -> (slot: EventCoding.Queue.Slot, position: Int)? {
+        self.state.withLock { state in
+            state.update(appName) { record in
+                guard let slot = record.queue.slot(of: kind), let position = record.queue.kinds.firstIndex(of: kind) else {
+                    return nil
+                }
+                return (slot, position)
+            } ?? nil
         }
     }
 
@@ -417,10 +450,17 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     // Written by perform, read by undo and finish: all on the store's writer thread, one after the other.
     private var undoing: (() -> Void)?
     private var events: [(id: Int64?, event: JSONValue)] = []
-    /// Told the outcome once the write is on disk or failed: `nil`, a ``PostRefusal`` or a ``StoreError``.
-    private let finished: (@Sendable ((any Error)?) -> Void)?
+    /// Told, once the write is on disk or failed, whether it sends the event and the outcome: `nil`, a
+    /// ``PostRefusal`` or a ``StoreError``.
+    private let finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)?
 
-    init(manager: AppManager, app: AppName, durable: Bool, finished: (@Sendable ((any Error)?) -> Void)? = nil, _ action: Action) {
+    init(
+        manager: AppManager,
+        app: AppName,
+        durable: Bool,
+        finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)? = nil,
+        _ action: Action
+    ) {
         self.manager = manager
         self.app = app
         self.durable = durable
@@ -445,11 +485,9 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
             }
             self.events = [(id, event)]
         case .hold(let kind, let payload, let policy, let posted):
-            guard let folded = try manager.fold(app, kind, payload, policy, posted: posted) else { return }
-            self.undoing = { manager.unfold(app, kind, to: folded.before) }
-            if self.durable {
-                try transaction.hold(app: app, kind: kind.value, position: folded.position, slot: EventCoding.encode(folded.after))
-            }
+            // Memory only: the kind's row is written once for the batch's posts to it (``writeRow(_:)``).
+            guard let before = try manager.fold(app, kind, payload, policy, posted: posted) else { return }
+            self.undoing = { manager.unfold(app, kind, to: before) }
         case .drain:
             guard let drained = manager.drain(app) else { return }
             self.undoing = { manager.restore(app, queue: drained.before) }
@@ -471,6 +509,16 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         }
     }
 
+    var row: StoreRow? {
+        guard self.durable, case .hold(let kind, _, _, _) = self.action else { return nil }
+        return StoreRow(app: self.app, kind: kind.value)
+    }
+
+    func writeRow(_ transaction: StoreTransaction) throws {
+        guard case .hold(let kind, _, _, _) = self.action, let held = self.manager.held(self.app, kind) else { return }
+        try transaction.hold(app: self.app, kind: kind.value, position: held.position, slot: EventCoding.encode(held.slot))
+    }
+
     var runsOneStatement: Bool {
         switch self.action {
         case .hold: return true
@@ -487,16 +535,16 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
 
     func finish(_ failure: (any Error)?) {
         self.manager.finished(self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
-        self.finished?(failure)
+        if case .send = self.action { self.finished?(true, failure) } else { self.finished?(false, failure) }
     }
 }
 
-/// Answers a post once every app it went to has its write on disk or refused it, and the post has been handed
-/// to all of them: a success when any kept it (listing those that refused), else the first refusal.
+/// Answers a post to a topic once every subscriber it went to has its write on disk or refused it: a success when
+/// any kept it (listing those that refused), else the first refusal.
 final class PostTally: Sendable {
     private struct State {
         var remaining: Int
-        var sentTo: Set<AppName> = []
+        var sent = false
         var refused: [(app: AppName, error: AppError)] = []
     }
 
@@ -506,39 +554,27 @@ final class PostTally: Sendable {
     private let answer: @Sendable (AppManager.PostResult) -> Void
 
     init(recipients: [AppName], target: String, answer: @escaping @Sendable (AppManager.PostResult) -> Void) {
-        self.state = NIOLockedValueBox(State(remaining: recipients.count + 1))
+        self.state = NIOLockedValueBox(State(remaining: recipients.count))
         self.recipients = recipients
         self.target = target
         self.answer = answer
     }
 
-    /// One app's write finished.
-    func finished(_ app: AppName, _ failure: (any Error)?) {
-        let error: AppError? = switch failure {
-        case nil: nil
-        case let refusal as PostRefusal: AppError(refusal, target: self.target)
-        case let failure as StoreError: .storageFailed(reason: failure.description)
-        case let failure?: .storageFailed(reason: "\(failure)")
-        }
-        self.count { state in if let error { state.refused.append((app, error)) } }
-    }
-
-    /// Every app has been handed the post; those in `sentTo` are sent it once it is on disk.
-    func decided(sentTo: Set<AppName>) {
-        self.count { $0.sentTo = sentTo }
-    }
-
-    private func count(_ change: (inout State) -> Void) {
+    /// One subscriber's write finished; `sent` says whether it sends the event.
+    func finished(_ app: AppName, sent: Bool, _ failure: (any Error)?) {
         let result = self.state.withLockedValue { state -> AppManager.PostResult? in
-            change(&state)
+            if let failure {
+                state.refused.append((app, AppManager.postError(failure, target: self.target)))
+            } else if sent {
+                state.sent = true
+            }
             state.remaining -= 1
             guard state.remaining == 0 else { return nil }
             // Refusals in the order of the recipients, not of the writer's answers.
             let refused = self.recipients.compactMap { app in state.refused.first { $0.app == app } }
             guard refused.count < self.recipients.count else { return .failure(refused[0].error) }
-            let delivered = !state.sentTo.subtracting(refused.map(\.app)).isEmpty
             return .success(
-                AppManager.PostOutcome(delivered: delivered, recipients: self.recipients.count - refused.count, refused: refused)
+                AppManager.PostOutcome(delivered: state.sent, recipients: self.recipients.count - refused.count, refused: refused)
             )
         }
         if let result { self.answer(result) }

@@ -121,9 +121,10 @@ final class AppManager: Sendable {
 
         /// Changes one app's record where it lies in the dictionary, without copying it out and back (the hot
         /// paths of posting); `nil` when there is no such app.
+        /// Runs `body` on the app's record in place (reading `records[app]` copies the whole record).
         mutating func update<T, Failure: Error>(_ app: AppName, _ body: (inout Record) throws(Failure) -> T) throws(Failure) -> T? {
-            guard self.records[app] != nil else { return nil }
-            return try body(&self.records[app]!)
+            guard let index = self.records.index(forKey: app) else { return nil }
+            return try body(&self.records.values[index])
         }
     }
 

@@ -49,25 +49,23 @@ struct EventDeclarations: Sendable, Hashable {
         var uids: Set<UInt32> = []
         /// Group names with the ids they had at registration.
         var groups: [String: UInt32] = [:]
+
+        /// Whether `peer` may post to an app `owner` owns.
+        ///
+        /// A group named here counts when the posting process has it, as the kernel says (see
+        /// ``Authorization/groups(of:)``), never as the user database does: that may be slow or remote, and would
+        /// hold up the posts behind this one.
+        func allow(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
+            if peer.uid == 0 || peer.uid == owner || self.anyone || self.uids.contains(peer.uid) { return true }
+            guard !self.groups.isEmpty else { return false }
+            let groups = Set(self.groups.values)
+            if groups.contains(peer.gid) { return true }
+            return Authorization.groups(of: peer).contains { groups.contains($0) }
+        }
     }
 
     static let maximumKinds = 256
     static let maximumQueueBound = 10_000
-
-    /// Whether `peer` may post to an app `owner` owns.
-    ///
-    /// A group named in `posters` counts when the posting process has it, as the kernel says (see
-    /// ``Authorization/groups(of:)``), never as the user database does: that may be slow or remote, and would hold up
-    /// the posts behind this one.
-    func mayPost(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
-        if peer.uid == 0 || peer.uid == owner || self.posters.anyone || self.posters.uids.contains(peer.uid) {
-            return true
-        }
-        guard !self.posters.groups.isEmpty else { return false }
-        let groups = Set(self.posters.groups.values)
-        if groups.contains(peer.gid) { return true }
-        return Authorization.groups(of: peer).contains { groups.contains($0) }
-    }
 
     // MARK: Wire and store
 

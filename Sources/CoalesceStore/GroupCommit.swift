@@ -1,3 +1,4 @@
+public import CoalesceCore
 import Foundation
 import GRDB
 import Synchronization
@@ -19,10 +20,32 @@ public protocol StoreOperation: AnyObject, Sendable {
     /// Whether ``perform(_:)`` runs at most one statement: SQLite undoes a failed statement by itself, so such a
     /// write needs no savepoint of its own (two statements fewer for each post).
     var runsOneStatement: Bool { get }
+    /// For a write whose only statement sets one row to what memory holds for it (a kind's held slot): that row.
+    /// Of the writes of one row in a batch, the store runs the statement once, through the last of them
+    /// (``writeRow(_:)``, after its ``perform(_:)`` changed memory only), at the end of the batch or before the next
+    /// write that is not of this sort, whichever comes first. If that statement fails, every write of the row since
+    /// it was last written fails and is undone, newest first. So a thousand posts of one kind to a suspended app in
+    /// one batch cost one row write, and a write that reads or deletes such rows sees them written first.
+    var row: StoreRow? { get }
+    /// Writes ``row`` as memory holds it now; called on the last write of the row in a run of such writes.
+    func writeRow(_ transaction: StoreTransaction) throws
 }
 
 extension StoreOperation {
     public var runsOneStatement: Bool { false }
+    public var row: StoreRow? { nil }
+    public func writeRow(_ transaction: StoreTransaction) throws {}
+}
+
+/// A row that writes in a batch may set again and again (see ``StoreOperation/row``).
+public struct StoreRow: Hashable, Sendable {
+    public var app: AppName
+    public var kind: String
+
+    public init(app: AppName, kind: String) {
+        self.app = app
+        self.kind = kind
+    }
 }
 
 /// The statements one operation may run, inside the store's transaction.
@@ -148,18 +171,46 @@ final class GroupCommit: Sendable {
 
     private static func commit(_ batch: [any StoreOperation], pool: DatabasePool) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
-        var performed: [Int] = []
+        var applied = [Bool](repeating: false, count: batch.count)
         do {
             try pool.write { db in
                 let transaction = StoreTransaction(db: db, path: pool.path)
+                // Rows set in memory and not yet written, in the order first set, each with the writes that set it.
+                var unwritten: [StoreRow: [Int]] = [:]
+                var unwrittenOrder: [StoreRow] = []
+                func writeRows() throws {
+                    defer {
+                        unwritten.removeAll(keepingCapacity: true)
+                        unwrittenOrder.removeAll(keepingCapacity: true)
+                    }
+                    for row in unwrittenOrder {
+                        let writes = unwritten[row]!  // every row in the order has its writes
+                        do {
+                            try batch[writes.last!].writeRow(transaction)  // a row is listed once a write sets it
+                        } catch {
+                            for index in writes.reversed() {
+                                batch[index].undo()
+                                applied[index] = false
+                                failures[index] = error
+                            }
+                            if !db.isInsideTransaction { throw error }
+                        }
+                    }
+                }
                 for (index, operation) in batch.enumerated() {
+                    let row = operation.row
+                    if row == nil, !unwrittenOrder.isEmpty { try writeRows() }
                     do {
-                        if operation.runsOneStatement {
+                        if operation.runsOneStatement || row != nil {
                             try operation.perform(transaction)
                         } else {
                             try transaction.savepoint { try operation.perform(transaction) }
                         }
-                        performed.append(index)
+                        applied[index] = true
+                        if let row {
+                            if unwritten[row] == nil { unwrittenOrder.append(row) }
+                            unwritten[row, default: []].append(index)
+                        }
                     } catch {
                         operation.undo()
                         failures[index] = error
@@ -168,9 +219,10 @@ final class GroupCommit: Sendable {
                         if !db.isInsideTransaction { throw error }
                     }
                 }
+                try writeRows()
             }
         } catch {
-            for index in performed.reversed() { batch[index].undo() }
+            for index in batch.indices.reversed() where applied[index] { batch[index].undo() }
             let failure = StoreError(writing: pool.path, error)
             failures = failures.map { $0 ?? failure }
         }

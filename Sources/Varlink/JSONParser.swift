@@ -21,24 +21,36 @@ public struct JSONParser {
     /// Deeper nesting than this is refused; Varlink messages are shallow.
     public static let maximumDepth = 128
 
-    private let bytes: [UInt8]
+    /// The input, valid only while `parse` runs: read in place, never copied.
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index: Int = 0
     private var depth: Int = 0
 
-    private init(bytes: [UInt8]) {
+    private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     /// Parses one JSON value that must fill the whole input, surrounding white space aside.
     public static func parse<Bytes: Collection<UInt8>>(_ input: Bytes) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: Array(input))
-        parser.skipWhitespace()
-        let value = try parser.parseValue()
-        parser.skipWhitespace()
-        if parser.index != parser.bytes.count {
-            throw parser.error("unexpected data after the JSON value")
+        // Read where the bytes are (a received buffer, an array) when they are contiguous, as they almost always are.
+        let result = input.withContiguousStorageIfAvailable { Self.parse(contiguous: $0) }
+            ?? Array(input).withUnsafeBufferPointer { Self.parse(contiguous: $0) }
+        return try result.get()
+    }
+
+    private static func parse(contiguous bytes: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
+        var parser = JSONParser(bytes: bytes)
+        do throws(JSONParseError) {
+            parser.skipWhitespace()
+            let value = try parser.parseValue()
+            parser.skipWhitespace()
+            if parser.index != parser.bytes.count {
+                throw parser.error("unexpected data after the JSON value")
+            }
+            return .success(value)
+        } catch {
+            return .failure(error)
         }
-        return value
     }
 
     /// Parses a JSON text given as a string.
@@ -102,6 +114,8 @@ public struct JSONParser {
             self.index += 1
             return .object(members)
         }
+        // Room for a call's few members at once, rather than growing (and rehashing) one member at a time.
+        members.reserveCapacity(4)
         while true {
             self.skipWhitespace()
             guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\"") else {
@@ -149,12 +163,16 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         self.index += 1  // opening quote
-        // Runs of plain bytes are decoded as UTF-8 in one go; escapes are handled one by one. A string without
-        // escapes (most of them) is one run, decoded straight into the result.
+        // Runs of plain bytes are decoded in one go; escapes are handled one by one. A string without escapes (most
+        // of them) is one run, decoded straight into the result.
         var built: String?
         var runStart = self.index
-        func run(_ parser: JSONParser, upTo end: Int) throws(JSONParseError) -> String {
-            guard let text = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
+        // The bytes of the run ORed together: its top bit says whether the run is all ASCII, which needs no check.
+        var seen: UInt8 = 0
+        func run(_ parser: JSONParser, upTo end: Int, ascii: Bool) throws(JSONParseError) -> String {
+            let run = UnsafeBufferPointer(rebasing: parser.bytes[runStart..<end])
+            if ascii { return String(decoding: run, as: UTF8.self) }
+            guard let text = String(validating: run, as: UTF8.self) else {
                 throw JSONParseError(offset: runStart, reason: "string is not valid UTF-8")
             }
             return text
@@ -164,7 +182,7 @@ public struct JSONParser {
             let byte = self.bytes[self.index]
             switch byte {
             case UInt8(ascii: "\""):
-                let tail = try run(self, upTo: self.index)
+                let tail = try run(self, upTo: self.index, ascii: seen < 0x80)
                 self.index += 1
                 guard var text = built else { return tail }
                 text += tail
@@ -172,14 +190,16 @@ public struct JSONParser {
             case UInt8(ascii: "\\"):
                 var text = built ?? ""
                 built = nil  // the only reference, so appending does not copy
-                text += try run(self, upTo: self.index)
+                text += try run(self, upTo: self.index, ascii: seen < 0x80)
                 self.index += 1
                 text.unicodeScalars.append(try self.parseEscape())
                 built = text
                 runStart = self.index
+                seen = 0
             case 0x00..<0x20:
                 throw self.error("control character in string")
             default:
+                seen |= byte
                 self.index += 1
             }
         }
@@ -266,7 +286,7 @@ public struct JSONParser {
             }
             self.skipDigits()
         }
-        let text = String(decoding: self.bytes[start..<self.index], as: UTF8.self)
+        let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
         if isInteger, let value = Int64(text) {
             return .int(value)
         }

@@ -17,6 +17,14 @@ extension JSONValue {
                 element.write(to: &output)
             }
             output.append(UInt8(ascii: "]"))
+        case .object(let members) where members.count <= 1:
+            output.append(UInt8(ascii: "{"))
+            if let (key, value) = members.first {
+                Self.writeString(key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                value.write(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
             for (position, key) in members.keys.sorted().enumerated() {

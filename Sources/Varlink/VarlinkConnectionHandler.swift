@@ -197,7 +197,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.statistics.update { $0.protocolErrors += 1 }
         self.logger.debug("Varlink peer broke the protocol, closing", metadata: ["reason": "\(error)"])
         var buffer = context.channel.allocator.buffer(capacity: 128)
-        buffer.writeVarlinkMessage(VarlinkReply(error: error).message)
+        buffer.writeVarlinkReply(VarlinkReply(error: error))
         let channel = context.channel
         self.pendingFlush = false
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
@@ -314,7 +314,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             return
         }
         var buffer = context.channel.allocator.buffer(capacity: 256)
-        buffer.writeVarlinkMessage(reply.message)
+        buffer.writeVarlinkReply(reply)
         context.write(Self.wrapOutboundOut(buffer), promise: nil)
         self.pendingFlush = true
     }
@@ -336,19 +336,23 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             }
             return answered.replies
         }
-        for (id, reply) in replies { self.settle(context: context, id: id, reply: reply) }
+        // Every reply that can go now, in one buffer and one write.
+        var bytes: [UInt8] = []
+        for (id, reply) in replies { self.settle(id: id, reply: reply, into: &bytes) }
+        if !bytes.isEmpty {
+            context.write(Self.wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+            self.pendingFlush = true
+        }
         self.afterReplies(context: context)
     }
 
-    private func settle(context: ChannelHandlerContext, id: Int, reply: VarlinkReply) {
+    /// Records a deferred call's reply, and appends the frames of the replies now at the head of the line.
+    private func settle(id: Int, reply: VarlinkReply, into bytes: inout [UInt8]) {
         guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
         self.owed[index].reply = reply
         while let head = self.owed.first, let ready = head.reply {
             self.owed.removeFirst()
-            var buffer = context.channel.allocator.buffer(capacity: 256)
-            buffer.writeVarlinkMessage(ready.message)
-            context.write(Self.wrapOutboundOut(buffer), promise: nil)
-            self.pendingFlush = true
+            ready.writeFrame(to: &bytes)
         }
     }
 

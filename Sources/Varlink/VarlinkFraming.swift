@@ -57,12 +57,11 @@ public struct VarlinkFrameDecoder: ByteToMessageDecoder {
 }
 
 extension ByteBuffer {
-    /// Writes `message` as one Varlink frame: its compact JSON text and the closing NUL.
-    public mutating func writeVarlinkMessage(_ message: JSONValue) {
+    /// Writes `reply` as one Varlink frame.
+    public mutating func writeVarlinkReply(_ reply: VarlinkReply) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(128)
-        message.write(to: &bytes)
-        bytes.append(0)
+        reply.writeFrame(to: &bytes)
         self.writeBytes(bytes)
     }
 }

@@ -120,6 +120,22 @@ public struct VarlinkReply: Sendable, Hashable {
         self.init(parameters: parameters, continues: object["continues"]?.boolValue ?? false, error: error)
     }
 
+    /// Appends the reply's frame: its compact JSON text (the same bytes as ``message`` gives) and the closing NUL.
+    /// Written straight from the fields, since every call's reply passes here.
+    public func writeFrame(to output: inout [UInt8]) {
+        // Members in sorted order, as JSONValue writes an object.
+        output.append(UInt8(ascii: "{"))
+        if self.continues { output.append(contentsOf: #""continues":true,"#.utf8) }
+        if let error = self.error {
+            output.append(contentsOf: #""error":"#.utf8)
+            JSONValue.string(error).write(to: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        output.append(contentsOf: #""parameters":"#.utf8)
+        JSONValue.object(self.parameters).write(to: &output)
+        output.append(contentsOf: [UInt8(ascii: "}"), 0])
+    }
+
     /// The reply as a JSON message.
     public var message: JSONValue {
         var object: [String: JSONValue] = ["parameters": .object(self.parameters)]

@@ -78,7 +78,7 @@ public struct VarlinkResponder: Sendable {
     private func write(_ reply: VarlinkReply) {
         guard !self.call.oneway else { return }
         var buffer = self.channel.allocator.buffer(capacity: 256)
-        buffer.writeVarlinkMessage(reply.message)
+        buffer.writeVarlinkReply(reply)
         let size = buffer.readableBytes
         self.unwritten.withLockedValue { $0 += size }
         let unwritten = self.unwritten

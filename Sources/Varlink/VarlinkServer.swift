@@ -211,7 +211,7 @@ final class VarlinkRefusingHandler: ChannelInboundHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: 128)
-        buffer.writeVarlinkMessage(VarlinkReply(error: self.error).message)
+        buffer.writeVarlinkReply(VarlinkReply(error: self.error))
         let channel = context.channel
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
             channel.close(promise: nil)

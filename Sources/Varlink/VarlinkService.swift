@@ -172,6 +172,8 @@ public struct VarlinkServiceInfo: Sendable, Hashable {
 public struct VarlinkService: Sendable {
     public let info: VarlinkServiceInfo
     public let interfaces: [String: VarlinkInterface]
+    /// Every method by its qualified name: one lookup per call.
+    private let methods: [String: VarlinkMethod]
 
     public init(info: VarlinkServiceInfo, interfaces: [VarlinkInterface]) {
         self.info = info
@@ -185,11 +187,17 @@ public struct VarlinkService: Sendable {
             [table] name in table[name]?.description.text
         }
         self.interfaces = table
+        var methods: [String: VarlinkMethod] = [:]
+        for (name, interface) in table {
+            for (method, implementation) in interface.methods { methods[name + "." + method] = implementation }
+        }
+        self.methods = methods
     }
 
     /// The implementation a call goes to.
     /// - Throws: `InterfaceNotFound` or `MethodNotFound`, as the specification asks.
     public func method(for call: VarlinkCall) throws(VarlinkError) -> VarlinkMethod {
+        if let method = self.methods[call.method] { return method }
         guard let interface = self.interfaces[call.interface] else {
             throw .interfaceNotFound(call.interface)
         }

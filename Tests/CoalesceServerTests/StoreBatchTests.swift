@@ -1,0 +1,147 @@
+import CoalesceCore
+import CoalesceStore
+import Foundation
+import Synchronization
+import Testing
+
+/// The group commit's handling of writes that set the same row again and again (a kind's held slot): within one
+/// batch the row is written once, by the last of them, before any other sort of write and at the end; a failed row
+/// write fails and undoes every write that led to it. Real SQLite, in a temporary state directory.
+@Suite struct StoreBatchTests {
+    /// What the operations did, in order, on the store's writer thread.
+    final class Journal: Sendable {
+        private let lines = Mutex<[String]>([])
+        private let finished = DispatchSemaphore(value: 0)
+        func add(_ line: String) { self.lines.withLock { $0.append(line) } }
+        var all: [String] { self.lines.withLock { $0 } }
+        func finish() { self.finished.signal() }
+        func waitForFinishes(_ count: Int) {
+            for _ in 0..<count { _ = self.finished.wait(timeout: .now() + 10) }
+        }
+    }
+
+    struct RowFailed: Error {}
+
+    /// Sets held row (app, kind) to `value`; its row write fails when `failing`.
+    final class SetRow: StoreOperation {
+        let app: AppName
+        let kind: String
+        let value: String
+        let failing: Bool
+        let journal: Journal
+
+        init(_ app: AppName, _ kind: String, _ value: String, failing: Bool = false, _ journal: Journal) {
+            self.app = app
+            self.kind = kind
+            self.value = value
+            self.failing = failing
+            self.journal = journal
+        }
+
+        var row: StoreRow? { StoreRow(app: self.app, kind: self.kind) }
+        func perform(_ transaction: StoreTransaction) throws { self.journal.add("set \(self.value)") }
+        func writeRow(_ transaction: StoreTransaction) throws {
+            self.journal.add("write \(self.value)")
+            if self.failing { throw RowFailed() }
+            try transaction.hold(app: self.app, kind: self.kind, position: 0, slot: self.value)
+        }
+        func undo() { self.journal.add("undo \(self.value)") }
+        func finish(_ failure: (any Error)?) {
+            self.journal.add("\(failure == nil ? "kept" : "failed") \(self.value)")
+            self.journal.finish()
+        }
+    }
+
+    /// Clears what an app holds (as a wake does); with `gate`, waits for it first, so that what is submitted
+    /// meanwhile makes up the next batch.
+    final class ClearApp: StoreOperation {
+        let app: AppName
+        let journal: Journal
+        let gate: DispatchSemaphore?
+
+        init(_ app: AppName, _ journal: Journal, gate: DispatchSemaphore? = nil) {
+            self.app = app
+            self.journal = journal
+            self.gate = gate
+        }
+
+        func perform(_ transaction: StoreTransaction) throws {
+            self.gate?.wait()
+            self.journal.add("clear \(self.app)")
+            try transaction.clearHeld(app: self.app)
+        }
+        func undo() {}
+        func finish(_ failure: (any Error)?) { self.journal.finish() }
+    }
+
+    /// A store in a temporary directory, with the apps the tests write for registered (held rows belong to an app).
+    private func withStore(_ body: (Store) throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coalesced-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try Store(stateDirectory: directory.path)
+        for name in ["org.example.gate", "org.example.mail"] {
+            try await store.save(AppRegistration(name: try AppName(name), owner: 0))
+        }
+        try body(store)
+    }
+
+    /// Submits `operations` so that they all go into one batch: behind a write that waits until they are queued.
+    private func submitAsOneBatch(_ store: Store, _ journal: Journal, _ operations: [any StoreOperation]) {
+        let gate = DispatchSemaphore(value: 0)
+        store.submit(ClearApp(try! AppName("org.example.gate"), journal, gate: gate))
+        for operation in operations { store.submit(operation) }
+        gate.signal()
+        journal.waitForFinishes(operations.count + 1)
+    }
+
+    @Test func aRowSetManyTimesInABatchIsWrittenOnceWithTheLastValue() async throws {
+        try await self.withStore { store in
+            let journal = Journal()
+            let mail = try AppName("org.example.mail")
+            self.submitAsOneBatch(store, journal, (1...5).map { SetRow(mail, "inbox", "v\($0)", journal) })
+            #expect(journal.all.filter { $0.hasPrefix("write") } == ["write v5"])
+            #expect(journal.all.filter { $0.hasPrefix("kept") } == ["kept v1", "kept v2", "kept v3", "kept v4", "kept v5"])
+            let rows = try store.heldRows()
+            #expect(rows.map { "\($0.app) \($0.kind) \($0.slot)" } == ["org.example.mail inbox v5"])
+        }
+    }
+
+    @Test func aFailedRowWriteFailsAndUndoesEveryWriteOfThatRowNewestFirst() async throws {
+        try await self.withStore { store in
+            let journal = Journal()
+            let mail = try AppName("org.example.mail")
+            self.submitAsOneBatch(
+                store, journal,
+                [
+                    SetRow(mail, "inbox", "a1", journal), SetRow(mail, "sent", "b1", journal),
+                    SetRow(mail, "inbox", "a2", journal), SetRow(mail, "inbox", "a3", failing: true, journal),
+                ]
+            )
+            let lines = journal.all
+            #expect(lines.filter { $0.hasPrefix("undo") } == ["undo a3", "undo a2", "undo a1"])
+            #expect(lines.contains("failed a1") && lines.contains("failed a2") && lines.contains("failed a3"))
+            #expect(lines.contains("kept b1"))
+            #expect(try store.heldRows().map { "\($0.kind) \($0.slot)" } == ["sent b1"])
+        }
+    }
+
+    @Test func anotherSortOfWriteSeesTheRowsWrittenBeforeIt() async throws {
+        try await self.withStore { store in
+            let journal = Journal()
+            let mail = try AppName("org.example.mail")
+            // Set, then cleared (a wake), then set again: only what came after the clear is held.
+            self.submitAsOneBatch(
+                store, journal,
+                [
+                    SetRow(mail, "inbox", "before", journal), SetRow(mail, "sent", "before", journal),
+                    ClearApp(mail, journal), SetRow(mail, "inbox", "after", journal),
+                ]
+            )
+            let lines = journal.all
+            let clear = try #require(lines.firstIndex(of: "clear org.example.mail"))
+            #expect(lines[..<clear].filter { $0.hasPrefix("write") }.count == 2)
+            #expect(try store.heldRows().map { "\($0.kind) \($0.slot)" } == ["inbox after"])
+        }
+    }
+}
