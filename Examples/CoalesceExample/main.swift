@@ -53,13 +53,58 @@ struct CoalesceExample: ParsableCommand {
     @Flag(help: "Ignore SIGTERM (a badly behaved app, for the grace period before SIGKILL).")
     var ignoreSigterm = false
 
+    @Option(
+        name: .customLong("kind"),
+        help: "Declare how an event kind is held: KIND=POLICY, the policy latest, first, count, sum:FIELD, merge, netChange or queue:BOUND, optionally followed by ,volatile; repeatable."
+    )
+    var kinds: [String] = []
+
+    @Option(name: .customLong("topic"), help: "Subscribe to this topic; repeatable.")
+    var topics: [String] = []
+
+    @Flag(help: "Let anyone post to the app.")
+    var anyonePosts = false
+
+    /// The --kind declarations.
+    func kindDeclarations() throws -> [String: KindDeclaration]? {
+        guard !self.kinds.isEmpty else { return nil }
+        var declared: [String: KindDeclaration] = [:]
+        for text in self.kinds {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--kind \(text): expected KIND=POLICY") }
+            var options = parts[1].split(separator: ",").map(String.init)
+            let volatile = options.last == "volatile"
+            if volatile { options.removeLast() }
+            let policy = options.first.map { $0.split(separator: ":", maxSplits: 1).map(String.init) } ?? []
+            let argument = policy.count > 1 ? policy[1] : ""
+            let parsed: CoalescingPolicy
+            switch policy.first {
+            case "latest"?: parsed = .latest
+            case "first"?: parsed = .first
+            case "count"?: parsed = .count
+            case "merge"?: parsed = .merge
+            case "netChange"?: parsed = .netChange
+            case "sum"? where !argument.isEmpty: parsed = .sum(field: argument)
+            case "queue"?:
+                guard let bound = Int(argument) else { throw ValidationError("--kind \(text): queue needs a bound, queue:10") }
+                parsed = .queue(bound: bound)
+            default: throw ValidationError("--kind \(text): unknown policy")
+            }
+            declared[parts[0]] = KindDeclaration(parsed, volatile: volatile)
+        }
+        return declared
+    }
+
     func run() throws {
         let application = Application(
             AppDeclaration(
                 name: self.name,
                 backgroundModes: self.modes,
                 exitsOnSuspend: self.exitsOnSuspend,
-                launchUnit: self.launchUnit
+                launchUnit: self.launchUnit,
+                kinds: try self.kindDeclarations(),
+                posters: self.anyonePosts ? Posters(anyone: true) : nil,
+                topics: self.topics.isEmpty ? nil : self.topics
             ),
             socketPath: self.socket ?? Application.defaultSocketPath
         )

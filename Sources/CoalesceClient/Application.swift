@@ -16,12 +16,95 @@ public struct AppDeclaration: Sendable, Hashable {
     public var exitsOnSuspend: Bool
     /// A systemd service that launches the app.
     public var launchUnit: String?
+    /// How each event kind is held while the app is suspended; kinds not named are `latest`. `nil` keeps what the
+    /// app declared before; `[:]` clears it.
+    public var kinds: [String: KindDeclaration]?
+    /// Who may post to the app besides its own user and root; `nil` keeps what it declared before.
+    public var posters: Posters?
+    /// Topics the app subscribes to; `nil` keeps what it declared before.
+    public var topics: [String]?
 
-    public init(name: String, backgroundModes: [String] = [], exitsOnSuspend: Bool = false, launchUnit: String? = nil) {
+    public init(
+        name: String,
+        backgroundModes: [String] = [],
+        exitsOnSuspend: Bool = false,
+        launchUnit: String? = nil,
+        kinds: [String: KindDeclaration]? = nil,
+        posters: Posters? = nil,
+        topics: [String]? = nil
+    ) {
         self.name = name
         self.backgroundModes = backgroundModes
         self.exitsOnSuspend = exitsOnSuspend
         self.launchUnit = launchUnit
+        self.kinds = kinds
+        self.posters = posters
+        self.topics = topics
+    }
+
+    /// Register's parameters.
+    var registerParameters: [String: JSONValue] {
+        var parameters: [String: JSONValue] = [
+            "name": .string(self.name),
+            "backgroundModes": .array(self.backgroundModes.map { .string($0) }),
+            "exitsOnSuspend": .bool(self.exitsOnSuspend),
+            "launchUnit": self.launchUnit.map { .string($0) } ?? .null,
+        ]
+        if let kinds = self.kinds { parameters["kinds"] = .object(kinds.mapValues(\.wire)) }
+        if let posters = self.posters { parameters["posters"] = posters.wire }
+        if let topics = self.topics { parameters["topics"] = .array(topics.map { .string($0) }) }
+        return parameters
+    }
+}
+
+/// How one event kind is held while the app is suspended.
+public struct KindDeclaration: Sendable, Hashable {
+    public var policy: CoalescingPolicy
+    /// Held and delivered in memory only: posts are answered without waiting for the disk, and are lost if the
+    /// daemon stops.
+    public var volatile: Bool
+    /// One of the app's background modes: a post of this kind launches the app into the background when it is
+    /// not running.
+    public var backgroundMode: String?
+
+    public init(_ policy: CoalescingPolicy = .latest, volatile: Bool = false, backgroundMode: String? = nil) {
+        self.policy = policy
+        self.volatile = volatile
+        self.backgroundMode = backgroundMode
+    }
+
+    var wire: JSONValue {
+        var members: [String: JSONValue]
+        switch self.policy {
+        case .latest: members = ["policy": "latest"]
+        case .first: members = ["policy": "first"]
+        case .count: members = ["policy": "count"]
+        case .sum(let field): members = ["policy": "sum", "field": .string(field)]
+        case .merge: members = ["policy": "merge"]
+        case .netChange: members = ["policy": "netChange"]
+        case .queue(let bound): members = ["policy": "queue", "bound": .int(Int64(bound))]
+        }
+        if self.volatile { members["volatile"] = true }
+        if let mode = self.backgroundMode { members["backgroundMode"] = .string(mode) }
+        return .object(members)
+    }
+}
+
+/// Who may post to an app besides its own user and root.
+public struct Posters: Sendable, Hashable {
+    public var anyone: Bool
+    public var uids: [UInt32]
+    /// Group names: a poster whose process has one of them (primary or supplementary) may post.
+    public var groups: [String]
+
+    public init(anyone: Bool = false, uids: [UInt32] = [], groups: [String] = []) {
+        self.anyone = anyone
+        self.uids = uids
+        self.groups = groups
+    }
+
+    var wire: JSONValue {
+        ["anyone": .bool(self.anyone), "uids": .array(self.uids.map { .int(Int64($0)) }), "groups": .array(self.groups.map { .string($0) })]
     }
 }
 
@@ -187,28 +270,37 @@ public final class Application: Sendable {
     // MARK: Internals
 
     private func attachOnce(delegate: some ApplicationDelegate) throws {
-        _ = try self.requestThrowingAnything(
-            "io.coalesced.App.Register",
-            [
-                "name": .string(self.declaration.name),
-                "backgroundModes": .array(self.declaration.backgroundModes.map { .string($0) }),
-                "exitsOnSuspend": .bool(self.declaration.exitsOnSuspend),
-                "launchUnit": self.declaration.launchUnit.map { .string($0) } ?? .null,
-            ],
-            includesApp: false
-        )
+        _ = try self.requestThrowingAnything("io.coalesced.App.Register", self.declaration.registerParameters, includesApp: false)
         let stream = try VarlinkClient(path: self.socketPath)
+        var acknowledgements = Acknowledgements()
         try stream.callMore("io.coalesced.App.Attach", ["app": .string(self.declaration.name)]) { reply in
             guard let stateName = reply["state"]?.stringValue, let state = AppState(rawValue: stateName) else {
                 throw ApplicationError.unexpectedReply("Attach reply without a state")
             }
             self.shared.withLock { $0.state = state }
             guard let callback = reply["callback"] else { return }
-            try self.dispatch(callback, to: delegate)
+            try self.dispatch(callback, to: delegate, acknowledgements: &acknowledgements, moreWaiting: stream.hasPendingInput)
         }
     }
 
-    private func dispatch(_ callback: JSONValue, to delegate: some ApplicationDelegate) throws {
+    /// Events handled and not yet acknowledged. An Ack covers everything up to its number, so the events of a
+    /// burst (a wake delivers one per kind at once) are acknowledged together once the burst ends: one round trip
+    /// and one store write instead of one per event. Lifecycle callbacks are acknowledged at once (their
+    /// deadlines run), and that covers the events before them.
+    private struct Acknowledgements {
+        /// The highest event number handled and not acknowledged.
+        var handled: Int64?
+        var count = 0
+        /// Past this many, an Ack goes out even in the middle of a burst.
+        static let most = 256
+    }
+
+    private func dispatch(
+        _ callback: JSONValue,
+        to delegate: some ApplicationDelegate,
+        acknowledgements: inout Acknowledgements,
+        moreWaiting: Bool
+    ) throws {
         guard let sequence = callback["seq"]?.intValue, let kind = callback["kind"]?.stringValue else {
             throw ApplicationError.unexpectedReply("a callback without seq or kind")
         }
@@ -225,7 +317,11 @@ public final class Application: Sendable {
                     dropped: callback["dropped"]?.intValue.map { Int($0) }
                 )
             )
-            _ = try self.requestThrowingAnything("io.coalesced.App.Ack", ["seq": .int(sequence)], includesApp: true)
+            acknowledgements.handled = sequence
+            acknowledgements.count += 1
+            if !moreWaiting || acknowledgements.count >= Acknowledgements.most {
+                try self.acknowledge(sequence, &acknowledgements)
+            }
             return
         }
         switch LifecycleCallback(rawValue: String(kind.dropFirst("lifecycle.".count))) {
@@ -252,8 +348,17 @@ public final class Application: Sendable {
         }
         // Acknowledging willTerminate would tell the daemon to send SIGTERM at once; instead the stream ends next
         // and run() returns, so that the app can exit on its own.
-        if kind == LifecycleCallback.willTerminate.kind { return }
+        if kind == LifecycleCallback.willTerminate.kind {
+            // What was handled before it is acknowledged, though.
+            if let handled = acknowledgements.handled { try self.acknowledge(handled, &acknowledgements) }
+            return
+        }
+        try self.acknowledge(sequence, &acknowledgements)
+    }
+
+    private func acknowledge(_ sequence: Int64, _ acknowledgements: inout Acknowledgements) throws {
         _ = try self.requestThrowingAnything("io.coalesced.App.Ack", ["seq": .int(sequence)], includesApp: true)
+        acknowledgements = Acknowledgements()
     }
 
     private func request(_ method: String, _ parameters: [String: JSONValue]) throws(ApplicationError) -> [String: JSONValue] {

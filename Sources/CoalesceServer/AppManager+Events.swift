@@ -212,11 +212,13 @@ extension AppManager {
             record.redeliver = false
             let unacked = record.unacked
             record.unacked = []
+            var burst: [[String: JSONValue]] = []
             for (_, id, event) in unacked {
                 let seq = record.lifecycle.reserveSequence()
-                self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+                burst.append(Self.reply(event, seq: seq, state: record.lifecycle.state))
                 record.unacked.append((seq, id, event))
             }
+            attachment.responder.send(all: burst)
         }
         self.sendUndelivered(&record)
         self.deliverHeld(appName, &record)
@@ -226,11 +228,14 @@ extension AppManager {
     private func sendUndelivered(_ record: inout Record) {
         guard record.lifecycle.receivesAtOnce, let attachment = record.attachment, !record.redeliver, !record.drainFailed
         else { return }
+        // One write for them all: a wake's events reach the app as one burst (its library acknowledges a burst once).
+        var burst: [[String: JSONValue]] = []
         for (id, event) in record.undelivered {
             let seq = record.lifecycle.reserveSequence()
-            self.send(event, seq: seq, state: record.lifecycle.state, to: attachment)
+            burst.append(Self.reply(event, seq: seq, state: record.lifecycle.state))
             if id != nil { record.unacked.append((seq, id, event)) }
         }
+        attachment.responder.send(all: burst)
         record.undelivered.removeAll()
     }
 
@@ -259,10 +264,11 @@ extension AppManager {
         }
     }
 
-    func send(_ event: JSONValue, seq: UInt64, state: AppState, to attachment: Attachment) {
+    /// The stream reply that sends an event numbered `seq`.
+    static func reply(_ event: JSONValue, seq: UInt64, state: AppState) -> [String: JSONValue] {
         var callback = event.objectValue ?? [:]
         callback["seq"] = .int(Int64(bitPattern: seq))
-        attachment.responder.send(["state": .string(state.rawValue), "callback": .object(callback)])
+        return ["state": .string(state.rawValue), "callback": .object(callback)]
     }
 
     /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.

@@ -51,6 +51,14 @@ public final class VarlinkClient {
     /// The socket, for waiting on several clients at once with poll(2).
     public var descriptor: CInt { self.fd }
 
+    /// Whether more from the server is already here: a whole message read and not yet returned, or bytes waiting on
+    /// the socket. Lets a reader of a stream tell a burst (a wake's events) from its end, without waiting.
+    public var hasPendingInput: Bool {
+        if self.buffer.contains(0) { return true }
+        var descriptor = pollfd(fd: self.fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0 && descriptor.revents & Int16(POLLIN) != 0
+    }
+
     /// Bounds how long a read waits for the server.
     public func setReceiveTimeout(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components

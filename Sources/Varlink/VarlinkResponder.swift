@@ -38,7 +38,17 @@ public struct VarlinkResponder: Sendable {
             return
         }
         guard !self.isFinished else { return }
-        self.write(VarlinkReply(parameters: parameters, continues: true))
+        self.write([VarlinkReply(parameters: parameters, continues: true)])
+    }
+
+    /// Sends several replies of a stream at once, in one write: a burst the peer reads in one go.
+    public func send(all replies: [[String: JSONValue]]) {
+        guard self.call.more else {
+            self.fail(VarlinkError.expectedMore)
+            return
+        }
+        guard !self.isFinished, !replies.isEmpty else { return }
+        self.write(replies.map { VarlinkReply(parameters: $0, continues: true) })
     }
 
     /// Sends the last (or only) reply.
@@ -72,13 +82,14 @@ public struct VarlinkResponder: Sendable {
             defer { finished = true }
             return !finished
         }
-        if first { self.write(reply) }
+        if first { self.write([reply]) }
     }
 
-    private func write(_ reply: VarlinkReply) {
+    private func write(_ replies: [VarlinkReply]) {
         guard !self.call.oneway else { return }
-        var buffer = self.channel.allocator.buffer(capacity: 256)
-        buffer.writeVarlinkReply(reply)
+        var bytes: [UInt8] = []
+        for reply in replies { reply.writeFrame(to: &bytes) }
+        let buffer = self.channel.allocator.buffer(bytes: bytes)
         let size = buffer.readableBytes
         self.unwritten.withLockedValue { $0 += size }
         let unwritten = self.unwritten

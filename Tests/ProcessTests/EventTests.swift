@@ -90,6 +90,59 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    /// The Swift client library declares kinds and topics at registration (the example app passes them through),
+    /// and acknowledges a wake's burst of events with one Ack, not one each.
+    @Test func theClientLibraryDeclaresKindsAndTopicsAndAcknowledgesAWakeOnce() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let app = try ExampleApp(
+                socket: daemon.socketPath, name: Self.mail,
+                arguments: ["--kind", "log.error=count", "--kind", "badge=sum:unread", "--kind", "chat=queue:2", "--topic", "news"]
+            )
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try self.post(client, "headline", ["text": "hello"], to: "topic:news") == true, "subscribed to news")
+            #expect(try app.events(atLeast: 1) == [#"event headline count=1 payload={"text":"hello"}"#])
+
+            _ = try client.call("io.coalesced.System.Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try self.waitFor(client, "suspended")
+            for line in ["a", "b", "c"] { _ = try self.post(client, "log.error", ["line": .string(line)]) }
+            for unread in [2, 3] { _ = try self.post(client, "badge", ["unread": .int(Int64(unread))]) }
+            for text in ["one", "two", "three"] { _ = try self.post(client, "chat", ["text": .string(text)]) }
+
+            func stats() throws -> (calls: Int64, unacknowledged: Int64) {
+                let stats = try client.call("io.coalesced.System.Stats")["stats"]
+                return (stats?["calls"]?.intValue ?? -1, stats?["events"]?["unacknowledged"]?.intValue ?? -1)
+            }
+            let before = try stats().calls
+            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(
+                Array(try app.events(atLeast: 6).dropFirst()) == [
+                    #"event log.error count=3 payload=-"#, #"event badge count=2 payload={"unread":5}"#,
+                    #"event chat count=1 payload={"text":"two"}"#, #"event chat count=1 payload={"text":"three"}"#,
+                    #"event chat count=1 payload=- dropped=1"#,
+                ],
+                "each kind held by the policy the library declared"
+            )
+            var polls: Int64 = 0
+            var now = try stats()
+            while now.unacknowledged != 0, polls < 500 {
+                usleep(10_000)
+                polls += 1
+                now = try stats()
+            }
+            #expect(now.unacknowledged == 0, "the app acknowledged its events")
+            // Between the two Stats calls: Activate, the polls, the Acks of the two lifecycle callbacks, the last
+            // Stats itself, and the events' Acks.
+            let eventAcks = now.calls - before - 1 - polls - 2 - 1
+            #expect(eventAcks == 1, "five events, one Ack")
+        }
+        daemon.signal(SIGKILL)
+    }
+
     @Test func heldEventsSurviveKillMinusNineAndUnacknowledgedOnesComeAgain() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
