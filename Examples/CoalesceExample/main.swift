@@ -75,21 +75,8 @@ struct CoalesceExample: ParsableCommand {
             var options = parts[1].split(separator: ",").map(String.init)
             let volatile = options.last == "volatile"
             if volatile { options.removeLast() }
-            let policy = options.first.map { $0.split(separator: ":", maxSplits: 1).map(String.init) } ?? []
-            let argument = policy.count > 1 ? policy[1] : ""
             let parsed: CoalescingPolicy
-            switch policy.first {
-            case "latest"?: parsed = .latest
-            case "first"?: parsed = .first
-            case "count"?: parsed = .count
-            case "merge"?: parsed = .merge
-            case "netChange"?: parsed = .netChange
-            case "sum"? where !argument.isEmpty: parsed = .sum(field: argument)
-            case "queue"?:
-                guard let bound = Int(argument) else { throw ValidationError("--kind \(text): queue needs a bound, queue:10") }
-                parsed = .queue(bound: bound)
-            default: throw ValidationError("--kind \(text): unknown policy")
-            }
+            do { parsed = try CoalescingPolicy(parsing: options.first ?? "") } catch { throw ValidationError("--kind \(text): \(error)") }
             declared[parts[0]] = KindDeclaration(parsed, volatile: volatile)
         }
         return declared

@@ -38,6 +38,12 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
     public static func < (lhs: EventKind, rhs: EventKind) -> Bool { lhs.value < rhs.value }
 }
 
+/// Why a command line's policy text is not a policy.
+public struct PolicyTextError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// How the posts of one kind are folded while the app is suspended (DESIGN.md §3).
 public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
     /// The last payload, and the count. The default.
@@ -54,6 +60,29 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
     case netChange
     /// Every payload, at most `bound`; past it the oldest are dropped and counted, and an overflow marker follows.
     case queue(bound: Int)
+
+    /// Reads a policy as command lines take it: `latest`, `first`, `count`, `sum:FIELD`, `merge`, `netChange` or
+    /// `queue:BOUND`.
+    /// - Throws: ``PolicyTextError`` saying what is wrong.
+    public init(parsing text: String) throws(PolicyTextError) {
+        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+        let argument = parts.count == 2 ? parts[1] : nil
+        switch (parts.first, argument) {
+        case ("latest"?, nil): self = .latest
+        case ("first"?, nil): self = .first
+        case ("count"?, nil): self = .count
+        case ("merge"?, nil): self = .merge
+        case ("netChange"?, nil): self = .netChange
+        case ("sum"?, let field?) where !field.isEmpty: self = .sum(field: field)
+        case ("queue"?, let bound?):
+            guard let bound = Int(bound), bound >= 1 else { throw PolicyTextError("queue:BOUND needs a positive number, such as queue:10") }
+            self = .queue(bound: bound)
+        case ("sum"?, _): throw PolicyTextError("sum needs the member to add up, such as sum:unread")
+        case ("queue"?, _): throw PolicyTextError("queue needs a bound, such as queue:10")
+        default:
+            throw PolicyTextError("'\(text)' is not a policy: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND")
+        }
+    }
 
     public var description: String {
         switch self {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoalesceCore
 import Varlink
 
 struct Post: ParsableCommand {
@@ -29,15 +30,13 @@ struct Post: ParsableCommand {
             throw ValidationError("the payload is not JSON: \(error)")
         }
         var parameters: [String: JSONValue] = ["target": .string(self.target), "kind": .string(self.kind), "payload": payload]
-        if let policy = self.policy {
-            let parts = policy.split(separator: ":", maxSplits: 1).map(String.init)
-            switch parts.first {
-            case "sum" where parts.count == 2: parameters["policy"] = ["policy": "sum", "field": .string(parts[1])]
-            case "queue" where parts.count == 2:
-                guard let bound = Int64(parts[1]) else { throw ValidationError("queue:BOUND needs a number") }
-                parameters["policy"] = ["policy": "queue", "bound": .int(bound)]
-            case let name?: parameters["policy"] = ["policy": .string(name)]
-            case nil: throw ValidationError("--policy needs a value")
+        if let text = self.policy {
+            let policy: CoalescingPolicy
+            do { policy = try CoalescingPolicy(parsing: text) } catch { throw ValidationError("--policy: \(error)") }
+            parameters["policy"] = switch policy {
+            case .sum(let field): ["policy": "sum", "field": .string(field)]
+            case .queue(let bound): ["policy": "queue", "bound": .int(Int64(bound))]
+            default: ["policy": .string(policy.description)]
             }
         }
         guard let reply = self.root.global.call("io.coalesced.App.Post", parameters) else { return }

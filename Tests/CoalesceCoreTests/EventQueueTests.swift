@@ -166,6 +166,16 @@ typealias Event = CoalescedEvent<Fields, Int>
             #expect(throws: EventKindError(kind: bad, reason: reason)) { try EventKind(bad) }
         }
     }
+
+    @Test func policiesReadFromCommandLineText() throws {
+        #expect(try CoalescingPolicy(parsing: "latest") == .latest)
+        #expect(try CoalescingPolicy(parsing: "netChange") == .netChange)
+        #expect(try CoalescingPolicy(parsing: "sum:unread") == .sum(field: "unread"))
+        #expect(try CoalescingPolicy(parsing: "queue:10") == .queue(bound: 10))
+        for bad in ["", "sum", "sum:", "queue:0", "queue:x", "latest:3", "newest"] {
+            #expect(throws: PolicyTextError.self, "\(bad)") { try CoalescingPolicy(parsing: bad) }
+        }
+    }
 }
 
 /// Random posts across kinds and policies: whatever the sequence, a wake accounts for every post exactly once.
