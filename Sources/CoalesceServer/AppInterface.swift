@@ -99,6 +99,8 @@ enum AppInterface {
                         peer: peer
                     ) { result in
                         switch result {
+                        case .success(let outcome) where outcome.recipients == 1 && outcome.refused.isEmpty:
+                            reply.succeed(outcome.delivered ? Self.sentToOne : Self.heldForOne)
                         case .success(let outcome):
                             var parameters: [String: JSONValue] = [
                                 "delivered": .bool(outcome.delivered), "recipients": .int(Int64(outcome.recipients)),
@@ -151,6 +153,10 @@ enum AppInterface {
     }
 
     /// The caller, as the kernel reports it: every App method acts for the caller's uid.
+    /// The answers of almost every post (one app, sent or held), written out once.
+    private static let sentToOne = VarlinkEncodedParameters(["delivered": true, "recipients": 1])
+    private static let heldForOne = VarlinkEncodedParameters(["delivered": false, "recipients": 1])
+
     static func peer(_ request: VarlinkRequest) throws(VarlinkError) -> VarlinkPeer {
         guard let peer = request.peer else { throw .permissionDenied }
         return peer

@@ -46,9 +46,9 @@ extension AppManager {
         guard target.hasPrefix(Self.topicPrefix) else {
             // One app: answered straight from its write.
             guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
-            let found = self.state.withLock { state in state.update(appName) { Recipient($0, appName, kind) } }
+            let found = self.state.withLock { state in state.update(appName) { Recipient($0, appName, kind, peer) } }
             guard let recipient = found else { throw .unknownTarget(target: target) }
-            guard recipient.posters.allow(peer, owner: recipient.owner) else { throw .notAllowedToPost(target: target) }
+            guard recipient.allows(peer) else { throw .notAllowedToPost(target: target) }
             self.deliver(post, to: recipient) { sent, failure in
                 answer(failure.map { .failure(Self.postError($0, target: target)) }
                     ?? .success(PostOutcome(delivered: sent, recipients: 1, refused: [])))
@@ -59,10 +59,12 @@ extension AppManager {
             throw .unknownTarget(target: target)
         }
         let subscribers = self.state.withLock { state in
-            (state.subscribers[topic] ?? []).sorted().compactMap { name in state.records[name].map { Recipient($0, name, kind) } }
+            (state.subscribers[topic] ?? []).sorted().compactMap { name in
+                state.update(name) { Recipient($0, name, kind, peer) }
+            }
         }
         guard !subscribers.isEmpty else { throw .unknownTarget(target: target) }
-        let allowed = subscribers.filter { $0.posters.allow(peer, owner: $0.owner) }
+        let allowed = subscribers.filter { $0.allows(peer) }
         guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
         let tally = PostTally(recipients: allowed.map(\.app), target: target, answer: answer)
         for recipient in allowed {
@@ -78,19 +80,41 @@ extension AppManager {
         var policy: CoalescingPolicy?
     }
 
-    /// What a post needs to know of an app it goes to, read under the lock.
+    /// What a post needs to know of an app it goes to, read under the lock (borrowed: a record is large to copy).
     private struct Recipient {
         var app: AppName
-        var owner: UInt32
-        var posters: EventDeclarations.Posters
+        /// Whether the caller may post to it, when its uid settles that; else who may, for a check of the caller's
+        /// groups outside the lock.
+        var permission: Permission
         /// The post's kind wakes the app into the background.
         var wakes: Bool
 
-        init(_ record: Record, _ app: AppName, _ kind: EventKind) {
+        enum Permission {
+            case allowed
+            case denied
+            case byGroup(EventDeclarations.Posters, owner: UInt32)
+        }
+
+        init(_ record: borrowing Record, _ app: AppName, _ kind: EventKind, _ peer: VarlinkPeer) {
             self.app = app
-            self.owner = record.registration.owner
-            self.posters = record.declarations.posters
+            let posters = record.declarations.posters
+            let owner = record.registration.owner
+            if peer.uid == 0 || peer.uid == owner || posters.anyone || posters.uids.contains(peer.uid) {
+                self.permission = .allowed
+            } else if posters.groups.isEmpty {
+                self.permission = .denied
+            } else {
+                self.permission = .byGroup(posters, owner: owner)
+            }
             self.wakes = record.declarations.wakingKinds[kind] != nil
+        }
+
+        func allows(_ peer: VarlinkPeer) -> Bool {
+            switch self.permission {
+            case .allowed: true
+            case .denied: false
+            case .byGroup(let posters, let owner): posters.allow(peer, owner: owner)
+            }
         }
     }
 

@@ -53,6 +53,43 @@ public struct JSONParser {
         }
     }
 
+    /// Parses a JSON text that should be an object, handing over its members in order (a repeated name: each time)
+    /// instead of building a dictionary: for a message whose few known members are read once. Returns false when
+    /// the text is valid JSON but not an object.
+    public static func parseMembers<Bytes: Collection<UInt8>>(
+        _ input: Bytes,
+        _ member: (String, JSONValue) -> Void
+    ) throws(JSONParseError) -> Bool {
+        let result = input.withContiguousStorageIfAvailable { Self.parseMembers(contiguous: $0, member) }
+            ?? Array(input).withUnsafeBufferPointer { Self.parseMembers(contiguous: $0, member) }
+        return try result.get()
+    }
+
+    private static func parseMembers(
+        contiguous bytes: UnsafeBufferPointer<UInt8>,
+        _ member: (String, JSONValue) -> Void
+    ) -> Result<Bool, JSONParseError> {
+        var parser = JSONParser(bytes: bytes)
+        do throws(JSONParseError) {
+            parser.skipWhitespace()
+            let isObject = parser.index < parser.bytes.count && parser.bytes[parser.index] == UInt8(ascii: "{")
+            if isObject {
+                try parser.enterContainer()
+                try parser.parseMembers(member)
+                parser.depth -= 1
+            } else {
+                _ = try parser.parseValue()
+            }
+            parser.skipWhitespace()
+            if parser.index != parser.bytes.count {
+                throw parser.error("unexpected data after the JSON value")
+            }
+            return .success(isObject)
+        } catch {
+            return .failure(error)
+        }
+    }
+
     /// Parses a JSON text given as a string.
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try self.parse(Array(text.utf8))
@@ -116,6 +153,17 @@ public struct JSONParser {
         }
         // Room for a call's few members at once, rather than growing (and rehashing) one member at a time.
         members.reserveCapacity(4)
+        try self.parseMembers { key, value in members[key] = value }
+        return .object(members)
+    }
+
+    /// Reads an object's members up to and including its closing brace; the opening brace is behind.
+    private mutating func parseMembers(_ member: (String, JSONValue) -> Void) throws(JSONParseError) {
+        self.skipWhitespace()
+        if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
+            self.index += 1
+            return
+        }
         while true {
             self.skipWhitespace()
             guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\"") else {
@@ -128,12 +176,12 @@ public struct JSONParser {
             }
             self.index += 1
             self.skipWhitespace()
-            members[key] = try self.parseValue()
+            member(key, try self.parseValue())
             self.skipWhitespace()
             guard self.index < self.bytes.count else { throw self.error("unexpected end of input in object") }
             switch self.bytes[self.index] {
             case UInt8(ascii: ","): self.index += 1
-            case UInt8(ascii: "}"): self.index += 1; return .object(members)
+            case UInt8(ascii: "}"): self.index += 1; return
             default: throw self.error("expected ',' or '}' in object")
             }
         }

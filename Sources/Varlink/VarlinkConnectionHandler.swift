@@ -1,6 +1,7 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -45,13 +46,10 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var queue = CircularBuffer<Pending>()
     /// Replies owed to the peer in call order while deferred calls run: `nil` until the call has answered.
     private var owed = CircularBuffer<(id: Int, reply: VarlinkReply?)>()
-    /// Deferred calls' replies given on other threads, for the event loop to take in bulk.
-    private let answered = NIOLockedValueBox(Answered())
-
-    private struct Answered {
-        var replies: [(id: Int, reply: VarlinkReply)] = []
-        var scheduled = false
-    }
+    /// Deferred calls' replies as they are given; set up once the handler is in a pipeline.
+    private var answered: VarlinkAnsweredReplies!
+    /// Reply frames written since the last flush: a read's replies go to the channel as one buffer.
+    private var outgoing: [UInt8] = []
     private var nextOwedID = 0
     private let maximumConcurrentCalls: Int
     private var peer: VarlinkPeer?
@@ -75,6 +73,18 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.maximumQueuedCalls = limits.maximumQueuedCalls
         self.maximumConcurrentCalls = limits.maximumConcurrentCalls
         self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Weak: the handler holds what it is answered through, and the context holds the handler.
+        let deliver = NIOLoopBound(
+            { [weak self, weak context] in
+                guard let self, let context else { return }
+                self.deliverAnswered(context: context)
+            },
+            eventLoop: context.eventLoop
+        )
+        self.answered = VarlinkAnsweredReplies(eventLoop: context.eventLoop, logger: self.logger, deliver: deliver)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -149,14 +159,10 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private static let peerPidfdOption = SocketOptionName(77)
 
     private static func parse(_ frame: ByteBuffer) -> Pending {
-        do {
-            return .call(try VarlinkCall(message: try JSONParser.parse(frame.readableBytesView)), size: frame.readableBytes)
-        } catch let error as JSONParseError {
-            return .refusal(.invalidMessage(error.description))
-        } catch let error as VarlinkProtocolError {
-            return .refusal(error)
+        do throws(VarlinkProtocolError) {
+            return .call(try VarlinkCall(json: frame.readableBytesView), size: frame.readableBytes)
         } catch {
-            return .refusal(.invalidMessage("\(error)"))
+            return .refusal(error)
         }
     }
 
@@ -196,6 +202,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.queue.removeAll()
         self.statistics.update { $0.protocolErrors += 1 }
         self.logger.debug("Varlink peer broke the protocol, closing", metadata: ["reason": "\(error)"])
+        self.writeOutgoing(context: context)
         var buffer = context.channel.allocator.buffer(capacity: 128)
         buffer.writeVarlinkReply(VarlinkReply(error: error))
         let channel = context.channel
@@ -233,39 +240,26 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             do {
                 reply = VarlinkReply(parameters: try body(request))
             } catch {
-                reply = VarlinkReply(error: Self.wireError(error, call: call, logger: self.logger))
+                reply = VarlinkReply(error: Self.wireError(error, method: call.method, logger: self.logger))
             }
             self.reply(context: context, call: call, reply)
         case .deferred(let body):
             let id = self.nextOwedID
             self.nextOwedID += 1
             if !call.oneway { self.owed.append((id, nil)) }
-            let logger = self.logger
-            let eventLoop = context.eventLoop
-            let answered = self.answered
-            let deliver = NIOLoopBound({ [self] in self.deliverAnswered(context: context) }, eventLoop: context.eventLoop)
-            let promised = VarlinkPromisedReply { result in
-                let reply: VarlinkReply
-                switch result {
-                case .success(let parameters): reply = VarlinkReply(parameters: parameters)
-                case .failure(let error): reply = VarlinkReply(error: Self.wireError(error, call: call, logger: logger))
-                }
-                // Always through the loop's queue, even from the loop: an answer given while the call starts must
-                // not re-enter the handler. Answers that come together go over together: one hop, one flush.
-                let schedule = answered.withLockedValue { answered in
-                    answered.replies.append((id, reply))
-                    defer { answered.scheduled = true }
-                    return !answered.scheduled
-                }
-                if schedule { eventLoop.execute { deliver.value() } }
-            }
+            let owed = VarlinkOwedReply(id: id, method: call.method, answered: self.answered)
+            // An answer given before the body returns (nothing to wait for) is settled here, without a hop.
+            self.answered.startDispatch(id)
             do {
-                try body(request, promised)
+                try body(request, VarlinkPromisedReply(owed))
             } catch {
-                promised.fail(error)
+                owed.fail(error)
             }
+            if let reply = self.answered.endDispatch() { self.settle(id: id, reply: reply) }
             self.updateReading(context: context)
         case .streaming(let body):
+            // Its replies go to the channel directly: what was answered before it goes first.
+            self.writeOutgoing(context: context)
             let responder = VarlinkResponder(channel: context.channel, call: call)
             let finished = NIOLoopBound(
                 { [self] in self.streamingCallFinished(context: context) },
@@ -299,7 +293,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                     )
                 }
             } catch {
-                responder.fail(Self.wireError(error, call: request.call, logger: logger))
+                responder.fail(Self.wireError(error, method: request.call.method, logger: logger))
             }
             eventLoop.execute(finished)
         }
@@ -313,14 +307,21 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             self.nextOwedID += 1
             return
         }
-        var buffer = context.channel.allocator.buffer(capacity: 256)
-        buffer.writeVarlinkReply(reply)
-        context.write(Self.wrapOutboundOut(buffer), promise: nil)
+        reply.writeFrame(to: &self.outgoing)
+        self.pendingFlush = true
+    }
+
+    /// Hands the reply frames gathered so far to the channel, as one buffer.
+    private func writeOutgoing(context: ChannelHandlerContext) {
+        guard !self.outgoing.isEmpty else { return }
+        context.write(Self.wrapOutboundOut(context.channel.allocator.buffer(bytes: self.outgoing)), promise: nil)
+        self.outgoing.removeAll(keepingCapacity: true)
         self.pendingFlush = true
     }
 
     // Writability changes only when written bytes are flushed, so check after each flush.
     private func flushPending(context: ChannelHandlerContext) {
+        self.writeOutgoing(context: context)
         guard self.pendingFlush else { return }
         self.pendingFlush = false
         context.flush()
@@ -329,30 +330,20 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// Deferred calls answered from other threads since the last time: their replies, then one flush.
     private func deliverAnswered(context: ChannelHandlerContext) {
-        let replies = self.answered.withLockedValue { answered in
-            defer {
-                answered.replies.removeAll(keepingCapacity: true)
-                answered.scheduled = false
-            }
-            return answered.replies
-        }
         // Every reply that can go now, in one buffer and one write.
-        var bytes: [UInt8] = []
-        for (id, reply) in replies { self.settle(id: id, reply: reply, into: &bytes) }
-        if !bytes.isEmpty {
-            context.write(Self.wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
-            self.pendingFlush = true
-        }
+        for (id, reply) in self.answered.take() { self.settle(id: id, reply: reply) }
         self.afterReplies(context: context)
     }
 
-    /// Records a deferred call's reply, and appends the frames of the replies now at the head of the line.
-    private func settle(id: Int, reply: VarlinkReply, into bytes: inout [UInt8]) {
+    /// Records a deferred call's reply, and adds the frames of the replies now at the head of the line to what
+    /// goes out.
+    private func settle(id: Int, reply: VarlinkReply) {
         guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
         self.owed[index].reply = reply
         while let head = self.owed.first, let ready = head.reply {
             self.owed.removeFirst()
-            ready.writeFrame(to: &bytes)
+            ready.writeFrame(to: &self.outgoing)
+            self.pendingFlush = true
         }
     }
 
@@ -380,14 +371,100 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// A method's error as the peer sees it. Errors that are not part of an interface are our bugs: they are
     /// logged here, once, and reach the peer as `io.coalesced.Protocol.InternalError`.
-    private static func wireError(_ error: any Error, call: VarlinkCall, logger: Logger) -> any VarlinkErrorConvertible
-    {
+    static func wireError(_ error: any Error, method: String, logger: Logger) -> any VarlinkErrorConvertible {
         if let error = error as? any VarlinkErrorConvertible { return error }
         logger.error(
             "Method failed with an undeclared error",
-            metadata: ["method": "\(call.method)", "error": "\(error)"]
+            metadata: ["method": "\(method)", "error": "\(error)"]
         )
         return VarlinkProtocolError.internalError("\(error)")
+    }
+}
+
+/// A connection's deferred replies as they are answered, from any thread: the event loop takes them in bulk, one
+/// hop for all that came together; an answer given while its call is being dispatched is handed back to the
+/// dispatch instead (the handler must not be re-entered, and a hop would cost more than the call).
+final class VarlinkAnsweredReplies: Sendable {
+    private struct State {
+        var replies: [(id: Int, reply: VarlinkReply)] = []
+        var scheduled = false
+        /// The call being dispatched on the event loop, and its answer if it gave one meanwhile.
+        var dispatching: Int?
+        var immediate: VarlinkReply?
+    }
+
+    private let state = Mutex(State())
+    private let eventLoop: any EventLoop
+    let logger: Logger
+    private let deliver: NIOLoopBound<() -> Void>
+
+    init(eventLoop: any EventLoop, logger: Logger, deliver: NIOLoopBound<() -> Void>) {
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.deliver = deliver
+    }
+
+    func add(id: Int, _ reply: VarlinkReply) {
+        let schedule = self.state.withLock { state in
+            if state.dispatching == id {
+                state.immediate = reply
+                return false
+            }
+            state.replies.append((id, reply))
+            defer { state.scheduled = true }
+            return !state.scheduled
+        }
+        guard schedule else { return }
+        let deliver = self.deliver
+        self.eventLoop.execute { deliver.value() }
+    }
+
+    /// On the event loop: the replies given since the last time.
+    func take() -> [(id: Int, reply: VarlinkReply)] {
+        self.state.withLock { state in
+            defer {
+                state.replies.removeAll(keepingCapacity: true)
+                state.scheduled = false
+            }
+            return state.replies
+        }
+    }
+
+    func startDispatch(_ id: Int) { self.state.withLock { $0.dispatching = id } }
+
+    /// The dispatched call's answer, if it gave one while dispatched.
+    func endDispatch() -> VarlinkReply? {
+        self.state.withLock { state in
+            state.dispatching = nil
+            defer { state.immediate = nil }
+            return state.immediate
+        }
+    }
+}
+
+/// One deferred call's reply on its way back: the whole of what answering it takes, one object per call.
+final class VarlinkOwedReply: Sendable {
+    private let id: Int
+    private let method: String
+    private let answered: VarlinkAnsweredReplies
+    private let given = Atomic(false)
+
+    init(id: Int, method: String, answered: VarlinkAnsweredReplies) {
+        self.id = id
+        self.method = method
+        self.answered = answered
+    }
+
+    /// The first answer counts; later ones are dropped.
+    func answer(_ reply: VarlinkReply) {
+        guard !self.given.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        self.answered.add(id: self.id, reply)
+    }
+
+    func fail(_ error: any Error) {
+        guard !self.given.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let wire = VarlinkConnectionHandler.wireError(error, method: self.method, logger: self.answered.logger)
+        self.answered.add(id: self.id, VarlinkReply(error: wire))
     }
 }
 

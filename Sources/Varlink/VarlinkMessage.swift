@@ -42,20 +42,63 @@ public struct VarlinkCall: Sendable, Hashable {
         guard let object = message.objectValue else {
             throw .invalidMessage("a call must be a JSON object")
         }
-        guard let method = object["method"]?.stringValue else {
+        try self.init(
+            method: object["method"],
+            parameters: object["parameters"],
+            oneway: object["oneway"],
+            more: object["more"],
+            upgrade: object["upgrade"]
+        )
+    }
+
+    /// Reads a call from its JSON text, taking the envelope's members as they are parsed rather than through a
+    /// dictionary: every call a server receives passes here.
+    public init<Bytes: Collection<UInt8>>(json: Bytes) throws(VarlinkProtocolError) {
+        var method: JSONValue?
+        var parameters: JSONValue?
+        var oneway: JSONValue?
+        var more: JSONValue?
+        var upgrade: JSONValue?
+        let isObject: Bool
+        do {
+            isObject = try JSONParser.parseMembers(json) { name, value in
+                switch name {
+                case "method": method = value
+                case "parameters": parameters = value
+                case "oneway": oneway = value
+                case "more": more = value
+                case "upgrade": upgrade = value
+                default: break
+                }
+            }
+        } catch {
+            throw .invalidMessage(error.description)
+        }
+        guard isObject else { throw .invalidMessage("a call must be a JSON object") }
+        try self.init(method: method, parameters: parameters, oneway: oneway, more: more, upgrade: upgrade)
+    }
+
+    private init(
+        method: JSONValue?,
+        parameters: JSONValue?,
+        oneway: JSONValue?,
+        more: JSONValue?,
+        upgrade: JSONValue?
+    ) throws(VarlinkProtocolError) {
+        guard let method = method?.stringValue else {
             throw .invalidMessage("a call needs a string member 'method'")
         }
         guard VarlinkNames.isValidQualifiedMethod(method) else {
             throw .invalidMessage("'\(method)' is not an interface-qualified method name")
         }
-        var parameters: [String: JSONValue] = [:]
-        switch object["parameters"] {
+        var members: [String: JSONValue] = [:]
+        switch parameters {
         case nil, .null?: break
-        case .object(let members)?: parameters = members
+        case .object(let object)?: members = object
         default: throw .invalidMessage("'parameters' must be an object")
         }
-        func flag(_ name: String) throws(VarlinkProtocolError) -> Bool {
-            switch object[name] {
+        func flag(_ name: String, _ value: JSONValue?) throws(VarlinkProtocolError) -> Bool {
+            switch value {
             case nil, .null?: return false
             case .bool(let value)?: return value
             default: throw .invalidMessage("'\(name)' must be a boolean")
@@ -63,10 +106,10 @@ public struct VarlinkCall: Sendable, Hashable {
         }
         self.init(
             method: method,
-            parameters: parameters,
-            oneway: try flag("oneway"),
-            more: try flag("more"),
-            upgrade: try flag("upgrade")
+            parameters: members,
+            oneway: try flag("oneway", oneway),
+            more: try flag("more", more),
+            upgrade: try flag("upgrade", upgrade)
         )
     }
 
@@ -83,7 +126,11 @@ public struct VarlinkCall: Sendable, Hashable {
 
 /// A reply as a server sends it: either parameters, or an error with parameters.
 public struct VarlinkReply: Sendable, Hashable {
-    public var parameters: [String: JSONValue]
+    public var parameters: [String: JSONValue] {
+        didSet { self.encodedParameters = nil }
+    }
+    /// The parameters' JSON text, when it was written once for many replies (``VarlinkEncodedParameters``).
+    private var encodedParameters: [UInt8]?
     /// Set on every reply of a streamed call but the last.
     public var continues: Bool
     /// The fully qualified error name, when the call failed.
@@ -93,6 +140,23 @@ public struct VarlinkReply: Sendable, Hashable {
         self.parameters = parameters
         self.continues = continues
         self.error = error
+    }
+
+    // How the parameters are held is no part of what the reply says.
+    public static func == (lhs: VarlinkReply, rhs: VarlinkReply) -> Bool {
+        lhs.parameters == rhs.parameters && lhs.continues == rhs.continues && lhs.error == rhs.error
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.parameters)
+        hasher.combine(self.continues)
+        hasher.combine(self.error)
+    }
+
+    /// A reply whose parameters were written out once, ahead of time.
+    public init(_ parameters: VarlinkEncodedParameters) {
+        self.init(parameters: parameters.parameters)
+        self.encodedParameters = parameters.bytes
     }
 
     /// An error reply for any error that knows its Varlink form.
@@ -132,7 +196,11 @@ public struct VarlinkReply: Sendable, Hashable {
             output.append(UInt8(ascii: ","))
         }
         output.append(contentsOf: #""parameters":"#.utf8)
-        JSONValue.object(self.parameters).write(to: &output)
+        if let encoded = self.encodedParameters {
+            output.append(contentsOf: encoded)
+        } else {
+            JSONValue.object(self.parameters).write(to: &output)
+        }
         output.append(contentsOf: [UInt8(ascii: "}"), 0])
     }
 
@@ -142,6 +210,20 @@ public struct VarlinkReply: Sendable, Hashable {
         if self.continues { object["continues"] = true }
         if let error = self.error { object["error"] = .string(error) }
         return .object(object)
+    }
+}
+
+/// A reply's parameters written out once, for a reply a method gives again and again (a post's "sent to one app"):
+/// sending it costs a copy of its bytes, not a dictionary built and serialized per call.
+public struct VarlinkEncodedParameters: Sendable, Hashable {
+    public let parameters: [String: JSONValue]
+    let bytes: [UInt8]
+
+    public init(_ parameters: [String: JSONValue]) {
+        self.parameters = parameters
+        var bytes: [UInt8] = []
+        JSONValue.object(parameters).write(to: &bytes)
+        self.bytes = bytes
     }
 }
 

@@ -107,24 +107,18 @@ public enum VarlinkMethod: Sendable {
 /// The one reply a ``VarlinkMethod/deferred(_:)`` call owes; it may be answered from any thread, once (later
 /// answers are dropped).
 public struct VarlinkPromisedReply: Sendable {
-    private let deliver: @Sendable (Result<[String: JSONValue], any Error>) -> Void
-    private let answered = NIOLockedValueBox(false)
+    private let owed: VarlinkOwedReply
 
-    init(_ deliver: @escaping @Sendable (Result<[String: JSONValue], any Error>) -> Void) {
-        self.deliver = deliver
+    init(_ owed: VarlinkOwedReply) {
+        self.owed = owed
     }
 
-    public func succeed(_ parameters: [String: JSONValue] = [:]) { self.answer(.success(parameters)) }
+    public func succeed(_ parameters: [String: JSONValue] = [:]) { self.owed.answer(VarlinkReply(parameters: parameters)) }
 
-    public func fail(_ error: any Error) { self.answer(.failure(error)) }
+    /// Answers with parameters written out ahead of time.
+    public func succeed(_ parameters: VarlinkEncodedParameters) { self.owed.answer(VarlinkReply(parameters)) }
 
-    private func answer(_ result: Result<[String: JSONValue], any Error>) {
-        let first = self.answered.withLockedValue { answered in
-            defer { answered = true }
-            return !answered
-        }
-        if first { self.deliver(result) }
-    }
+    public func fail(_ error: any Error) { self.owed.fail(error) }
 }
 
 /// An interface a service serves: its description and an implementation of every method it declares.
