@@ -203,12 +203,13 @@ extension AppManager {
                     )
                     record.sendsInFlight += 1
                 } else {
-                    write = EventWrite(
-                        manager: self, app: appName, durable: durable, finished: finished,
-                        .hold(post.kind, post.payload, policy, posted: posted)
-                    )
+                    let hold = EventWrite.Hold(payload: post.payload, policy: policy, posted: posted, finished: finished)
                     record.holdsInFlight += 1
+                    // Nothing of the app's comes between: the post goes into that write, in the same order.
+                    if let last = record.lastWrite, last.join(post.kind, durable: durable, hold) { return (false, last) }
+                    write = EventWrite(manager: self, app: appName, durable: durable, .hold(post.kind), holding: hold)
                 }
+                record.lastWrite = write
                 self.store.submit(write)
                 return (sendsNow, write)
             } ?? (false, nil)  // never: apps are not removed
@@ -269,7 +270,9 @@ extension AppManager {
         // After a refused delivery, even with nothing held: one that succeeds lets what waits behind it go.
         guard !record.drainInFlight, !record.queue.isEmpty || record.holdsInFlight > 0 || record.drainFailed else { return }
         record.drainInFlight = true
-        self.store.submit(EventWrite(manager: self, app: appName, durable: true, .drain))
+        let write = EventWrite(manager: self, app: appName, durable: true, .drain)
+        record.lastWrite = write
+        self.store.submit(write)
     }
 
     /// The app has handled what it was sent up to `sequence`: those events leave the store. An app that had fallen
@@ -331,20 +334,26 @@ extension AppManager {
 
     // MARK: What an EventWrite does to memory (on the store's writer thread)
 
-    /// Folds one post into what the app holds; returns the kind's slot as it was (for undo).
-    /// - Throws: ``PostRefusal``, with nothing changed.
+    /// Folds posts of one kind into what the app holds, in order; returns the kind's slot as it was (for undo) and
+    /// each post's refusal (a refused post changes nothing).
     fileprivate func fold(
         _ appName: AppName,
         _ kind: EventKind,
-        _ payload: EventPayload,
-        _ policy: CoalescingPolicy,
-        posted: Double
-    ) throws(PostRefusal) -> EventCoding.Queue.Slot?? {
-        try self.state.withLock { state throws(PostRefusal) in
-            try state.update(appName) { record throws(PostRefusal) in
+        _ holds: [EventWrite.Hold]
+    ) -> (before: EventCoding.Queue.Slot?, refusals: [PostRefusal?])? {
+        self.state.withLock { state in
+            state.update(appName) { record in
                 let before = record.queue.slot(of: kind)
-                try record.queue.post(kind, payload, policy: policy, at: posted)
-                return before
+                var refusals: [PostRefusal?] = []
+                for (index, hold) in holds.enumerated() {
+                    do throws(PostRefusal) {
+                        try record.queue.post(kind, hold.payload, policy: hold.policy, at: hold.posted)
+                    } catch {
+                        if refusals.isEmpty { refusals = Array(repeating: nil, count: holds.count) }
+                        refusals[index] = error
+                    }
+                }
+                return (before, refusals)
             }
         }
     }
@@ -399,6 +408,8 @@ extension AppManager {
         _ appName: AppName,
         _ action: EventWrite.Action,
         sending events: [(id: Int64?, event: JSONValue)],
+        held: Int = 0,
+        keptHeld: Int = 0,
         failure: (any Error)?
     ) {
         let storeFailure = failure as? StoreError
@@ -410,7 +421,7 @@ extension AppManager {
                 case .send:
                     record.sendsInFlight -= 1
                     record.undelivered.append(contentsOf: events)
-                case .hold: record.holdsInFlight -= 1
+                case .hold: record.holdsInFlight -= held
                 case .drain:
                     record.drainInFlight = false
                     if failure != nil {
@@ -432,7 +443,7 @@ extension AppManager {
             }
             guard succeeded != nil else { return false }
             if failure == nil, case .send = action { state.postsSent += 1 }
-            if failure == nil, case .hold = action { state.postsHeld += 1 }
+            if case .hold = action { state.postsHeld += keptHeld }
             let failing = storeFailure != nil || (state.storeFailing && failure != nil)
             defer { state.storeFailing = failing }
             return failing != state.storeFailing
@@ -463,23 +474,52 @@ extension AppManager {
 
 /// One change to what an app holds or is sent, carried out by the store's writer thread in the order it was
 /// decided (see ``StoreOperation``): memory and disk change together, or neither does.
+///
+/// A hold takes in later posts to the same kind while it is still the app's last write and the store has not
+/// taken it: a producer's burst to one kind costs the writer one operation and one fold pass, not one of each per
+/// post. Each post keeps its own answer (a refusal of one, say a sum without its number, leaves the others); if
+/// the write fails, every post in it fails and memory goes back to before the first.
 final class EventWrite: StoreOperation, @unchecked Sendable {
     enum Action {
         /// Sent to the app at once (stored until acknowledged, unless volatile).
         case send(EventKind, EventPayload, netChange: Bool, posted: Double)
-        /// Folded into what the app holds (one stored row per kind, unless volatile).
-        case hold(EventKind, EventPayload, CoalescingPolicy, posted: Double)
+        /// Posts folded into what the app holds of a kind (one stored row per kind, unless volatile).
+        case hold(EventKind)
         /// Everything held, coalesced and handed to the app (stored until acknowledged).
         case drain
+    }
+
+    /// One post a hold folds in.
+    struct Hold {
+        var payload: EventPayload
+        var policy: CoalescingPolicy
+        var posted: Double
+        var finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
+    }
+
+    /// What perform changed in memory, for undo.
+    private enum Undo {
+        case slot(EventKind, EventCoding.Queue.Slot?)
+        case baseline(EventKind, EventPayload?)
+        case queue(EventCoding.Queue)
+    }
+
+    /// A hold's posts: more join until the store takes the write (``perform(_:)`` closes it).
+    private struct Joined {
+        var holds: [Hold] = []
+        var closed = false
     }
 
     private let manager: AppManager
     private let app: AppName
     private let durable: Bool
     private let action: Action
+    private let joined: Mutex<Joined>
     // Written by perform, read by undo and finish: all on the store's writer thread, one after the other.
-    private var undoing: (() -> Void)?
+    private var undoing: Undo?
     private var events: [(id: Int64?, event: JSONValue)] = []
+    private var holds: [Hold] = []
+    private var refusals: [PostRefusal?] = []
     /// Told, once the write is on disk or failed, whether it sends the event and the outcome: `nil`, a
     /// ``PostRefusal`` or a ``StoreError``.
     private let finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)?
@@ -489,13 +529,25 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         app: AppName,
         durable: Bool,
         finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)? = nil,
-        _ action: Action
+        _ action: Action,
+        holding hold: Hold? = nil
     ) {
         self.manager = manager
         self.app = app
         self.durable = durable
         self.finished = finished
         self.action = action
+        self.joined = Mutex(Joined(holds: hold.map { [$0] } ?? []))
+    }
+
+    /// Adds a post to this hold unless the store has taken it, or it holds another kind (or is not a hold).
+    func join(_ kind: EventKind, durable: Bool, _ hold: Hold) -> Bool {
+        guard case .hold(let held) = self.action, held == kind, durable == self.durable else { return false }
+        return self.joined.withLock { joined in
+            guard !joined.closed else { return false }
+            joined.holds.append(hold)
+            return true
+        }
     }
 
     func perform(_ transaction: StoreTransaction) throws {
@@ -505,8 +557,7 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         case .send(let kind, let payload, let netChange, let posted):
             let event = AppManager.event(kind, payload, posted: posted)
             if netChange {
-                let before = manager.setBaseline(app, kind, payload)
-                self.undoing = { manager.resetBaseline(app, kind, before) }
+                self.undoing = .baseline(kind, manager.setBaseline(app, kind, payload))
             }
             var id: Int64?
             if self.durable {
@@ -514,13 +565,19 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
                 if netChange { try transaction.setBaseline(app: app, kind: kind.value, payload: payload.value.jsonText) }
             }
             self.events = [(id, event)]
-        case .hold(let kind, let payload, let policy, let posted):
+        case .hold(let kind):
+            self.holds = self.joined.withLock { joined in
+                joined.closed = true
+                defer { joined.holds = [] }
+                return joined.holds
+            }
             // Memory only: the kind's row is written once for the batch's posts to it (``writeRow(_:)``).
-            guard let before = try manager.fold(app, kind, payload, policy, posted: posted) else { return }
-            self.undoing = { manager.unfold(app, kind, to: before) }
+            guard let folded = manager.fold(app, kind, self.holds) else { return }
+            self.refusals = folded.refusals
+            self.undoing = .slot(kind, folded.before)
         case .drain:
             guard let drained = manager.drain(app) else { return }
-            self.undoing = { manager.restore(app, queue: drained.before) }
+            self.undoing = .queue(drained.before)
             var storedHeld = false
             for kind in drained.before.kinds where !drained.volatile.contains(kind) { storedHeld = true }
             if storedHeld { try transaction.clearHeld(app: app) }
@@ -540,12 +597,12 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     }
 
     var row: StoreRow? {
-        guard self.durable, case .hold(let kind, _, _, _) = self.action else { return nil }
+        guard self.durable, case .hold(let kind) = self.action else { return nil }
         return StoreRow(app: self.app, kind: kind.value)
     }
 
     func writeRow(_ transaction: StoreTransaction) throws {
-        guard case .hold(let kind, _, _, _) = self.action, let held = self.manager.held(self.app, kind) else { return }
+        guard case .hold(let kind) = self.action, let held = self.manager.held(self.app, kind) else { return }
         try transaction.hold(app: self.app, kind: kind.value, position: held.position, slot: EventCoding.encode(held.slot))
     }
 
@@ -558,14 +615,36 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     }
 
     func undo() {
-        self.undoing?()
+        switch self.undoing {
+        case .slot(let kind, let slot)?: self.manager.unfold(self.app, kind, to: slot)
+        case .baseline(let kind, let payload)?: self.manager.resetBaseline(self.app, kind, payload)
+        case .queue(let queue)?: self.manager.restore(self.app, queue: queue)
+        case nil: break
+        }
         self.undoing = nil
         self.events = []
+        self.refusals = []
     }
 
     func finish(_ failure: (any Error)?) {
-        self.manager.finished(self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
-        if case .send = self.action { self.finished?(true, failure) } else { self.finished?(false, failure) }
+        guard case .hold = self.action else {
+            self.manager.finished(self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
+            if case .send = self.action { self.finished?(true, failure) } else { self.finished?(false, failure) }
+            return
+        }
+        // Each post's own refusal, or the write's failure, or kept.
+        let holds = self.holds
+        self.holds = []
+        var kept = 0
+        var outcomes: [(any Error)?] = []
+        outcomes.reserveCapacity(holds.count)
+        for index in holds.indices {
+            let outcome: (any Error)? = failure ?? (self.refusals.isEmpty ? nil : self.refusals[index])
+            if outcome == nil { kept += 1 }
+            outcomes.append(outcome)
+        }
+        self.manager.finished(self.app, self.action, sending: [], held: holds.count, keptHeld: kept, failure: failure)
+        for (hold, outcome) in zip(holds, outcomes) { hold.finished(false, outcome) }
     }
 }
 

@@ -375,6 +375,44 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    /// Posts that arrive together for one kind of a suspended app go to the store as one write; each is still
+    /// answered on its own, in order, and one refused among them (a sum without its number) changes nothing.
+    @Test func postsPipelinedToOneKindAreEachAnsweredAndFoldedInOrder() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let app = try self.suspendedApp(daemon, client)
+            _ = try client.call("io.coalesced.System.Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try self.waitFor(client, "suspended")
+
+            let payloads: [JSONValue] = [["unread": 1], ["unread": "two"], ["unread": 2], ["unread": 3], ["unread": 4]]
+            var burst: [UInt8] = []
+            for payload in payloads {
+                let call = VarlinkCall(
+                    method: "io.coalesced.App.Post",
+                    parameters: ["target": .string(Self.mail), "kind": "badge", "payload": payload]
+                )
+                call.message.write(to: &burst)
+                burst.append(0)
+            }
+            let producer = try testClient(daemon.socketPath)
+            try producer.sendRaw(burst)
+            var answers: [String] = []
+            for _ in payloads {
+                let reply = try producer.receiveReply()
+                answers.append(reply.error ?? "delivered=\(reply.parameters["delivered"]?.boolValue.map(String.init) ?? "-")")
+            }
+            #expect(answers == ["delivered=false", "io.coalesced.App.NotANumber", "delivered=false", "delivered=false", "delivered=false"])
+
+            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(try app.events(atLeast: 1) == [#"event badge count=4 payload={"unread":10}"#])
+        }
+        daemon.signal(SIGKILL)
+    }
+
     @Test func badPostsGetErrorsThatNameTheProblemAndChangeNothing() async throws {
         let daemon = try DaemonProcess(configuration: "[Events]\nMaxPayloadSize=64\nMaxKindsPerApp=2\n")
         try await onThread { try daemon.waitUntilReady() }
