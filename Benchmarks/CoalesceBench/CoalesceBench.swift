@@ -139,7 +139,7 @@ struct CoalesceBench: ParsableCommand {
                 _ = try stream.receiveReply()
                 streams.append(stream)
             }
-            let drain = StreamDrain(streams)
+            let drain = try StreamDrain(streams)
             let before = try client.call("io.coalesced.System.Stats")["stats"]?["transitions"]?.intValue ?? 0
             let start = ContinuousClock.now
             for index in 0..<self.activations {
@@ -283,26 +283,63 @@ final class EchoServer: Sendable {
 }
 
 /// Reads and discards what the daemon streams to the benchmark's attached apps, so that their callbacks never
-/// back up, the way a real app reads its stream.
+/// back up, the way a real app reads its stream. Given the apps' names, it also acknowledges their events as an
+/// app does (one Ack, oneway, up to the last number read), so that the daemon keeps sending rather than holding
+/// them for an app that has fallen behind.
 final class StreamDrain: @unchecked Sendable {
     private let descriptors: [CInt]
     private let stopped = NSLock()
     private var done = false
     private let streams: [VarlinkClient]
+    private let apps: [String]?
+    /// A connection per app for its Acks (the stream's own connection is busy with its Attach).
+    private let acknowledgers: [VarlinkClient]?
 
-    init(_ streams: [VarlinkClient]) {
+    init(_ streams: [VarlinkClient], acknowledging apps: [String]? = nil) throws {
         self.streams = streams
         self.descriptors = streams.map(\.descriptor)
+        self.apps = apps
+        self.acknowledgers = try apps.map { names in try names.map { _ in try VarlinkClient(path: streams[0].path) } }
         Thread.detachNewThread { [self] in
             var polls = self.descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while !self.stopped.withLock({ self.done }) {
                 guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
                 for index in polls.indices where polls[index].revents != 0 {
-                    _ = buffer.withUnsafeMutableBytes { recv(polls[index].fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    let count = buffer.withUnsafeMutableBytes { recv(polls[index].fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    guard let acknowledgers = self.acknowledgers, let apps = self.apps, count > 0, let seq = Self.lastSequence(buffer[..<count]) else { continue }
+                    let ack = VarlinkCall(
+                        method: "io.coalesced.App.Ack",
+                        parameters: ["app": .string(apps[index]), "seq": .int(seq)],
+                        oneway: true
+                    )
+                    try? acknowledgers[index].send(ack)
                 }
             }
         }
+    }
+
+    /// The last `"seq":N` in what was read (a number cut by the end of the read reads smaller: an Ack up to less).
+    private static func lastSequence(_ bytes: ArraySlice<UInt8>) -> Int64? {
+        let key = Array(#""seq":"#.utf8)
+        var last: Int64?
+        var index = bytes.startIndex
+        while index + key.count <= bytes.endIndex {
+            guard bytes[index..<index + key.count].elementsEqual(key) else {
+                index += 1
+                continue
+            }
+            index += key.count
+            var value: Int64 = 0
+            var digits = 0
+            while index < bytes.endIndex, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                value = value * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+                digits += 1
+                index += 1
+            }
+            if digits > 0 { last = value }
+        }
+        return last
     }
 
     func stop() {

@@ -239,6 +239,8 @@ public enum Daemon {
         watchdogTask?.cancel()
         statusTask.cancel()
         await server.shutdown()
+        // Acknowledgements still waiting for company go to disk now, so that those events do not come again.
+        await apps.store.flush()
         try? await group.shutdownGracefully()  // exiting anyway; nothing is left to report a failure to
         return exitStatus
     }

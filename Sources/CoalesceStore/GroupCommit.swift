@@ -137,11 +137,23 @@ final class StatementWrite: StoreOperation {
 /// One thread writes; every write runs in a savepoint of its own, so one that fails is undone alone and the others
 /// in its batch still commit, unless SQLite rolled the whole transaction back (a full disk can), in which case
 /// every write of the batch is undone and fails.
+///
+/// A write nobody waits for (an acknowledgement, whose loss in a crash only means events come again) can be
+/// *unhurried*: it does not start a transaction of its own, but goes with the next write that does, or after
+/// ``unhurriedDelay`` at the latest. An app acknowledging each event as it comes would otherwise put a commit, and
+/// its fsync, between every two posts to it.
 final class GroupCommit: Sendable {
     private final class Queue: @unchecked Sendable {
         let condition = NSCondition()
         var pending: [any StoreOperation] = []
+        /// Whether a write in `pending` wants its transaction now.
+        var hurried = false
+        /// When the oldest unhurried write in `pending` goes anyway.
+        var unhurriedDeadline: Date?
     }
+
+    /// The longest an unhurried write waits for company.
+    static let unhurriedDelay: TimeInterval = 0.1
 
     private let queue = Queue()
 
@@ -150,11 +162,19 @@ final class GroupCommit: Sendable {
         let thread = Thread {
             while true {
                 queue.condition.lock()
-                while queue.pending.isEmpty { queue.condition.wait() }
+                while !queue.hurried {
+                    if let deadline = queue.unhurriedDeadline {
+                        if !queue.condition.wait(until: deadline) { break }  // its time is up
+                    } else {
+                        queue.condition.wait()
+                    }
+                }
                 let batch = queue.pending
                 queue.pending.removeAll(keepingCapacity: true)
+                queue.hurried = false
+                queue.unhurriedDeadline = nil
                 queue.condition.unlock()
-                Self.commit(batch, pool: pool)
+                if !batch.isEmpty { Self.commit(batch, pool: pool) }
             }
         }
         thread.name = "coalesced-store"
@@ -162,9 +182,17 @@ final class GroupCommit: Sendable {
     }
 
     /// Queues `operation` for the next transaction; it returns at once.
-    func submit(_ operation: any StoreOperation) {
+    /// - Parameter unhurried: whether it may wait (up to ``unhurriedDelay``) for a write that starts a transaction.
+    func submit(_ operation: any StoreOperation, unhurried: Bool = false) {
         self.queue.condition.withLock {
             self.queue.pending.append(operation)
+            if !unhurried {
+                self.queue.hurried = true
+            } else if self.queue.unhurriedDeadline == nil {
+                self.queue.unhurriedDeadline = Date(timeIntervalSinceNow: Self.unhurriedDelay)
+            } else {
+                return  // the writer already waits for an earlier deadline
+            }
             self.queue.condition.signal()
         }
     }

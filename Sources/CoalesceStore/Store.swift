@@ -187,12 +187,17 @@ public final class Store: Sendable {
         self.commits.submit(operation)
     }
 
-    /// The app acknowledged the deliveries numbered `ids`. Not waited for: an acknowledgement lost in a crash only
-    /// means those events come again.
+    /// The app acknowledged the deliveries numbered `ids`. Not waited for, and unhurried (it goes with the next
+    /// write, or within a tenth of a second): an acknowledgement lost in a crash only means those events come again.
     public func acknowledge(app: AppName, ids: [Int64]) -> StoreCommit {
-        self.write { transaction in
+        self.write(unhurried: true) { transaction in
             for id in ids { try transaction.run("DELETE FROM delivery WHERE id = ?", [id]) }
         }
+    }
+
+    /// Returns once everything submitted before is on disk (or failed): unhurried writes included.
+    public func flush() async {
+        try? await self.write { _ in }.wait()
     }
 
     // MARK: Apps
@@ -270,9 +275,9 @@ public final class Store: Sendable {
         }.wait()
     }
 
-    private func write(_ body: @escaping @Sendable (StoreTransaction) throws -> Void) -> StoreCommit {
+    private func write(unhurried: Bool = false, _ body: @escaping @Sendable (StoreTransaction) throws -> Void) -> StoreCommit {
         let write = StatementWrite(body)
-        self.commits.submit(write)
+        self.commits.submit(write, unhurried: unhurried)
         return write.commit
     }
 

@@ -189,6 +189,61 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    /// Waits until the app has acknowledged everything it was sent (as the daemon's memory says).
+    func waitForAcknowledged(_ client: VarlinkClient) throws {
+        for _ in 0..<1000 {
+            if try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["unacknowledged"] == .int(0) { return }
+            usleep(10_000)
+        }
+        throw SupportError("\(Self.mail) never acknowledged its events")
+    }
+
+    /// An acknowledgement does not cost a commit of its own: it goes to disk with the next write, or a tenth of a
+    /// second later when there is none, and at the latest when the daemon stops. Either way the events it covers
+    /// do not come again.
+    @Test func acknowledgementsReachTheDiskWithoutAWriteOfTheirOwn() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        try await onThread {
+            let client = try testClient(socket)
+            let app = try self.suspendedApp(first, client)
+            #expect(try self.post(client, "mail.received", ["id": 1]) == true)
+            #expect(try app.events(atLeast: 1) == [#"event mail.received count=1 payload={"id":1}"#])
+            try self.waitForAcknowledged(client)
+            usleep(500_000)  // nothing else is written meanwhile
+            first.signal(SIGKILL)
+            _ = first.waitForExit()
+            app.child.signal(SIGKILL)
+            _ = app.child.wait(timeout: .seconds(10))
+        }
+        let second = try await onThread { try first.restarted() }
+        try await onThread { try second.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(socket)
+            let app = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            usleep(300_000)
+            #expect(app.eventSequences.isEmpty, "an acknowledgement with no write after it was kept")
+            #expect(try self.post(client, "mail.received", ["id": 2]) == true)
+            #expect(try app.events(atLeast: 1) == [#"event mail.received count=1 payload={"id":2}"#])
+            try self.waitForAcknowledged(client)
+            second.signal(SIGTERM)  // at once
+            #expect(second.waitForExit() == 0)
+            app.child.signal(SIGKILL)
+            _ = app.child.wait(timeout: .seconds(10))
+        }
+        let third = try await onThread { try second.restarted() }
+        try await onThread { try third.waitUntilReady() }
+        try await onThread {
+            let app = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            usleep(300_000)
+            #expect(app.eventSequences.isEmpty, "an acknowledgement just before a stop was kept")
+        }
+        third.signal(SIGKILL)
+    }
+
     @Test func netChangeComparesAgainstWhatTheAppReceivedBeforeARestart() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
