@@ -125,7 +125,10 @@ public enum Daemon {
             return DaemonExit.cannotCreate
         }
 
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // A loop per core: connections are spread over them, so that many clients' calls are parsed and decided
+        // on all cores (an app's state is kept under a lock, and each stream's writes go through its own loop's
+        // queue, in the order they were decided).
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: Self.eventLoops)
         let state = DaemonState(configuration: configuration)
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager
@@ -188,10 +191,12 @@ public enum Daemon {
         let notifier = SystemdNotifier()
         let status = StatusReporter(notifier: notifier, server: server, address: address, apps: apps)
         let eventLoop = group.next()
-        // The watchdog is fed from the serving loop itself: if that loop hangs, the pings stop and systemd acts.
+        // The watchdog is fed only once every serving loop has run a task: if any loop hangs, the pings stop and
+        // systemd acts.
+        let loops = Array(group.makeIterator())
         let watchdogTask = notifier.watchdogTimeout.map { timeout in
             eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: .nanoseconds(timeout.nanoseconds / 2)) { _ in
-                notifier.watchdog()
+                EventLoopFuture.andAllSucceed(loops.map { $0.submit {} }, on: eventLoop).whenSuccess { notifier.watchdog() }
             }
         }
         let statusTask = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
@@ -244,6 +249,10 @@ public enum Daemon {
         try? await group.shutdownGracefully()  // exiting anyway; nothing is left to report a failure to
         return exitStatus
     }
+
+    /// One event loop per core the daemon may use, four at the most (beyond that the lock on the apps' state, not
+    /// parsing, is what limits).
+    static let eventLoops = min(max(System.coreCount, 1), 4)
 
     static func limits(_ configuration: Configuration) -> VarlinkServerLimits {
         VarlinkServerLimits(

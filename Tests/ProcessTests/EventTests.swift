@@ -1,5 +1,6 @@
 import CoalesceTestSupport
 import Foundation
+import Synchronization
 import Testing
 import Varlink
 
@@ -187,6 +188,61 @@ import Varlink
             #expect(third.eventSequences.isEmpty, "acknowledged events never come again")
         }
         second.signal(SIGKILL)
+    }
+
+    /// Producers on several connections (served by different event loops) posting to one active app at once: the
+    /// app gets every event, and each producer's in the order it posted them.
+    @Test func concurrentProducersReachAnActiveAppEachInItsOwnOrder() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let app = try self.suspendedApp(daemon, client)
+            let producers = 4
+            let posts = 200
+            let failed = Mutex(0)
+            let done = DispatchGroup()
+            for producer in 0..<producers {
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    do {
+                        // All of a producer's posts in one write, pipelined: they are decided back to back.
+                        let poster = try testClient(daemon.socketPath)
+                        var burst: [UInt8] = []
+                        for number in 0..<posts {
+                            VarlinkCall(
+                                method: "io.coalesced.App.Post",
+                                parameters: [
+                                    "target": .string(Self.mail), "kind": "tick",
+                                    "payload": ["p": .int(Int64(producer)), "n": .int(Int64(number))],
+                                ]
+                            ).message.write(to: &burst)
+                            burst.append(0)
+                        }
+                        try poster.sendRaw(burst)
+                        for _ in 0..<posts where try poster.receiveReply().error != nil { failed.withLock { $0 += 1 } }
+                    } catch {
+                        failed.withLock { $0 += 1 }
+                    }
+                }
+            }
+            done.wait()
+            #expect(failed.withLock { $0 } == 0)
+            let events = try app.events(atLeast: producers * posts)
+            #expect(events.count == producers * posts)
+            var last = [Int](repeating: -1, count: producers)
+            for event in events {
+                // event tick count=1 payload={"n":N,"p":P}
+                let fields = event.split(separator: "{").last!.dropLast().split(separator: ",")
+                let number = Int(fields[0].split(separator: ":")[1])!
+                let producer = Int(fields[1].split(separator: ":")[1])!
+                #expect(number == last[producer] + 1, "producer \(producer): \(number) after \(last[producer])")
+                last[producer] = number
+            }
+            #expect(last == [Int](repeating: posts - 1, count: producers))
+        }
+        daemon.signal(SIGKILL)
     }
 
     /// Waits until the app has acknowledged everything it was sent (as the daemon's memory says).
