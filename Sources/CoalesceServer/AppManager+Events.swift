@@ -3,6 +3,7 @@ import CoalesceStore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Synchronization
 import Varlink
 
@@ -210,12 +211,22 @@ extension AppManager {
                     write = EventWrite(manager: self, app: appName, durable: durable, .hold(post.kind), holding: hold)
                 }
                 record.lastWrite = write
-                self.store.submit(write)
+                self.submit(write)
                 return (sendsNow, write)
             } ?? (false, nil)  // never: apps are not removed
         }
         if write == nil { finished(sendsNow, refusal) }
         return sendsNow
+    }
+
+    /// Hands an event write to the store. On an event loop, the writes decided in one pass of the loop (a read's
+    /// pipelined posts) go to the store together at the end of the pass: one transaction and one fsync for all of
+    /// them, rather than one for the first and another for the rest.
+    private func submit(_ write: EventWrite) {
+        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return self.store.submit(write) }
+        self.store.submitTogether(write)
+        let store = self.store
+        loop.execute { store.hurry() }
     }
 
     /// The event a post sends at once.
@@ -272,7 +283,7 @@ extension AppManager {
         record.drainInFlight = true
         let write = EventWrite(manager: self, app: appName, durable: true, .drain)
         record.lastWrite = write
-        self.store.submit(write)
+        self.submit(write)
     }
 
     /// The app has handled what it was sent up to `sequence`: those events leave the store. An app that had fallen

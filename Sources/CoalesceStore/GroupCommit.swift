@@ -181,6 +181,15 @@ final class GroupCommit: Sendable {
         thread.start()
     }
 
+    /// Starts a transaction for what is queued now, unhurried writes included (nothing if nothing is queued).
+    func hurry() {
+        self.queue.condition.withLock {
+            guard !self.queue.pending.isEmpty, !self.queue.hurried else { return }
+            self.queue.hurried = true
+            self.queue.condition.signal()
+        }
+    }
+
     /// Queues `operation` for the next transaction; it returns at once.
     /// - Parameter unhurried: whether it may wait (up to ``unhurriedDelay``) for a write that starts a transaction.
     func submit(_ operation: any StoreOperation, unhurried: Bool = false) {

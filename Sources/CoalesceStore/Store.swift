@@ -187,6 +187,18 @@ public final class Store: Sendable {
         self.commits.submit(operation)
     }
 
+    /// Queues `operation` without starting a transaction for it: the caller calls ``hurry()`` once it has queued
+    /// what belongs together (the posts of one read, say), so that they share one transaction and one fsync
+    /// rather than the first going alone. If that call never comes, it goes within a tenth of a second anyway.
+    public func submitTogether(_ operation: any StoreOperation) {
+        self.commits.submit(operation, unhurried: true)
+    }
+
+    /// Starts a transaction for everything queued.
+    public func hurry() {
+        self.commits.hurry()
+    }
+
     /// The app acknowledged the deliveries numbered `ids`. Not waited for, and unhurried (it goes with the next
     /// write, or within a tenth of a second): an acknowledgement lost in a crash only means those events come again.
     public func acknowledge(app: AppName, ids: [Int64]) -> StoreCommit {
