@@ -66,6 +66,23 @@ struct EventsBenchmark {
         print("| Post into suspended apps, volatile, 1 / 4 producers pipelined | \(Int(volatileOne)) / \(Int(volatileFour)) posts/s |")
         print("| daemon CPU (user + system) per post, 1 producer: durable / volatile | \(Self.format(cpuDurable)) / \(Self.format(cpuVolatile)) µs |")
 
+        // The same four producers against a daemon with two event loops (connections spread over them).
+        let loops = try DaemonProcess(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n[Varlink]\nEventLoops=2\n")
+        try loops.waitUntilReady()
+        let loopsClient = try VarlinkClient(path: loops.socketPath)
+        for index in 0..<4 {
+            _ = try loopsClient.call("io.coalesced.App.Register", ["name": .string("org.bench.target\(index)")])
+            _ = try loopsClient.call(
+                "io.coalesced.App.Register",
+                ["name": .string("org.bench.volatile\(index)"), "kinds": ["kind0": ["policy": "latest", "volatile": true]]]
+            )
+        }
+        let loopsDurable = try Self.pipelined(loops.socketPath, producers: 4, posts: self.posts, payload: payload)
+        let loopsVolatile = try Self.pipelined(loops.socketPath, producers: 4, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
+        print("| EventLoops=2: 4 producers pipelined, durable / volatile | \(Int(loopsDurable)) / \(Int(loopsVolatile)) posts/s |")
+        loops.signal(SIGTERM)
+        _ = loops.waitForExit()
+
         // A single post's round trip to an active app, durable and volatile (no disk in the way).
         let roundTrip = try Self.roundTrip(daemon.socketPath, app: "org.bench.active", count: 5_000, payload: payload)
         print("| Post round trip to an active app, durable, p50 / p99 | \(Self.format(roundTrip.p50)) / \(Self.format(roundTrip.p99)) µs |")

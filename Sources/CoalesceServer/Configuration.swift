@@ -13,6 +13,8 @@ public struct Configuration: Sendable, Hashable {
     public var maxMessageSize: Int = 1 << 20
     /// `[Varlink] MaxConnections=`: connections served at once.
     public var maxConnections: Int = 4096
+    /// `[Varlink] EventLoops=`: threads serving connections, each connection on one of them. Read at start only.
+    public var eventLoops: Int = 1
     /// `[Daemon] AdminGroup=`: members of this group may call the System interface, besides root and the
     /// daemon's own user. Resolved to its id when the configuration is read.
     public var adminGroup: AdminGroup?
@@ -195,6 +197,10 @@ enum ConfigurationKey {
             "MaxConnections": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxConnections =
                     value.isEmpty ? Configuration().maxConnections : try parseInteger(value, in: 1...65536)
+            },
+            "EventLoops": { configuration, value throws(ConfigurationValueError) in
+                configuration.eventLoops =
+                    value.isEmpty ? Configuration().eventLoops : try parseInteger(value, in: 1...64)
             },
         ],
     ]

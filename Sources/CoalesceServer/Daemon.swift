@@ -125,10 +125,10 @@ public enum Daemon {
             return DaemonExit.cannotCreate
         }
 
-        // A loop per core: connections are spread over them, so that many clients' calls are parsed and decided
-        // on all cores (an app's state is kept under a lock, and each stream's writes go through its own loop's
-        // queue, in the order they were decided).
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: Self.eventLoops)
+        // With more than one loop, connections are spread over them, so that many clients' calls are parsed and
+        // decided on several cores (an app's state is kept under a lock, and each stream's writes go through its
+        // own loop's queue, in the order they were decided).
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops)
         let state = DaemonState(configuration: configuration)
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager
@@ -249,10 +249,6 @@ public enum Daemon {
         try? await group.shutdownGracefully()  // exiting anyway; nothing is left to report a failure to
         return exitStatus
     }
-
-    /// One event loop per core the daemon may use, four at the most (beyond that the lock on the apps' state, not
-    /// parsing, is what limits).
-    static let eventLoops = min(max(System.coreCount, 1), 4)
 
     static func limits(_ configuration: Configuration) -> VarlinkServerLimits {
         VarlinkServerLimits(

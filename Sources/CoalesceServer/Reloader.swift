@@ -33,6 +33,12 @@ struct Reloader: Service {
                 path: self.options.configPath,
                 required: self.options.configRequired
             )
+            if configuration.eventLoops != self.state.configuration.eventLoops {
+                self.logger.notice(
+                    "EventLoops= takes effect at the next start",
+                    metadata: ["running": "\(self.state.configuration.eventLoops)", "configured": "\(configuration.eventLoops)"]
+                )
+            }
             self.levelControl.current = configuration.logLevel
             self.server.limits = Daemon.limits(configuration)
             self.state.reloaded(configuration)

@@ -27,11 +27,14 @@ import Testing
             [Varlink]
             MaxMessageSize=64K
             MaxConnections=12
+            EventLoops=2
             """
         )
         #expect(configuration.logLevel == .debug)
         #expect(configuration.maxMessageSize == 65536)
         #expect(configuration.maxConnections == 12)
+        #expect(configuration.eventLoops == 2)
+        #expect(try self.parse("").eventLoops == 1)
     }
 
     @Test func readsTheLifecycleAndEventSettings() throws {
@@ -80,7 +83,8 @@ import Testing
         ("[Apps]\nLaunchTimeoutSec=0\n", "f0.conf:2: bad value '0' for LaunchTimeoutSec=: must be longer than zero"),
         ("[Apps]\nBackgroundTaskExpiry=never\n", "f0.conf:2: bad value 'never' for BackgroundTaskExpiry=: expected suspend or terminate"),
         ("[Apps]\nExclusiveForeground=maybe\n", "f0.conf:2: bad value 'maybe' for ExclusiveForeground=: expected yes or no"),
-        ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: MaxConnections, MaxMessageSize"),
+        ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: EventLoops, MaxConnections, MaxMessageSize"),
+        ("[Varlink]\nEventLoops=0\n", "f0.conf:2: bad value '0' for EventLoops=: must be between 1 and 64"),
         ("\n\n[Varlink]\nMaxMessageSize=lots\n", "f0.conf:4: bad value 'lots' for MaxMessageSize=: expected a size in bytes, optionally with K, M or G"),
         ("[Varlink]\nMaxMessageSize=1K\n", "f0.conf:2: bad value '1K' for MaxMessageSize=: must be between 4096 and 67108864 bytes"),
         ("[Varlink]\nMaxConnections=0\n", "f0.conf:2: bad value '0' for MaxConnections=: must be between 1 and 65536"),

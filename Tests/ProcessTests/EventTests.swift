@@ -193,7 +193,7 @@ import Varlink
     /// Producers on several connections (served by different event loops) posting to one active app at once: the
     /// app gets every event, and each producer's in the order it posted them.
     @Test func concurrentProducersReachAnActiveAppEachInItsOwnOrder() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try DaemonProcess(configuration: "[Varlink]\nEventLoops=2\n")
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)
