@@ -310,12 +310,7 @@ import Varlink
             #expect(try self.post(client, "temperature", ["celsius": 20]) == true)
             #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
             // Acknowledged, and that on disk (a registration commits after it), so it is not delivered again.
-            var acknowledged = false
-            for _ in 0..<500 where !acknowledged {
-                acknowledged = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["unacknowledged"] == 0
-                if !acknowledged { usleep(10_000) }
-            }
-            guard acknowledged else { throw SupportError("the app never acknowledged the temperature") }
+            try self.waitForAcknowledged(client)
             _ = try client.call("io.coalesced.App.Register", ["name": "org.example.later"])
             app.child.signal(SIGKILL)
             _ = app.child.wait(timeout: .seconds(10))
