@@ -162,6 +162,8 @@ let package = Package(
                 "CoalesceTestSupport",
                 "Varlink",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -643,14 +643,20 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
             if case .send = self.action { self.finished?(true, failure) } else { self.finished?(false, failure) }
             return
         }
-        // Each post's own refusal, or the write's failure, or kept.
-        let holds = self.holds
+        // Each post's own refusal, or the write's failure, or kept. A write whose batch failed before reaching it
+        // was never performed: the posts that joined it are still in `joined`, and fail with it.
+        let unperformed = self.joined.withLock { joined in
+            joined.closed = true
+            defer { joined.holds = [] }
+            return joined.holds
+        }
+        let holds = self.holds + unperformed
         self.holds = []
         var kept = 0
         var outcomes: [(any Error)?] = []
         outcomes.reserveCapacity(holds.count)
         for index in holds.indices {
-            let outcome: (any Error)? = failure ?? (self.refusals.isEmpty ? nil : self.refusals[index])
+            let outcome: (any Error)? = failure ?? (index < self.refusals.count ? self.refusals[index] : nil)
             if outcome == nil { kept += 1 }
             outcomes.append(outcome)
         }
