@@ -55,6 +55,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CoalesceWire",
+            dependencies: ["CoalesceCore", "Varlink"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoalesceStore",
             dependencies: ["CoalesceCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
@@ -73,6 +78,7 @@ let package = Package(
             dependencies: [
                 "CoalesceCore",
                 "CoalesceStore",
+                "CoalesceWire",
                 "Varlink",
                 "Systemd",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -99,13 +105,14 @@ let package = Package(
             dependencies: [
                 "Varlink",
                 "CoalesceServer",
+                "CoalesceWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "CoalesceClient",
-            dependencies: ["CoalesceCore", "Varlink"],
+            dependencies: ["CoalesceCore", "CoalesceWire", "Varlink"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

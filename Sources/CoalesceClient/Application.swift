@@ -1,4 +1,5 @@
 public import CoalesceCore
+import CoalesceWire
 import Synchronization
 public import Varlink
 
@@ -74,16 +75,7 @@ public struct KindDeclaration: Sendable, Hashable {
     }
 
     var wire: JSONValue {
-        var members: [String: JSONValue]
-        switch self.policy {
-        case .latest: members = ["policy": "latest"]
-        case .first: members = ["policy": "first"]
-        case .count: members = ["policy": "count"]
-        case .sum(let field): members = ["policy": "sum", "field": .string(field)]
-        case .merge: members = ["policy": "merge"]
-        case .netChange: members = ["policy": "netChange"]
-        case .queue(let bound): members = ["policy": "queue", "bound": .int(Int64(bound))]
-        }
+        var members = self.policy.wire.objectValue ?? [:]
         if self.volatile { members["volatile"] = true }
         if let mode = self.backgroundMode { members["backgroundMode"] = .string(mode) }
         return .object(members)

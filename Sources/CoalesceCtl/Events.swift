@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoalesceCore
+import CoalesceWire
 import Varlink
 
 struct Post: ParsableCommand {
@@ -33,11 +34,7 @@ struct Post: ParsableCommand {
         if let text = self.policy {
             let policy: CoalescingPolicy
             do { policy = try CoalescingPolicy(parsing: text) } catch { throw ValidationError("--policy: \(error)") }
-            parameters["policy"] = switch policy {
-            case .sum(let field): ["policy": "sum", "field": .string(field)]
-            case .queue(let bound): ["policy": "queue", "bound": .int(Int64(bound))]
-            default: ["policy": .string(policy.description)]
-            }
+            parameters["policy"] = policy.wire
         }
         guard let reply = self.root.global.call("io.coalesced.App.Post", parameters) else { return }
         let outcome = reply["delivered"]?.boolValue == true ? "delivered" : "held"

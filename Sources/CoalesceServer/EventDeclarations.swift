@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Systemd
 import Varlink
 
@@ -136,23 +137,11 @@ struct EventDeclarations: Sendable, Hashable {
         }
     }
 
-    static func json(_ policy: CoalescingPolicy) -> JSONValue {
-        switch policy {
-        case .latest: return ["policy": "latest"]
-        case .first: return ["policy": "first"]
-        case .count: return ["policy": "count"]
-        case .merge: return ["policy": "merge"]
-        case .netChange: return ["policy": "netChange"]
-        case .sum(let field): return ["policy": "sum", "field": .string(field)]
-        case .queue(let bound): return ["policy": "queue", "bound": .int(Int64(bound))]
-        }
-    }
-
     /// As the store keeps it.
     var json: JSONValue {
         var kinds: [String: JSONValue] = [:]
         for (kind, policy) in self.policies {
-            var declaration = Self.json(policy).objectValue ?? [:]
+            var declaration = policy.wire.objectValue ?? [:]
             if self.volatile.contains(kind) { declaration["volatile"] = true }
             if let mode = self.wakingKinds[kind] { declaration["backgroundMode"] = .string(mode) }
             kinds[kind.value] = .object(declaration)
@@ -195,7 +184,7 @@ enum EventCoding {
             output.append(contentsOf: "\":".utf8)
             value.write(to: &output)
         }
-        member("policy", EventDeclarations.json(slot.policy))
+        member("policy", slot.policy.wire)
         member("count", .int(Int64(slot.count)))
         member("first", .double(slot.first))
         member("last", .double(slot.last))

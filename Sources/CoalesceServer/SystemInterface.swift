@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Varlink
 
 /// `io.coalesced.System`: what the daemon is doing, and the operator's hand on the apps.
@@ -112,7 +113,7 @@ enum SystemInterface {
                         "held": .array(
                             queue.held.map { kind, slot in
                                 [
-                                    "kind": .string(kind.value), "policy": EventDeclarations.json(slot.policy),
+                                    "kind": .string(kind.value), "policy": slot.policy.wire,
                                     "count": .int(Int64(slot.count)), "firstPosted": .double(slot.first),
                                     "lastPosted": .double(slot.last),
                                 ]
