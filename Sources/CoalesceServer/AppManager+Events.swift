@@ -416,6 +416,7 @@ extension AppManager {
     /// A write finished: its events go out in the order they were written, if the app receives now; otherwise
     /// they wait for it. The first write the store refuses, and the first one after that it keeps, are logged.
     fileprivate func finished(
+        _ write: EventWrite,
         _ appName: AppName,
         _ action: EventWrite.Action,
         sending events: [(id: Int64?, event: JSONValue)],
@@ -428,6 +429,8 @@ extension AppManager {
         var drainLog: DrainLog?
         let change = self.state.withLock { state -> Bool in
             let succeeded = state.update(appName) { record -> Bool in
+                // Done with: nothing joins it any more, and the record need not keep it (nor, through it, us).
+                if record.lastWrite === write { record.lastWrite = nil }
                 switch action {
                 case .send:
                     record.sendsInFlight -= 1
@@ -639,7 +642,7 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
 
     func finish(_ failure: (any Error)?) {
         guard case .hold = self.action else {
-            self.manager.finished(self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
+            self.manager.finished(self, self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
             if case .send = self.action { self.finished?(true, failure) } else { self.finished?(false, failure) }
             return
         }
@@ -660,7 +663,7 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
             if outcome == nil { kept += 1 }
             outcomes.append(outcome)
         }
-        self.manager.finished(self.app, self.action, sending: [], held: holds.count, keptHeld: kept, failure: failure)
+        self.manager.finished(self, self.app, self.action, sending: [], held: holds.count, keptHeld: kept, failure: failure)
         for (hold, outcome) in zip(holds, outcomes) { hold.finished(false, outcome) }
     }
 }

@@ -88,8 +88,8 @@ final class AppManager: Sendable {
         var sendsInFlight = 0
         var holdsInFlight = 0
         var drainInFlight = false
-        /// The app's write handed to the store last: a hold of the same kind joins it while the store has not taken
-        /// it yet, so a producer's run of posts to one kind costs one write, not one each.
+        /// The app's write handed to the store last, until it finishes: a hold of the same kind joins it while the
+        /// store has not taken it yet, so a producer's run of posts to one kind costs one write, not one each.
         var lastWrite: EventWrite?
         /// A wake's delivery of what is held failed (the store refused it): until a retry succeeds, what is written
         /// for the app waits behind it, so that nothing posted later overtakes what it held.
