@@ -72,9 +72,9 @@ enum AppInterface {
                     try apps.endBackgroundTask(name: try request.string("app"), uid: peer.uid, id: id)
                     return [:]
                 },
-                // Concurrent: a client's pipelined posts share the store's group commits, replies in order.
-                // Decided on the event loop in call order (so a producer's posts keep their order), answered once
-                // on disk.
+                // Deferred: decided on the event loop in call order (so a producer's posts keep their order),
+                // answered once on disk; a client's pipelined posts share the store's group commits, replies in
+                // order.
                 "Post": .deferred { request, reply in
                     let peer = try self.peer(request)
                     guard let payload = request.call.parameters["payload"], payload.objectValue != nil else {
@@ -152,11 +152,11 @@ enum AppInterface {
         return .object(object)
     }
 
-    /// The caller, as the kernel reports it: every App method acts for the caller's uid.
     /// The answers of almost every post (one app, sent or held), written out once.
     private static let sentToOne = VarlinkEncodedParameters(["delivered": true, "recipients": 1])
     private static let heldForOne = VarlinkEncodedParameters(["delivered": false, "recipients": 1])
 
+    /// The caller, as the kernel reports it: every App method acts for the caller's uid.
     static func peer(_ request: VarlinkRequest) throws(VarlinkError) -> VarlinkPeer {
         guard let peer = request.peer else { throw .permissionDenied }
         return peer

@@ -100,12 +100,10 @@ extension AppManager {
             self.app = app
             let posters = record.declarations.posters
             let owner = record.registration.owner
-            if peer.uid == 0 || peer.uid == owner || posters.anyone || posters.uids.contains(peer.uid) {
-                self.permission = .allowed
-            } else if posters.groups.isEmpty {
-                self.permission = .denied
-            } else {
-                self.permission = .byGroup(posters, owner: owner)
+            switch posters.settled(peer, owner: owner) {
+            case true?: self.permission = .allowed
+            case false?: self.permission = .denied
+            case nil: self.permission = .byGroup(posters, owner: owner)
             }
             self.wakes = record.declarations.wakingKinds[kind] != nil
         }

@@ -122,9 +122,8 @@ final class AppManager: Sendable {
         /// The store refused the last event write: logged once, and once more when it keeps one again.
         var storeFailing = false
 
-        /// Changes one app's record where it lies in the dictionary, without copying it out and back (the hot
-        /// paths of posting); `nil` when there is no such app.
-        /// Runs `body` on the app's record in place (reading `records[app]` copies the whole record).
+        /// Runs `body` on one app's record where it lies in the dictionary (reading `records[app]` copies the whole
+        /// record, on the hot paths of posting); `nil` when there is no such app.
         mutating func update<T, Failure: Error>(_ app: AppName, _ body: (inout Record) throws(Failure) -> T) throws(Failure) -> T? {
             guard let index = self.records.index(forKey: app) else { return nil }
             return try body(&self.records.values[index])

@@ -141,7 +141,8 @@ final class StatementWrite: StoreOperation {
 /// A write nobody waits for (an acknowledgement, whose loss in a crash only means events come again) can be
 /// *unhurried*: it does not start a transaction of its own, but goes with the next write that does, or after
 /// ``unhurriedDelay`` at the latest. An app acknowledging each event as it comes would otherwise put a commit, and
-/// its fsync, between every two posts to it.
+/// its fsync, between every two posts to it. A caller with several writes that belong together (the posts of one
+/// read) queues them unhurried and then calls ``hurry()``, so that they share a transaction.
 final class GroupCommit: Sendable {
     private final class Queue: @unchecked Sendable {
         let condition = NSCondition()
@@ -154,10 +155,12 @@ final class GroupCommit: Sendable {
 
     /// The longest an unhurried write waits for company.
     static let unhurriedDelay: TimeInterval = 0.1
+    private let delay: TimeInterval
 
     private let queue = Queue()
 
-    init(pool: DatabasePool) {
+    init(pool: DatabasePool, unhurriedDelay: TimeInterval) {
+        self.delay = unhurriedDelay
         let queue = self.queue
         let thread = Thread {
             while true {
@@ -198,7 +201,7 @@ final class GroupCommit: Sendable {
             if !unhurried {
                 self.queue.hurried = true
             } else if self.queue.unhurriedDeadline == nil {
-                self.queue.unhurriedDeadline = Date(timeIntervalSinceNow: Self.unhurriedDelay)
+                self.queue.unhurriedDeadline = Date(timeIntervalSinceNow: self.delay)
             } else {
                 return  // the writer already waits for an earlier deadline
             }

@@ -34,7 +34,12 @@ public final class Store: Sendable {
     /// Opens (or creates) the store and brings its schema up to date.
     /// - Throws: ``StoreError`` naming the file when it is not a database this daemon can use; the daemon refuses
     ///   to start rather than begin empty.
-    public init(stateDirectory: String) throws(StoreError) {
+    public convenience init(stateDirectory: String) throws(StoreError) {
+        try self.init(stateDirectory: stateDirectory, unhurriedDelay: GroupCommit.unhurriedDelay)
+    }
+
+    /// With how long an unhurried write may wait for company (tests lengthen it to see a hurry work alone).
+    init(stateDirectory: String, unhurriedDelay: TimeInterval) throws(StoreError) {
         self.path = stateDirectory + "/coalesced.db"
         var configuration = Configuration()
         configuration.journalMode = .wal
@@ -52,7 +57,7 @@ public final class Store: Sendable {
         } catch {
             throw StoreError("\(self.path) cannot be used (\(error)); move it aside to start with an empty store")
         }
-        self.commits = GroupCommit(pool: self.pool)
+        self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay)
     }
 
     private static var migrator: DatabaseMigrator {

@@ -32,25 +32,7 @@ public struct JSONParser {
 
     /// Parses one JSON value that must fill the whole input, surrounding white space aside.
     public static func parse<Bytes: Collection<UInt8>>(_ input: Bytes) throws(JSONParseError) -> JSONValue {
-        // Read where the bytes are (a received buffer, an array) when they are contiguous, as they almost always are.
-        let result = input.withContiguousStorageIfAvailable { Self.parse(contiguous: $0) }
-            ?? Array(input).withUnsafeBufferPointer { Self.parse(contiguous: $0) }
-        return try result.get()
-    }
-
-    private static func parse(contiguous bytes: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
-        var parser = JSONParser(bytes: bytes)
-        do throws(JSONParseError) {
-            parser.skipWhitespace()
-            let value = try parser.parseValue()
-            parser.skipWhitespace()
-            if parser.index != parser.bytes.count {
-                throw parser.error("unexpected data after the JSON value")
-            }
-            return .success(value)
-        } catch {
-            return .failure(error)
-        }
+        try Self.parseWhole(input) { parser throws(JSONParseError) in try parser.parseValue() }
     }
 
     /// Parses a JSON text that should be an object, handing over its members in order (a repeated name: each time)
@@ -60,34 +42,40 @@ public struct JSONParser {
         _ input: Bytes,
         _ member: (String, JSONValue) -> Void
     ) throws(JSONParseError) -> Bool {
-        let result = input.withContiguousStorageIfAvailable { Self.parseMembers(contiguous: $0, member) }
-            ?? Array(input).withUnsafeBufferPointer { Self.parseMembers(contiguous: $0, member) }
-        return try result.get()
+        try Self.parseWhole(input) { parser throws(JSONParseError) in
+            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "{") else {
+                _ = try parser.parseValue()
+                return false
+            }
+            try parser.enterContainer()
+            try parser.parseMembers(member)
+            parser.depth -= 1
+            return true
+        }
     }
 
-    private static func parseMembers(
-        contiguous bytes: UnsafeBufferPointer<UInt8>,
-        _ member: (String, JSONValue) -> Void
-    ) -> Result<Bool, JSONParseError> {
-        var parser = JSONParser(bytes: bytes)
-        do throws(JSONParseError) {
-            parser.skipWhitespace()
-            let isObject = parser.index < parser.bytes.count && parser.bytes[parser.index] == UInt8(ascii: "{")
-            if isObject {
-                try parser.enterContainer()
-                try parser.parseMembers(member)
-                parser.depth -= 1
-            } else {
-                _ = try parser.parseValue()
+    /// Runs `body` over the whole input, white space around it allowed and nothing after it. The bytes are read
+    /// where they are (a received buffer, an array) when contiguous, as they almost always are.
+    private static func parseWhole<Bytes: Collection<UInt8>, T>(
+        _ input: Bytes,
+        _ body: (inout JSONParser) throws(JSONParseError) -> T
+    ) throws(JSONParseError) -> T {
+        func run(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<T, JSONParseError> {
+            var parser = JSONParser(bytes: bytes)
+            do throws(JSONParseError) {
+                parser.skipWhitespace()
+                let value = try body(&parser)
+                parser.skipWhitespace()
+                if parser.index != parser.bytes.count {
+                    throw parser.error("unexpected data after the JSON value")
+                }
+                return .success(value)
+            } catch {
+                return .failure(error)
             }
-            parser.skipWhitespace()
-            if parser.index != parser.bytes.count {
-                throw parser.error("unexpected data after the JSON value")
-            }
-            return .success(isObject)
-        } catch {
-            return .failure(error)
         }
+        let result = input.withContiguousStorageIfAvailable(run) ?? Array(input).withUnsafeBufferPointer(run)
+        return try result.get()
     }
 
     /// Parses a JSON text given as a string.

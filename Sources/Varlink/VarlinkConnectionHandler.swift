@@ -1,5 +1,4 @@
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 
@@ -202,9 +201,10 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.queue.removeAll()
         self.statistics.update { $0.protocolErrors += 1 }
         self.logger.debug("Varlink peer broke the protocol, closing", metadata: ["reason": "\(error)"])
-        self.writeOutgoing(context: context)
-        var buffer = context.channel.allocator.buffer(capacity: 128)
-        buffer.writeVarlinkReply(VarlinkReply(error: error))
+        // After the replies gathered before it, in the same write.
+        VarlinkReply(error: error).writeFrame(to: &self.outgoing)
+        let buffer = context.channel.allocator.buffer(bytes: self.outgoing)
+        self.outgoing.removeAll()
         let channel = context.channel
         self.pendingFlush = false
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in

@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #endif
