@@ -44,14 +44,14 @@ public struct AppDeclaration: Sendable, Hashable {
     }
 
     /// Register's parameters.
-    var registerParameters: [String: JSONValue] {
-        var parameters: [String: JSONValue] = [
+    var registerParameters: JSONObject {
+        var parameters: JSONObject = [
             "name": .string(self.name),
             "backgroundModes": .array(self.backgroundModes.map { .string($0) }),
             "exitsOnSuspend": .bool(self.exitsOnSuspend),
             "launchUnit": self.launchUnit.map { .string($0) } ?? .null,
         ]
-        if let kinds = self.kinds { parameters["kinds"] = .object(kinds.mapValues(\.wire)) }
+        if let kinds = self.kinds { parameters["kinds"] = .object(JSONObject(kinds.map { ($0.key, $0.value.wire) })) }
         if let posters = self.posters { parameters["posters"] = posters.wire }
         if let topics = self.topics { parameters["topics"] = .array(topics.map { .string($0) }) }
         return parameters
@@ -162,7 +162,7 @@ extension ApplicationDelegate {
 /// Why ``Application/run(delegate:)`` could not go on.
 public enum ApplicationError: Error, CustomStringConvertible {
     /// The daemon refused a request; `name` is the Varlink error, such as `io.coalesced.App.NotOwner`.
-    case refused(name: String, parameters: [String: JSONValue])
+    case refused(name: String, parameters: JSONObject)
     /// The daemon's reply made no sense.
     case unexpectedReply(String)
 
@@ -353,7 +353,7 @@ public final class Application: Sendable {
         acknowledgements = Acknowledgements()
     }
 
-    private func request(_ method: String, _ parameters: [String: JSONValue]) throws(ApplicationError) -> [String: JSONValue] {
+    private func request(_ method: String, _ parameters: JSONObject) throws(ApplicationError) -> JSONObject {
         do {
             return try self.requestThrowingAnything(method, parameters, includesApp: true)
         } catch let error as VarlinkError {
@@ -366,9 +366,9 @@ public final class Application: Sendable {
     /// One call on the request connection, which is opened on first use and again after it was lost.
     private func requestThrowingAnything(
         _ method: String,
-        _ parameters: [String: JSONValue],
+        _ parameters: JSONObject,
         includesApp: Bool
-    ) throws -> [String: JSONValue] {
+    ) throws -> JSONObject {
         var parameters = parameters
         if includesApp { parameters["app"] = .string(self.declaration.name) }
         return try self.requests.withLock { requests throws in

@@ -47,7 +47,7 @@ struct Call: ParsableCommand {
         }
     }
 
-    private func show(_ reply: [String: JSONValue]) {
+    private func show(_ reply: JSONObject) {
         CtlOutput.print(self.global.json ? JSONValue.object(reply).jsonText : JSONValue.object(reply).prettyText())
     }
 }

@@ -51,7 +51,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// Calls one method and returns its reply, or exits with the failure's message and status. With `--json` the
     /// reply is printed here and `nil` returned: the caller has nothing left to show.
-    func call(_ method: String, _ parameters: [String: JSONValue] = [:]) -> [String: JSONValue]? {
+    func call(_ method: String, _ parameters: JSONObject = [:]) -> JSONObject? {
         let client = self.connect()
         client.setReceiveTimeout(.seconds(30))
         let reply = CtlOutput.perform { try client.call(method, parameters) }

@@ -4,7 +4,7 @@ import Varlink
 // The System methods that drive apps. Each prints the app's state afterwards, or the reply with --json.
 
 /// Prints `app: state` from a reply that carries an app.
-private func report(_ reply: [String: JSONValue]?) {
+private func report(_ reply: JSONObject?) {
     guard let app = reply?["app"] else { return }
     CtlOutput.print("\(app["name"]?.stringValue ?? "?"): \(app["state"]?.stringValue ?? "?")")
 }

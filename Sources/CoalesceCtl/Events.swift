@@ -30,7 +30,7 @@ struct Post: ParsableCommand {
         } catch {
             throw ValidationError("the payload is not JSON: \(error)")
         }
-        var parameters: [String: JSONValue] = ["target": .string(self.target), "kind": .string(self.kind), "payload": payload]
+        var parameters: JSONObject = ["target": .string(self.target), "kind": .string(self.kind), "payload": payload]
         if let text = self.policy {
             let policy: CoalescingPolicy
             do { policy = try CoalescingPolicy(parsing: text) } catch { throw ValidationError("--policy: \(error)") }

@@ -14,7 +14,7 @@ struct Introspect: ParsableCommand {
 
     func run() throws {
         if let interface = self.interface {
-            let parameters: [String: JSONValue] = ["interface": .string(interface)]
+            let parameters: JSONObject = ["interface": .string(interface)]
             guard let reply = self.global.call("org.varlink.service.GetInterfaceDescription", parameters) else {
                 return
             }

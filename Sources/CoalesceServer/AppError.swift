@@ -68,7 +68,7 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         }
     }
 
-    var varlinkParameters: [String: JSONValue] {
+    var varlinkParameters: JSONObject {
         switch self {
         case .invalidAppName(let name, let reason): return ["name": .string(name), "reason": .string(reason)]
         case .notOwner(let app), .noSuchApp(let app), .notRegistered(let app), .replaced(let app):

@@ -102,7 +102,7 @@ enum AppInterface {
                         case .success(let outcome) where outcome.recipients == 1 && outcome.refused.isEmpty:
                             reply.succeed(outcome.delivered ? Self.sentToOne : Self.heldForOne)
                         case .success(let outcome):
-                            var parameters: [String: JSONValue] = [
+                            var parameters: JSONObject = [
                                 "delivered": .bool(outcome.delivered), "recipients": .int(Int64(outcome.recipients)),
                             ]
                             if !outcome.refused.isEmpty {
@@ -138,7 +138,7 @@ enum AppInterface {
 
     /// An app as both interfaces describe it (`AppInfo`, `App`).
     static func info(_ snapshot: AppManager.Snapshot) -> JSONValue {
-        var object: [String: JSONValue] = [
+        var object: JSONObject = [
             "name": .string(snapshot.registration.name.value),
             "state": .string(snapshot.state.rawValue),
             "owner": .int(Int64(snapshot.registration.owner)),

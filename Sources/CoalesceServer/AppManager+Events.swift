@@ -246,7 +246,7 @@ extension AppManager {
             record.redeliver = false
             let unacked = record.unacked
             record.unacked = []
-            var burst: [[String: JSONValue]] = []
+            var burst: [JSONObject] = []
             for (_, id, event) in unacked {
                 let seq = record.lifecycle.reserveSequence()
                 burst.append(Self.reply(event, seq: seq, state: record.lifecycle.state))
@@ -263,7 +263,7 @@ extension AppManager {
         guard record.lifecycle.receivesAtOnce, let attachment = record.attachment, !record.redeliver, !record.drainFailed
         else { return }
         // One write for them all: a wake's events reach the app as one burst (its library acknowledges a burst once).
-        var burst: [[String: JSONValue]] = []
+        var burst: [JSONObject] = []
         for (id, event) in record.undelivered {
             let seq = record.lifecycle.reserveSequence()
             burst.append(Self.reply(event, seq: seq, state: record.lifecycle.state))
@@ -301,7 +301,7 @@ extension AppManager {
     }
 
     /// The stream reply that sends an event numbered `seq`.
-    static func reply(_ event: JSONValue, seq: UInt64, state: AppState) -> [String: JSONValue] {
+    static func reply(_ event: JSONValue, seq: UInt64, state: AppState) -> JSONObject {
         var callback = event.objectValue ?? [:]
         callback["seq"] = .int(Int64(bitPattern: seq))
         return ["state": .string(state.rawValue), "callback": .object(callback)]

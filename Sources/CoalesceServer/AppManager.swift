@@ -699,10 +699,10 @@ final class AppManager: Sendable {
             case .deliver(let callback, let sequence, let task):
                 lastDelivered = sequence
                 guard let attachment = record.attachment else { continue }
-                var event: [String: JSONValue] = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
+                var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
                 if let task { event["task"] = .int(Int64(task)) }
                 if callback == .didFinishLaunching {
-                    var options: [String: JSONValue] = [
+                    var options: JSONObject = [
                         "destination": .string((launch?.destination ?? .foreground).rawValue)
                     ]
                     if let restored = launch?.restoredState { options["restoredState"] = .string(restored) }
@@ -805,7 +805,7 @@ final class AppManager: Sendable {
         state: inout State
     ) {
         guard !state.monitors.isEmpty else { return }
-        let reply: [String: JSONValue] = [
+        let reply: JSONObject = [
             "transition": [
                 "app": .string(app.value), "from": .string(from.rawValue), "to": .string(to.rawValue),
                 "reason": .string(reason.rawValue), "time": .double(time),

@@ -145,14 +145,14 @@ struct EventDeclarations: Sendable, Hashable {
 
     /// As the store keeps it.
     var json: JSONValue {
-        var kinds: [String: JSONValue] = [:]
+        var kinds: JSONObject = [:]
         for (kind, policy) in self.policies {
             var declaration = policy.wire.objectValue ?? [:]
             if self.volatile.contains(kind) { declaration["volatile"] = true }
             if let mode = self.wakingKinds[kind] { declaration["backgroundMode"] = .string(mode) }
             kinds[kind.value] = .object(declaration)
         }
-        var posters: [String: JSONValue] = ["anyone": .bool(self.posters.anyone)]
+        var posters: JSONObject = ["anyone": .bool(self.posters.anyone)]
         posters["uids"] = .array(self.posters.uids.sorted().map { .int(Int64($0)) })
         posters["groups"] = .array(self.posters.groups.keys.sorted().map { .string($0) })
         return [
@@ -231,7 +231,7 @@ enum EventCoding {
 
     /// An event as the app's stream carries it (its `seq` added when sent).
     static func event(_ event: Queue.Event) -> JSONValue {
-        var object: [String: JSONValue] = [
+        var object: JSONObject = [
             "kind": .string(event.kind.value), "count": .int(Int64(event.count)),
             "firstPosted": .double(event.firstPosted), "lastPosted": .double(event.lastPosted),
         ]

@@ -16,9 +16,9 @@ enum SystemInterface {
                     let connections = statistics.snapshot
                     let state = daemon.snapshot
                     let lifecycle = apps.statistics
-                    var states: [String: JSONValue] = [:]
+                    var states: JSONObject = [:]
                     for appState in AppState.allCases { states[appState.rawValue] = .int(Int64(lifecycle.states[appState] ?? 0)) }
-                    let stats: [String: JSONValue] = [
+                    let stats: JSONObject = [
                         "version": .string(CoalescedVersion.string),
                         "uptimeSec": .double(state.uptime.seconds),
                         "connections": .int(Int64(connections.connections)),

@@ -133,13 +133,13 @@ public struct JSONParser {
     private mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try self.enterContainer()
         defer { self.depth -= 1 }
-        var members: [String: JSONValue] = [:]
+        var members = JSONObject()
         self.skipWhitespace()
         if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
             self.index += 1
             return .object(members)
         }
-        // Room for a call's few members at once, rather than growing (and rehashing) one member at a time.
+        // Room for a call's few members at once, rather than growing the array one member at a time.
         members.reserveCapacity(4)
         try self.parseMembers { key, value in members[key] = value }
         return .object(members)
@@ -204,9 +204,17 @@ public struct JSONParser {
         var built: String?
         var runStart = self.index
         // The bytes of the run ORed together: its top bit says whether the run is all ASCII, which needs no check.
-        var seen: UInt8 = 0
+        var seen: UInt64 = 0
         func run(_ parser: JSONParser, upTo end: Int, ascii: Bool) throws(JSONParseError) -> String {
             let run = UnsafeBufferPointer(rebasing: parser.bytes[runStart..<end])
+            // Up to fifteen ASCII bytes (member names, most short values) fit in the string itself, and made this
+            // way they skip the UTF-8 check and repair pass that `String(decoding:)` makes.
+            if ascii, run.count <= 15 {
+                return String(unsafeUninitializedCapacity: run.count) { buffer in
+                    UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(run))
+                    return run.count
+                }
+            }
             if ascii { return String(decoding: run, as: UTF8.self) }
             guard let text = String(validating: run, as: UTF8.self) else {
                 throw JSONParseError(offset: runStart, reason: "string is not valid UTF-8")
@@ -214,11 +222,12 @@ public struct JSONParser {
             return text
         }
         while true {
+            self.index = Self.plainBytes(in: self.bytes, from: self.index, seen: &seen)
             guard self.index < self.bytes.count else { throw self.error("unterminated string") }
             let byte = self.bytes[self.index]
             switch byte {
             case UInt8(ascii: "\""):
-                let tail = try run(self, upTo: self.index, ascii: seen < 0x80)
+                let tail = try run(self, upTo: self.index, ascii: seen & Self.topBits == 0)
                 self.index += 1
                 guard var text = built else { return tail }
                 text += tail
@@ -226,19 +235,52 @@ public struct JSONParser {
             case UInt8(ascii: "\\"):
                 var text = built ?? ""
                 built = nil  // the only reference, so appending does not copy
-                text += try run(self, upTo: self.index, ascii: seen < 0x80)
+                text += try run(self, upTo: self.index, ascii: seen & Self.topBits == 0)
                 self.index += 1
                 text.unicodeScalars.append(try self.parseEscape())
                 built = text
                 runStart = self.index
                 seen = 0
-            case 0x00..<0x20:
-                throw self.error("control character in string")
             default:
-                seen |= byte
-                self.index += 1
+                throw self.error("control character in string")
             }
         }
+    }
+
+    private static let topBits: UInt64 = 0x8080_8080_8080_8080
+    private static let lowBits: UInt64 = 0x0101_0101_0101_0101
+
+    /// The index of the first byte from `start` that ends a run of plain string bytes (a quote, a backslash or a
+    /// control character), or the end; the run's bytes are ORed into `seen`. Eight bytes are tested at a time (the
+    /// bit tricks find a zero byte, or one below 0x20, anywhere in a word): a payload's long strings are most of
+    /// what a post carries, and a byte at a time cost about twenty instructions each.
+    private static func plainBytes(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, seen: inout UInt64) -> Int {
+        guard let base = bytes.baseAddress else { return start }
+        var index = start
+        while bytes.count - index >= 8 {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            let quote = word ^ (Self.lowBits &* UInt64(UInt8(ascii: "\"")))
+            let backslash = word ^ (Self.lowBits &* UInt64(UInt8(ascii: "\\")))
+            // Each term sets the top bit of the lowest byte that is zero (below 0x20 for the last); a term can also
+            // flag bytes above a true hit, never below it, so the lowest flag is always a true one.
+            let flags =
+                ((quote &- Self.lowBits) & ~quote | (backslash &- Self.lowBits) & ~backslash
+                    | (word &- Self.lowBits &* 0x20) & ~word) & Self.topBits
+            if flags != 0 {
+                let stop = index + flags.trailingZeroBitCount / 8
+                for position in index..<stop { seen |= UInt64(bytes[position]) }
+                return stop
+            }
+            seen |= word
+            index += 8
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return index }
+            seen |= UInt64(byte)
+            index += 1
+        }
+        return index
     }
 
     private mutating func parseEscape() throws(JSONParseError) -> Unicode.Scalar {

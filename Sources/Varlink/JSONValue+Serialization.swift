@@ -17,21 +17,15 @@ extension JSONValue {
                 element.write(to: &output)
             }
             output.append(UInt8(ascii: "]"))
-        case .object(let members) where members.count <= 1:
+        case .object(let members):
             output.append(UInt8(ascii: "{"))
-            if let (key, value) = members.first {
+            var first = true
+            members.forEachByKey { key, value in
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
                 Self.writeString(key, to: &output)
                 output.append(UInt8(ascii: ":"))
                 value.write(to: &output)
-            }
-            output.append(UInt8(ascii: "}"))
-        case .object(let members):
-            output.append(UInt8(ascii: "{"))
-            for (position, key) in members.keys.sorted().enumerated() {
-                if position > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(key, to: &output)
-                output.append(UInt8(ascii: ":"))
-                members[key]!.write(to: &output)  // key comes from members
             }
             output.append(UInt8(ascii: "}"))
         }
@@ -52,8 +46,9 @@ extension JSONValue {
             let lines = elements.map { inner + $0.prettyText(indent: inner) }
             return "[\n" + lines.joined(separator: ",\n") + "\n" + indent + "]"
         case .object(let members) where !members.isEmpty:
-            let lines = members.keys.sorted().map { key in
-                inner + JSONValue.string(key).jsonText + ": " + members[key]!.prettyText(indent: inner)
+            var lines: [String] = []
+            members.forEachByKey { key, value in
+                lines.append(inner + JSONValue.string(key).jsonText + ": " + value.prettyText(indent: inner))
             }
             return "{\n" + lines.joined(separator: ",\n") + "\n" + indent + "}"
         default:

@@ -9,12 +9,12 @@ public enum JSONValue: Sendable, Hashable {
     case double(Double)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    case object(JSONObject)
 }
 
 extension JSONValue {
     /// The object's members, or `nil` when this is not an object.
-    public var objectValue: [String: JSONValue]? {
+    public var objectValue: JSONObject? {
         if case .object(let members) = self { return members }
         return nil
     }
@@ -71,6 +71,6 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     public init(nilLiteral: ()) { self = .null }
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        self = .object(JSONObject(elements))
     }
 }

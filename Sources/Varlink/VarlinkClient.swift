@@ -68,7 +68,7 @@ public final class VarlinkClient {
 
     /// Calls a method and returns its reply parameters.
     /// - Throws: the server's error reply as ``VarlinkError``, or ``VarlinkClientError``.
-    public func call(_ method: String, _ parameters: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+    public func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
         try self.send(VarlinkCall(method: method, parameters: parameters))
         let reply = try self.receiveReply()
         if let error = reply.error { throw VarlinkError(name: error, parameters: reply.parameters) }
@@ -79,8 +79,8 @@ public final class VarlinkClient {
     /// - Throws: the server's error reply as ``VarlinkError``, or ``VarlinkClientError``.
     public func callMore(
         _ method: String,
-        _ parameters: [String: JSONValue] = [:],
-        body: ([String: JSONValue]) throws -> Void
+        _ parameters: JSONObject = [:],
+        body: (JSONObject) throws -> Void
     ) throws {
         try self.send(VarlinkCall(method: method, parameters: parameters, more: true))
         while true {

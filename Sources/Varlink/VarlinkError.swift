@@ -3,16 +3,16 @@ public protocol VarlinkErrorConvertible: Error, Sendable {
     /// Fully qualified error name, such as `org.varlink.service.MethodNotFound`.
     var varlinkName: String { get }
     /// The error's parameters, as its interface declares them.
-    var varlinkParameters: [String: JSONValue] { get }
+    var varlinkParameters: JSONObject { get }
 }
 
 /// A Varlink error by name and parameters: the standard `org.varlink.service` errors, and any error a peer
 /// replied with.
 public struct VarlinkError: VarlinkErrorConvertible, Hashable, CustomStringConvertible {
     public var varlinkName: String
-    public var varlinkParameters: [String: JSONValue]
+    public var varlinkParameters: JSONObject
 
-    public init(name: String, parameters: [String: JSONValue] = [:]) {
+    public init(name: String, parameters: JSONObject = [:]) {
         self.varlinkName = name
         self.varlinkParameters = parameters
     }
@@ -75,7 +75,7 @@ public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, Cust
         }
     }
 
-    public var varlinkParameters: [String: JSONValue] {
+    public var varlinkParameters: JSONObject {
         switch self {
         case .messageTooLarge(let limit), .tooManyConnections(let limit): return ["limit": .int(Int64(limit))]
         case .invalidMessage(let reason), .internalError(let reason): return ["reason": .string(reason)]

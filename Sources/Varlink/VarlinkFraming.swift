@@ -1,5 +1,9 @@
 public import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The default bound on one message, NUL excluded.
 public let varlinkDefaultMaximumMessageSize = 1 << 20
 
@@ -36,16 +40,21 @@ public struct VarlinkFrameDecoder: ByteToMessageDecoder {
 
     /// Takes the next whole message off `buffer`, without its NUL; `nil` until one has arrived.
     public mutating func nextFrame(from buffer: inout ByteBuffer) throws(VarlinkProtocolError) -> ByteBuffer? {
-        let view = buffer.readableBytesView
-        let searchStart = view.index(view.startIndex, offsetBy: self.scanned)
-        guard let nul = view[searchStart...].firstIndex(of: 0) else {
-            self.scanned = view.count
-            if view.count > self.maximumMessageSize {
+        let scanned = self.scanned
+        // memchr, not a generic search over the buffer's view: it was the decoder's whole cost.
+        let found = buffer.withUnsafeReadableBytes { bytes -> Int? in
+            guard let base = bytes.baseAddress, bytes.count > scanned,
+                let nul = memchr(base + scanned, 0, bytes.count - scanned)
+            else { return nil }
+            return base.distance(to: UnsafeRawPointer(nul))
+        }
+        guard let length = found else {
+            self.scanned = buffer.readableBytes
+            if buffer.readableBytes > self.maximumMessageSize {
                 throw .messageTooLarge(limit: self.maximumMessageSize)
             }
             return nil
         }
-        let length = view.distance(from: view.startIndex, to: nul)
         if length > self.maximumMessageSize {
             throw .messageTooLarge(limit: self.maximumMessageSize)
         }

@@ -2,7 +2,7 @@
 public struct VarlinkCall: Sendable, Hashable {
     /// Fully qualified method name: `interface.Method`.
     public var method: String
-    public var parameters: [String: JSONValue]
+    public var parameters: JSONObject
     /// The client wants no reply.
     public var oneway: Bool
     /// The client accepts several replies, the last without `continues`.
@@ -12,7 +12,7 @@ public struct VarlinkCall: Sendable, Hashable {
 
     public init(
         method: String,
-        parameters: [String: JSONValue] = [:],
+        parameters: JSONObject = [:],
         oneway: Bool = false,
         more: Bool = false,
         upgrade: Bool = false
@@ -91,7 +91,7 @@ public struct VarlinkCall: Sendable, Hashable {
         guard VarlinkNames.isValidQualifiedMethod(method) else {
             throw .invalidMessage("'\(method)' is not an interface-qualified method name")
         }
-        var members: [String: JSONValue] = [:]
+        var members: JSONObject = [:]
         switch parameters {
         case nil, .null?: break
         case .object(let object)?: members = object
@@ -115,7 +115,7 @@ public struct VarlinkCall: Sendable, Hashable {
 
     /// The call as a JSON message.
     public var message: JSONValue {
-        var object: [String: JSONValue] = ["method": .string(self.method)]
+        var object: JSONObject = ["method": .string(self.method)]
         if !self.parameters.isEmpty { object["parameters"] = .object(self.parameters) }
         if self.oneway { object["oneway"] = true }
         if self.more { object["more"] = true }
@@ -126,7 +126,7 @@ public struct VarlinkCall: Sendable, Hashable {
 
 /// A reply as a server sends it: either parameters, or an error with parameters.
 public struct VarlinkReply: Sendable, Hashable {
-    public var parameters: [String: JSONValue] {
+    public var parameters: JSONObject {
         didSet { self.encodedParameters = nil }
     }
     /// The parameters' JSON text, when it was written once for many replies (``VarlinkEncodedParameters``).
@@ -136,7 +136,7 @@ public struct VarlinkReply: Sendable, Hashable {
     /// The fully qualified error name, when the call failed.
     public var error: String?
 
-    public init(parameters: [String: JSONValue] = [:], continues: Bool = false, error: String? = nil) {
+    public init(parameters: JSONObject = [:], continues: Bool = false, error: String? = nil) {
         self.parameters = parameters
         self.continues = continues
         self.error = error
@@ -169,7 +169,7 @@ public struct VarlinkReply: Sendable, Hashable {
         guard let object = message.objectValue else {
             throw .invalidMessage("a reply must be a JSON object")
         }
-        var parameters: [String: JSONValue] = [:]
+        var parameters: JSONObject = [:]
         switch object["parameters"] {
         case nil, .null?: break
         case .object(let members)?: parameters = members
@@ -206,7 +206,7 @@ public struct VarlinkReply: Sendable, Hashable {
 
     /// The reply as a JSON message.
     public var message: JSONValue {
-        var object: [String: JSONValue] = ["parameters": .object(self.parameters)]
+        var object: JSONObject = ["parameters": .object(self.parameters)]
         if self.continues { object["continues"] = true }
         if let error = self.error { object["error"] = .string(error) }
         return .object(object)
@@ -216,10 +216,10 @@ public struct VarlinkReply: Sendable, Hashable {
 /// A reply's parameters written out once, for a reply a method gives again and again (a post's "sent to one app"):
 /// sending it costs a copy of its bytes, not a dictionary built and serialized per call.
 public struct VarlinkEncodedParameters: Sendable, Hashable {
-    public let parameters: [String: JSONValue]
+    public let parameters: JSONObject
     let bytes: [UInt8]
 
-    public init(_ parameters: [String: JSONValue]) {
+    public init(_ parameters: JSONObject) {
         self.parameters = parameters
         var bytes: [UInt8] = []
         JSONValue.object(parameters).write(to: &bytes)

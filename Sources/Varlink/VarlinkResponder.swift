@@ -32,7 +32,7 @@ public struct VarlinkResponder: Sendable {
 
     /// Sends one reply of a stream, with `continues` set. For a call made without `more` the method should have
     /// refused with `ExpectedMore`; the call is ended with that error here instead.
-    public func send(_ parameters: [String: JSONValue]) {
+    public func send(_ parameters: JSONObject) {
         guard self.call.more else {
             self.fail(VarlinkError.expectedMore)
             return
@@ -42,7 +42,7 @@ public struct VarlinkResponder: Sendable {
     }
 
     /// Sends several replies of a stream at once, in one write: a burst the peer reads in one go.
-    public func send(all replies: [[String: JSONValue]]) {
+    public func send(all replies: [JSONObject]) {
         guard self.call.more else {
             self.fail(VarlinkError.expectedMore)
             return
@@ -52,7 +52,7 @@ public struct VarlinkResponder: Sendable {
     }
 
     /// Sends the last (or only) reply.
-    public func finish(_ parameters: [String: JSONValue] = [:]) {
+    public func finish(_ parameters: JSONObject = [:]) {
         self.writeFinal(VarlinkReply(parameters: parameters))
     }
 

@@ -91,7 +91,7 @@ public struct VarlinkRequest: Sendable {
 /// How a method answers.
 public enum VarlinkMethod: Sendable {
     /// Answers at once with one reply, on the connection's event loop: for cheap methods that never wait.
-    case immediate(@Sendable (VarlinkRequest) throws -> [String: JSONValue])
+    case immediate(@Sendable (VarlinkRequest) throws -> JSONObject)
     /// Runs as a task and sends its replies through the responder: for methods that wait, or stream with `more`.
     /// Later calls on the connection wait until it has finished.
     case streaming(@Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void)
@@ -112,7 +112,7 @@ public struct VarlinkPromisedReply: Sendable {
         self.owed = owed
     }
 
-    public func succeed(_ parameters: [String: JSONValue] = [:]) { self.owed.answer(VarlinkReply(parameters: parameters)) }
+    public func succeed(_ parameters: JSONObject = [:]) { self.owed.answer(VarlinkReply(parameters: parameters)) }
 
     /// Answers with parameters written out ahead of time.
     public func succeed(_ parameters: VarlinkEncodedParameters) { self.owed.answer(VarlinkReply(parameters)) }

@@ -29,7 +29,7 @@ import Varlink
         for app in apps {
             _ = try setup.call(
                 "io.coalesced.App.Register",
-                ["name": .string(app), "kinds": .object(Dictionary(uniqueKeysWithValues: kinds.map { ($0, ["policy": "count"]) }))]
+                ["name": .string(app), "kinds": .object(JSONObject(kinds.map { ($0, ["policy": "count"]) }))]
             )
         }
 

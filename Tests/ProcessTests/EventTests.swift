@@ -10,7 +10,7 @@ import Varlink
     static let mail = "org.example.mail"
 
     func post(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue, policy: JSONValue? = nil, to target: String = mail) throws -> Bool? {
-        var parameters: [String: JSONValue] = ["target": .string(target), "kind": .string(kind), "payload": payload]
+        var parameters: JSONObject = ["target": .string(target), "kind": .string(kind), "payload": payload]
         if let policy { parameters["policy"] = policy }
         return try client.call("io.coalesced.App.Post", parameters)["delivered"]?.boolValue
     }

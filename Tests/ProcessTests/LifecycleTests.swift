@@ -25,7 +25,7 @@ import Varlink
         }
 
         @discardableResult
-        func call(_ method: String, _ parameters: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+        func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
             try self.system.call("io.coalesced.System." + method, parameters)
         }
 

@@ -47,7 +47,7 @@ import Varlink
             activator.signal(SIGKILL)
             _ = activator.wait()
         }
-        let stats = try await onThread { () -> [String: JSONValue] in
+        let stats = try await onThread { () -> JSONObject in
             // The activator binds the socket file a moment before it listens: retry a refused connect, bounded.
             let deadline = ContinuousClock.now + .seconds(10)
             while true {

@@ -65,4 +65,60 @@ import Varlink
         #expect(try JSONParser.parse(value.jsonText) == value)
         #expect(try JSONParser.parse(value.prettyText()) == value)
     }
+
+    /// Strings are scanned eight bytes at a time: whatever ends a run (a quote, an escape, a control character, a
+    /// byte that is not ASCII) must be found at every position within a word and after it.
+    @Test func findsWhatEndsAStringAtEveryPosition() throws {
+        for length in 0..<40 {
+            let plain = String(repeating: "x", count: length)
+            #expect(try JSONParser.parse("\"\(plain)\"") == .string(plain))
+            #expect(try JSONParser.parse("\"\(plain)\\n\(plain)\"") == .string(plain + "\n" + plain))
+            #expect(try JSONParser.parse("\"\(plain)é\(plain)\"") == .string(plain + "é" + plain))
+            #expect(throws: JSONParseError(offset: 1 + length, reason: "control character in string")) {
+                try JSONParser.parse("\"\(plain)\u{1F}\(plain)\"")
+            }
+            #expect(throws: JSONParseError(offset: 1 + length, reason: "unterminated string")) {
+                try JSONParser.parse("\"\(plain)")
+            }
+            // A quote ends the string where it is, not a word later.
+            #expect(throws: JSONParseError(offset: 2 + length, reason: "unexpected data after the JSON value")) {
+                try JSONParser.parse("\"\(plain)\"\(plain)x\"")
+            }
+        }
+        var invalid = Array("\"0123456789abcdef\"".utf8)
+        invalid[12] = 0xFF
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(invalid) }
+    }
+
+    @Test func objectsCompareAndHashWhateverTheOrderAndKeepTheLastOfARepeatedName() throws {
+        let forward = try JSONParser.parse(#"{"a":1,"b":2,"a":3}"#)
+        let backward = try JSONParser.parse(#"{"b":2,"a":3}"#)
+        #expect(forward == backward)
+        #expect(forward.hashValue == backward.hashValue)
+        #expect(forward != (try JSONParser.parse(#"{"a":1,"b":2}"#)))
+        #expect(forward != (try JSONParser.parse(#"{"a":3}"#)))
+        // Kept in the order first written; written out by name.
+        #expect(forward.objectValue?.keys == ["a", "b"])
+        #expect(try JSONParser.parse(#"{"b":1,"a":2}"#).jsonText == #"{"a":2,"b":1}"#)
+    }
+
+    /// A peer may send an object of many members: past a handful they are found through a table, and a repeated
+    /// name still keeps its last value.
+    @Test func largeObjectsStayCorrect() throws {
+        let count = 5_000
+        let text = "{" + (0..<count).map { "\"m\($0)\":\($0)" }.joined(separator: ",") + ",\"m7\":\"again\"}"
+        guard case .object(var object) = try JSONParser.parse(text) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.count == count)
+        #expect(object["m4999"] == .int(4999))
+        #expect(object["m7"] == "again")
+        object["m0"] = nil
+        #expect(object.count == count - 1 && object["m0"] == nil && object["m1"] == .int(1))
+        object["new"] = true
+        #expect(object["new"] == true && object.count == count)
+        let merged = object.merging(["m1": "x", "other": nil]) { _, later in later }
+        #expect(merged["m1"] == "x" && merged["other"] == .null && merged.count == count + 1)
+    }
 }
