@@ -168,6 +168,7 @@ let package = Package(
                 "Systemd",
                 "CoalesceTestSupport",
                 "Varlink",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

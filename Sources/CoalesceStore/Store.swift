@@ -43,12 +43,16 @@ public final class Store: Sendable {
         self.path = stateDirectory + "/coalesced.db"
         var configuration = Configuration()
         configuration.journalMode = .wal
-        // FULL: a commit is on disk when it returns, WAL or not; that is what an answered write promises.
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
+        let synchronous: Int?
         do {
             self.pool = try DatabasePool(path: self.path, configuration: configuration)
+            // FULL: a commit is on disk (the WAL synced) when it returns; that is what an answered write promises.
+            // Set here on the writer, not in `prepareDatabase`: the pool turns WAL on after that has run, and sets
+            // NORMAL as it does (which syncs only at checkpoints), so a FULL set there never took effect.
+            synchronous = try self.pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
             try Self.migrator.migrate(self.pool)
             let check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
             guard check == "ok" else { throw StoreError("integrity check: \(check ?? "no answer")") }
@@ -57,8 +61,14 @@ public final class Store: Sendable {
         } catch {
             throw StoreError("\(self.path) cannot be used (\(error)); move it aside to start with an empty store")
         }
+        guard synchronous == Self.synchronousFull else {
+            throw StoreError("SQLite would not sync each commit to \(self.path) (PRAGMA synchronous is \(synchronous ?? -1))")
+        }
         self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay)
     }
+
+    /// `PRAGMA synchronous` reads back 2 for FULL.
+    static let synchronousFull = 2
 
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()

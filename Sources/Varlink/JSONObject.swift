@@ -42,7 +42,9 @@ public struct JSONObject: Sendable {
 
     private func position(of key: String) -> Int? {
         if let positions = self.positions { return positions[key] }
-        return self.members.firstIndex { $0.key == key }
+        // Lengths first: they are stored, and telling two different names apart with `==` costs a call.
+        let length = key.utf8.count
+        return self.members.firstIndex { $0.key.utf8.count == length && $0.key == key }
     }
 
     public subscript(key: String) -> JSONValue? {

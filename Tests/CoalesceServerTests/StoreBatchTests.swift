@@ -1,6 +1,7 @@
 import CoalesceCore
 @testable import CoalesceStore
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 
@@ -75,6 +76,34 @@ import Testing
         }
         func undo() {}
         func finish(_ failure: (any Error)?) { self.journal.finish() }
+    }
+
+    /// Reads how the connection the writes run on syncs its commits, from inside a write's transaction.
+    final class ReadSynchronous: StoreOperation {
+        let value = Mutex<Int?>(nil)
+        let journal: Journal
+
+        init(_ journal: Journal) { self.journal = journal }
+
+        func perform(_ transaction: StoreTransaction) throws {
+            let synchronous = try Int.fetchOne(transaction.db, sql: "PRAGMA synchronous")
+            self.value.withLock { $0 = synchronous }
+        }
+        func undo() {}
+        func finish(_ failure: (any Error)?) { self.journal.finish() }
+    }
+
+    /// An answered write must survive a power cut, not only the daemon's crash: the WAL is synced at every
+    /// commit (FULL, 2). GRDB's pool sets NORMAL (synced only at checkpoints) when it turns WAL on, which
+    /// silently overrode a FULL set as each connection opened.
+    @Test func everyCommitIsSyncedToDisk() async throws {
+        try await self.withStore { store in
+            let journal = Journal()
+            let read = ReadSynchronous(journal)
+            store.submit(read)
+            journal.waitForFinishes(1)
+            #expect(read.value.withLock { $0 } == Store.synchronousFull)
+        }
     }
 
     /// A store in a temporary directory, with the apps the tests write for registered (held rows belong to an app).
