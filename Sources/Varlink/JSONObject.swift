@@ -33,12 +33,12 @@ public struct JSONObject: Sendable {
     public var count: Int { self.members.count }
     public var isEmpty: Bool { self.members.isEmpty }
     public var keys: [String] { self.members.map(\.key) }
+    public var values: [JSONValue] { self.members.map(\.value) }
 
     /// Makes room for `count` members before they are added one by one.
     public mutating func reserveCapacity(_ count: Int) {
         self.members.reserveCapacity(count)
     }
-    public var values: [JSONValue] { self.members.map(\.value) }
 
     private func position(of key: String) -> Int? {
         if let positions = self.positions { return positions[key] }
