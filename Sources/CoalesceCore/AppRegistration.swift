@@ -25,6 +25,12 @@ public struct AppName: Sendable, Hashable, Comparable, CustomStringConvertible {
         self.value = value
     }
 
+    /// A name to look an app up by, unchecked: it finds only a registered app, whose name was checked when it
+    /// registered. A post looks its target up this way, since checking the name cost more than the lookup.
+    package init(lookingUp value: String) {
+        self.value = value
+    }
+
     public var description: String { self.value }
     public static func < (lhs: AppName, rhs: AppName) -> Bool { lhs.value < rhs.value }
 }

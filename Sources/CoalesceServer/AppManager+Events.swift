@@ -45,8 +45,9 @@ extension AppManager {
         do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
         let post = Post(target: target, kind: kind, payload: EventPayload(payload), policy: policy)
         guard target.hasPrefix(Self.topicPrefix) else {
-            // One app: answered straight from its write.
-            guard let appName = try? AppName(target) else { throw .unknownTarget(target: target) }
+            // One app: answered straight from its write. Whether the target is a valid name at all needs no
+            // check of its own: an invalid one is no registered app either.
+            let appName = AppName(lookingUp: target)
             let found = self.state.withLock { state in state.update(appName) { Recipient($0, appName, kind, peer) } }
             guard let recipient = found else { throw .unknownTarget(target: target) }
             guard recipient.allows(peer) else { throw .notAllowedToPost(target: target) }
@@ -651,18 +652,15 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
             defer { joined.holds = [] }
             return joined.holds
         }
-        let holds = self.holds + unperformed
+        // Nearly always none joined unperformed: the holds are then answered where they are, not copied.
+        let holds = unperformed.isEmpty ? self.holds : self.holds + unperformed
         self.holds = []
-        var kept = 0
-        var outcomes: [(any Error)?] = []
-        outcomes.reserveCapacity(holds.count)
-        for index in holds.indices {
-            let outcome: (any Error)? = failure ?? (index < self.refusals.count ? self.refusals[index] : nil)
-            if outcome == nil { kept += 1 }
-            outcomes.append(outcome)
+        func outcome(_ index: Int) -> (any Error)? {
+            failure ?? (index < self.refusals.count ? self.refusals[index] : nil)
         }
+        let kept = holds.indices.count { outcome($0) == nil }
         self.manager.finished(self, self.app, self.action, sending: [], held: holds.count, keptHeld: kept, failure: failure)
-        for (hold, outcome) in zip(holds, outcomes) { hold.finished(false, outcome) }
+        for (index, hold) in holds.enumerated() { hold.finished(false, outcome(index)) }
     }
 }
 

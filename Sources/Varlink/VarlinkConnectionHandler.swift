@@ -51,6 +51,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var outgoing: [UInt8] = []
     private var nextOwedID = 0
     private let maximumConcurrentCalls: Int
+    /// The method the last call went to: a connection mostly calls one again and again (a producer's posts), and
+    /// comparing the name costs less than hashing it for the lookup.
+    private var lastMethod: (name: String, method: VarlinkMethod)?
     private var peer: VarlinkPeer?
     private var peerProcess: VarlinkPeerProcess?
     private var peerGroups: [UInt32]?
@@ -220,7 +223,12 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         let method: VarlinkMethod
         do throws(VarlinkError) {
             if call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
-            method = try self.service.method(for: call)
+            if let last = self.lastMethod, last.name == call.method {
+                method = last.method
+            } else {
+                method = try self.service.method(for: call)
+                self.lastMethod = (call.method, method)
+            }
         } catch {
             self.statistics.update { $0.calls += 1 }
             self.reply(context: context, call: call, VarlinkReply(error: error))
@@ -339,11 +347,18 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// goes out.
     private func settle(id: Int, reply: VarlinkReply) {
         guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
-        self.owed[index].reply = reply
-        while let head = self.owed.first, let ready = head.reply {
-            self.owed.removeFirst()
-            ready.writeFrame(to: &self.outgoing)
-            self.pendingFlush = true
+        guard index == self.owed.startIndex else {
+            // The head of the line is still owed (else it would have gone): this one waits behind it.
+            self.owed[index].reply = reply
+            return
+        }
+        // Answered in call order, as deferred calls mostly are: out at once, without parking it in the line (each
+        // look at a parked reply copied it).
+        self.owed.removeFirst()
+        reply.writeFrame(to: &self.outgoing)
+        self.pendingFlush = true
+        while self.owed.first?.reply != nil {
+            self.owed.removeFirst().reply?.writeFrame(to: &self.outgoing)
         }
     }
 
