@@ -25,9 +25,12 @@ public struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index: Int = 0
     private var depth: Int = 0
+    /// Strings the input's sender repeats, when the caller keeps them.
+    private let strings: JSONStringCache?
 
-    private init(bytes: UnsafeBufferPointer<UInt8>) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, strings: JSONStringCache?) {
         self.bytes = bytes
+        self.strings = strings
     }
 
     /// Parses one JSON value that must fill the whole input, surrounding white space aside.
@@ -38,11 +41,13 @@ public struct JSONParser {
     /// Parses a JSON text that should be an object, handing over its members in order (a repeated name: each time)
     /// instead of building a dictionary: for a message whose few known members are read once. Returns false when
     /// the text is valid JSON but not an object.
+    /// - Parameter strings: where strings the sender repeats are kept between its messages.
     public static func parseMembers<Bytes: Collection<UInt8>>(
         _ input: Bytes,
+        strings: JSONStringCache? = nil,
         _ member: (String, JSONValue) -> Void
     ) throws(JSONParseError) -> Bool {
-        try Self.parseWhole(input) { parser throws(JSONParseError) in
+        try Self.parseWhole(input, strings: strings) { parser throws(JSONParseError) in
             guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "{") else {
                 _ = try parser.parseValue()
                 return false
@@ -58,10 +63,11 @@ public struct JSONParser {
     /// where they are (a received buffer, an array) when contiguous, as they almost always are.
     private static func parseWhole<Bytes: Collection<UInt8>, T>(
         _ input: Bytes,
+        strings: JSONStringCache? = nil,
         _ body: (inout JSONParser) throws(JSONParseError) -> T
     ) throws(JSONParseError) -> T {
         func run(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<T, JSONParseError> {
-            var parser = JSONParser(bytes: bytes)
+            var parser = JSONParser(bytes: bytes, strings: strings)
             do throws(JSONParseError) {
                 parser.skipWhitespace()
                 let value = try body(&parser)
@@ -205,8 +211,14 @@ public struct JSONParser {
         var runStart = self.index
         // The bytes of the run ORed together: its top bit says whether the run is all ASCII, which needs no check.
         var seen: UInt64 = 0
-        func run(_ parser: JSONParser, upTo end: Int, ascii: Bool) throws(JSONParseError) -> String {
-            let run = UnsafeBufferPointer(rebasing: parser.bytes[runStart..<end])
+        // Given the parser's parts rather than the parser: passing the parser copied it (and retained its cache).
+        func run(
+            _ bytes: UnsafeBufferPointer<UInt8>,
+            _ strings: JSONStringCache?,
+            upTo end: Int,
+            ascii: Bool
+        ) throws(JSONParseError) -> String {
+            let run = UnsafeBufferPointer(rebasing: bytes[runStart..<end])
             // Up to fifteen ASCII bytes (member names, most short values) fit in the string itself, and made this
             // way they skip the UTF-8 check and repair pass that `String(decoding:)` makes.
             if ascii, run.count <= 15 {
@@ -214,6 +226,12 @@ public struct JSONParser {
                     UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(run))
                     return run.count
                 }
+            }
+            if ascii, let strings, JSONStringCache.lengths.contains(run.count) {
+                if let kept = strings.string(run) { return kept }
+                let made = String(decoding: run, as: UTF8.self)
+                strings.keep(made, bytes: run)
+                return made
             }
             if ascii { return String(decoding: run, as: UTF8.self) }
             guard let text = String(validating: run, as: UTF8.self) else {
@@ -227,7 +245,7 @@ public struct JSONParser {
             let byte = self.bytes[self.index]
             switch byte {
             case UInt8(ascii: "\""):
-                let tail = try run(self, upTo: self.index, ascii: seen & Self.topBits == 0)
+                let tail = try run(self.bytes, self.strings, upTo: self.index, ascii: seen & Self.topBits == 0)
                 self.index += 1
                 guard var text = built else { return tail }
                 text += tail
@@ -235,7 +253,7 @@ public struct JSONParser {
             case UInt8(ascii: "\\"):
                 var text = built ?? ""
                 built = nil  // the only reference, so appending does not copy
-                text += try run(self, upTo: self.index, ascii: seen & Self.topBits == 0)
+                text += try run(self.bytes, self.strings, upTo: self.index, ascii: seen & Self.topBits == 0)
                 self.index += 1
                 text.unicodeScalars.append(try self.parseEscape())
                 built = text

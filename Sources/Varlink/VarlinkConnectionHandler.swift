@@ -54,6 +54,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// The method the last call went to: a connection mostly calls one again and again (a producer's posts), and
     /// comparing the name costs less than hashing it for the lookup.
     private var lastMethod: (name: String, method: VarlinkMethod)?
+    /// The strings this peer's calls repeat.
+    private let strings = JSONStringCache()
     private var peer: VarlinkPeer?
     private var peerProcess: VarlinkPeerProcess?
     private var peerGroups: [UInt32]?
@@ -119,7 +121,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let pending = Self.parse(Self.unwrapInboundIn(data))
+        let pending = Self.parse(Self.unwrapInboundIn(data), strings: self.strings)
         switch self.state {
         case .idle: self.handle(context: context, pending)
         case .running, .waitingForReplies: self.enqueue(context: context, pending)
@@ -160,9 +162,9 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// SO_PEERPIDFD (Linux 6.5), which Glibc 2.36's headers do not name yet.
     private static let peerPidfdOption = SocketOptionName(77)
 
-    private static func parse(_ frame: ByteBuffer) -> Pending {
+    private static func parse(_ frame: ByteBuffer, strings: JSONStringCache) -> Pending {
         do throws(VarlinkProtocolError) {
-            return .call(try VarlinkCall(json: frame.readableBytesView), size: frame.readableBytes)
+            return .call(try VarlinkCall(json: frame.readableBytesView, strings: strings), size: frame.readableBytes)
         } catch {
             return .refusal(error)
         }

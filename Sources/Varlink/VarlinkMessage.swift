@@ -53,7 +53,8 @@ public struct VarlinkCall: Sendable, Hashable {
 
     /// Reads a call from its JSON text, taking the envelope's members as they are parsed rather than through a
     /// dictionary: every call a server receives passes here.
-    public init<Bytes: Collection<UInt8>>(json: Bytes) throws(VarlinkProtocolError) {
+    /// - Parameter strings: where strings the peer repeats (its method names, say) are kept between its calls.
+    public init<Bytes: Collection<UInt8>>(json: Bytes, strings: JSONStringCache? = nil) throws(VarlinkProtocolError) {
         var method: JSONValue?
         var parameters: JSONValue?
         var oneway: JSONValue?
@@ -61,7 +62,7 @@ public struct VarlinkCall: Sendable, Hashable {
         var upgrade: JSONValue?
         let isObject: Bool
         do {
-            isObject = try JSONParser.parseMembers(json) { name, value in
+            isObject = try JSONParser.parseMembers(json, strings: strings) { name, value in
                 switch name {
                 case "method": method = value
                 case "parameters": parameters = value

@@ -121,4 +121,21 @@ import Varlink
         let merged = object.merging(["m1": "x", "other": nil]) { _, later in later }
         #expect(merged["m1"] == "x" && merged["other"] == .null && merged.count == count + 1)
     }
+
+    /// Strings a peer repeats come back from its cache: always the string that was sent, whether kept, found,
+    /// replaced by others (more than the cache holds), or of the same length as a kept one.
+    @Test func stringsKeptBetweenMessagesAreAlwaysTheOnesSent() throws {
+        let strings = JSONStringCache()
+        let names = (0..<20).map { "org.example.app\($0 < 10 ? "0" : "")\($0)x" }  // 18 bytes each: kept
+        for round in 0..<3 {
+            for name in names + ["org.example.café-app", String(repeating: "y", count: 65), "short"] {
+                var seen: [String] = []
+                let text = #"{"method":"io.example.Service.Method","target":"\#(name)"}"#
+                _ = try JSONParser.parseMembers(Array(text.utf8), strings: strings) { key, value in
+                    if key == "target", let value = value.stringValue { seen.append(value) }
+                }
+                #expect(seen == [name], "round \(round)")
+            }
+        }
+    }
 }
