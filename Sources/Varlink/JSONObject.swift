@@ -69,13 +69,11 @@ public struct JSONObject: Sendable {
     }
 
     /// Adds a member whose name is known not to be here yet.
-    private mutating func append(_ key: String, _ value: JSONValue) {
+    /// Takes its arguments: a parsed member moves into place rather than being copied and then freed.
+    private mutating func append(_ key: consuming String, _ value: consuming JSONValue) {
+        if self.positions != nil { self.positions![copy key] = self.members.count }
         self.members.append(Member(key: key, value: value))
-        if self.positions != nil {
-            self.positions![key] = self.members.count - 1
-        } else {
-            self.indexIfLarge()
-        }
+        self.indexIfLarge()
     }
 
     private mutating func indexIfLarge() {

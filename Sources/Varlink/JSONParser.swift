@@ -45,7 +45,7 @@ public struct JSONParser {
     public static func parseMembers<Bytes: Collection<UInt8>>(
         _ input: Bytes,
         strings: JSONStringCache? = nil,
-        _ member: (String, JSONValue) -> Void
+        _ member: (consuming String, consuming JSONValue) -> Void
     ) throws(JSONParseError) -> Bool {
         try Self.parseWhole(input, strings: strings) { parser throws(JSONParseError) in
             guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "{") else {
@@ -152,7 +152,7 @@ public struct JSONParser {
     }
 
     /// Reads an object's members up to and including its closing brace; the opening brace is behind.
-    private mutating func parseMembers(_ member: (String, JSONValue) -> Void) throws(JSONParseError) {
+    private mutating func parseMembers(_ member: (consuming String, consuming JSONValue) -> Void) throws(JSONParseError) {
         self.skipWhitespace()
         if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
             self.index += 1
