@@ -140,9 +140,6 @@ public final class VarlinkServer: Sendable {
         }
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(
-                ByteToMessageHandler(VarlinkFrameDecoder(maximumMessageSize: limits.maximumMessageSize))
-            )
-            try channel.pipeline.syncOperations.addHandler(
                 VarlinkConnectionHandler(
                     service: self.service,
                     statistics: self.statistics,

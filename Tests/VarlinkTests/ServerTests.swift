@@ -221,6 +221,33 @@ import Varlink
         }
     }
 
+    /// The server splits what it reads into messages itself: a call dripped in a few bytes at a time, and calls
+    /// whose boundaries fall anywhere within the reads, are each answered once, in order.
+    @Test func callsSplitAcrossReadsAtAnyPointAreEachAnswered() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path)
+            var stream: [UInt8] = []
+            for index in 0..<50 {
+                VarlinkCall(method: "org.example.test.Echo", parameters: ["value": .string("call \(index)")]).message
+                    .write(to: &stream)
+                stream.append(0)
+            }
+            // Pieces of 1 to 97 bytes, each its own write with a pause, so that the server reads them apart.
+            var start = 0
+            var piece = 1
+            while start < stream.count {
+                let end = min(stream.count, start + piece)
+                try client.sendRaw(Array(stream[start..<end]))
+                usleep(200)
+                start = end
+                piece = piece % 97 + 7
+            }
+            for index in 0..<50 {
+                #expect(try client.receiveReply().parameters["value"] == .string("call \(index)"))
+            }
+        }
+    }
+
     @Test func aClientThatSendsFasterThanItReadsGetsEveryReplyInOrder() async throws {
         // 2 MB of calls whose replies the client reads only later: the server must stop reading while replies pile
         // up, and lose or reorder none of them.
