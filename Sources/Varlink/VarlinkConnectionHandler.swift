@@ -64,9 +64,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private var splitting = false
     /// The input broke the protocol: later bytes are dropped.
     private var inputRefused = false
-    private var peer: VarlinkPeer?
-    private var peerProcess: VarlinkPeerProcess?
-    private var peerGroups: [UInt32]?
+    /// Who connected, as the kernel said, with the process and the groups it tells apart.
+    private var peer: VarlinkPeer? { didSet { self.updateRequestPeer() } }
+    private var peerProcess: VarlinkPeerProcess? { didSet { self.updateRequestPeer() } }
+    private var peerGroups: [UInt32]? { didSet { self.updateRequestPeer() } }
+    /// The three together, as each call's request carries them: put together once, not for every call.
+    private var requestPeer: VarlinkPeer?
+    /// The channel takes more writes without growing past its bound (as the last writability change said).
+    private var writable = true
     private var pendingFlush = false
     private var reading = true
     /// A protocol violation waits in the queue: nothing more is read.
@@ -172,6 +177,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        self.writable = context.channel.isWritable
         self.updateReading(context: context)
         context.fireChannelWritabilityChanged()
     }
@@ -214,14 +220,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func handle(context: ChannelHandlerContext, _ pending: Pending) {
-        switch pending {
+    private func handle(context: ChannelHandlerContext, _ pending: consuming Pending) {
+        switch consume pending {
         case .call(let call, let size): self.dispatch(context: context, call: call, size: size)
         case .refusal(let error) where self.owed.isEmpty: self.refuse(context: context, error: error)
-        case .refusal:
+        case .refusal(let error):
             // Every reply owed comes first.
             self.state = .waitingForReplies
-            self.enqueue(context: context, pending)
+            self.enqueue(context: context, .refusal(error))
         }
     }
 
@@ -237,7 +243,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// Reads from the peer only while its queue has room and its unread replies are within bounds.
     private func updateReading(context: ChannelHandlerContext) {
         let wanted = !self.refusalQueued && self.queue.count < self.maximumQueuedCalls
-            && self.owed.count < self.maximumConcurrentCalls && context.channel.isWritable
+            && self.owed.count < self.maximumConcurrentCalls && self.writable
         guard wanted != self.reading else { return }
         self.reading = wanted
         // Fails only on a closed channel, which reads nothing anyway.
@@ -261,29 +267,34 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func dispatch(context: ChannelHandlerContext, call: VarlinkCall, size: Int) {
+    private func updateRequestPeer() {
         var peer = self.peer
         peer?.process = self.peerProcess
         peer?.groups = self.peerGroups
-        let request = VarlinkRequest(call: call, peer: peer, messageSize: size)
+        self.requestPeer = peer
+    }
+
+    /// Takes the call: it moves into the request rather than being copied.
+    private func dispatch(context: ChannelHandlerContext, call: consuming VarlinkCall, size: Int) {
+        let request = VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)
         let method: VarlinkMethod
         do throws(VarlinkError) {
-            if call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
-            if let last = self.lastMethod, last.name == call.method {
+            if request.call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
+            if let last = self.lastMethod, last.name == request.call.method {
                 method = last.method
             } else {
-                method = try self.service.method(for: call)
-                self.lastMethod = (call.method, method)
+                method = try self.service.method(for: request.call)
+                self.lastMethod = (request.call.method, method)
             }
         } catch {
             self.statistics.update { $0.calls += 1 }
-            self.reply(context: context, call: call, VarlinkReply(error: error))
+            self.reply(context: context, call: request.call, VarlinkReply(error: error))
             return
         }
         if case .streaming = method, !self.owed.isEmpty {
             // It waits for the deferred calls before it to answer.
             self.state = .waitingForReplies
-            self.queue.prepend(.call(call, size: size))
+            self.queue.prepend(.call(request.call, size: size))
             self.updateReading(context: context)
             return
         }
@@ -294,14 +305,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             do {
                 reply = VarlinkReply(parameters: try body(request))
             } catch {
-                reply = VarlinkReply(error: Self.wireError(error, method: call.method, logger: self.logger))
+                reply = VarlinkReply(error: Self.wireError(error, method: request.call.method, logger: self.logger))
             }
-            self.reply(context: context, call: call, reply)
+            self.reply(context: context, call: request.call, reply)
         case .deferred(let body):
             let id = self.nextOwedID
             self.nextOwedID += 1
-            if !call.oneway { self.owed.append((id, nil)) }
-            let owed = VarlinkOwedReply(id: id, method: call.method, answered: self.answered)
+            if !request.call.oneway { self.owed.append((id, nil)) }
+            let owed = VarlinkOwedReply(id: id, method: request.call.method, answered: self.answered)
             // An answer given before the body returns (nothing to wait for) is settled here, without a hop.
             self.answered.startDispatch(id)
             do {
@@ -314,7 +325,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case .streaming(let body):
             // Its replies go to the channel directly: what was answered before it goes first.
             self.writeOutgoing(context: context)
-            let responder = VarlinkResponder(channel: context.channel, call: call)
+            let responder = VarlinkResponder(channel: context.channel, call: request.call)
             let finished = NIOLoopBound(
                 { [self] in self.streamingCallFinished(context: context) },
                 eventLoop: context.eventLoop
