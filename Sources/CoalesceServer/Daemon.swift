@@ -135,7 +135,8 @@ public enum Daemon {
         do {
             // Everything accepted before is recovered before READY=1; a large store may take a while.
             SystemdNotifier().extendTimeout(by: .seconds(90), status: "Recovering the store in \(options.stateDirectory)")
-            let store = try Store(stateDirectory: options.stateDirectory)
+            // A commit's answers wake each connection once, after the last of them.
+            let store = try Store(stateDirectory: options.stateDirectory) { finish in VarlinkAnswerGathering.gather(finish) }
             try await importRegistryFile(stateDirectory: options.stateDirectory, into: store, logger: logger)
             apps = try AppManager(
                 store: store,

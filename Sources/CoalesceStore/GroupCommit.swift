@@ -159,7 +159,7 @@ final class GroupCommit: Sendable {
 
     private let queue = Queue()
 
-    init(pool: DatabasePool, unhurriedDelay: TimeInterval) {
+    init(pool: DatabasePool, unhurriedDelay: TimeInterval, finishing: @escaping @Sendable (() -> Void) -> Void) {
         self.delay = unhurriedDelay
         let queue = self.queue
         let thread = Thread {
@@ -177,7 +177,7 @@ final class GroupCommit: Sendable {
                 queue.hurried = false
                 queue.unhurriedDeadline = nil
                 queue.condition.unlock()
-                if !batch.isEmpty { Self.commit(batch, pool: pool) }
+                if !batch.isEmpty { Self.commit(batch, pool: pool, finishing: finishing) }
             }
         }
         thread.name = "coalesced-store"
@@ -209,7 +209,11 @@ final class GroupCommit: Sendable {
         }
     }
 
-    private static func commit(_ batch: [any StoreOperation], pool: DatabasePool) {
+    private static func commit(
+        _ batch: [any StoreOperation],
+        pool: DatabasePool,
+        finishing: (() -> Void) -> Void
+    ) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var applied = [Bool](repeating: false, count: batch.count)
         do {
@@ -266,6 +270,8 @@ final class GroupCommit: Sendable {
             let failure = StoreError(writing: pool.path, error)
             failures = failures.map { $0 ?? failure }
         }
-        for (operation, failure) in zip(batch, failures) { operation.finish(failure) }
+        finishing {
+            for (operation, failure) in zip(batch, failures) { operation.finish(failure) }
+        }
     }
 }

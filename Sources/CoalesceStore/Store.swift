@@ -34,12 +34,21 @@ public final class Store: Sendable {
     /// Opens (or creates) the store and brings its schema up to date.
     /// - Throws: ``StoreError`` naming the file when it is not a database this daemon can use; the daemon refuses
     ///   to start rather than begin empty.
-    public convenience init(stateDirectory: String) throws(StoreError) {
-        try self.init(stateDirectory: stateDirectory, unhurriedDelay: GroupCommit.unhurriedDelay)
+    /// - Parameter finishing: runs the finishing of each committed batch's writes (its answers to their callers):
+    ///   the daemon gathers a batch's answers there, so that each connection is woken once for them.
+    public convenience init(
+        stateDirectory: String,
+        finishing: @escaping @Sendable (() -> Void) -> Void = { $0() }
+    ) throws(StoreError) {
+        try self.init(stateDirectory: stateDirectory, unhurriedDelay: GroupCommit.unhurriedDelay, finishing: finishing)
     }
 
     /// With how long an unhurried write may wait for company (tests lengthen it to see a hurry work alone).
-    init(stateDirectory: String, unhurriedDelay: TimeInterval) throws(StoreError) {
+    init(
+        stateDirectory: String,
+        unhurriedDelay: TimeInterval,
+        finishing: @escaping @Sendable (() -> Void) -> Void = { $0() }
+    ) throws(StoreError) {
         self.path = stateDirectory + "/coalesced.db"
         var configuration = Configuration()
         configuration.journalMode = .wal
@@ -64,7 +73,7 @@ public final class Store: Sendable {
         guard synchronous == Self.synchronousFull else {
             throw StoreError("SQLite would not sync each commit to \(self.path) (PRAGMA synchronous is \(synchronous ?? -1))")
         }
-        self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay)
+        self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay, finishing: finishing)
     }
 
     /// `PRAGMA synchronous` reads back 2 for FULL.

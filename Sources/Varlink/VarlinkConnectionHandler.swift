@@ -487,6 +487,16 @@ final class VarlinkAnsweredReplies: Sendable {
             return !state.scheduled
         }
         guard schedule else { return }
+        // Answered among others on this thread: woken once they all are.
+        if let gathered = VarlinkAnswerGathering.current {
+            gathered.connections.append(self)
+            return
+        }
+        self.wake()
+    }
+
+    /// Has the event loop take the replies given so far.
+    func wake() {
         let deliver = self.deliver
         self.eventLoop.execute { deliver.value() }
     }

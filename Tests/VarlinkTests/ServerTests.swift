@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
 import Varlink
 
@@ -23,6 +24,7 @@ import Varlink
             method Meet(group: string, size: int, value: string) -> (value: string)
             method Stack(size: int, value: string) -> (value: string)
             method Peer() -> (uid: int, groups: ?[]int)
+            method Held() -> (value: string)
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -62,6 +64,8 @@ import Varlink
             },
             // Started in call order; answered, from other threads, only once `size` calls are started, the last
             // first.
+            // Parks its reply for the test to give, from the test's own thread.
+            "Held": .deferred { _, reply in Held.shared.park(reply) },
             "Stack": .deferred { request, reply in
                 let value = try request.string("value")
                 guard value != "refuse" else { throw VarlinkError.invalidParameter("value") }
@@ -87,6 +91,23 @@ import Varlink
             for (value, reply) in ready.reversed() {
                 DispatchQueue.global().async { reply.succeed(["value": .string(value)]) }
             }
+        }
+    }
+
+    final class Held: Sendable {
+        static let shared = Held()
+        private let parked = Mutex<[VarlinkPromisedReply]>([])
+        private let arrived = DispatchSemaphore(value: 0)
+
+        func park(_ reply: VarlinkPromisedReply) {
+            self.parked.withLock { $0.append(reply) }
+            self.arrived.signal()
+        }
+
+        /// The next parked reply, once its call has been dispatched.
+        func next() -> VarlinkPromisedReply? {
+            guard self.arrived.wait(timeout: .now() + 10) == .success else { return nil }
+            return self.parked.withLock { $0.removeFirst() }
         }
     }
 
@@ -329,6 +350,28 @@ import Varlink
             #expect(replies == ["a", "b", "c", "d", "e"])
             #expect(try client.receiveReply().error == "org.varlink.service.MethodNotFound")
             #expect(try client.call("org.example.test.Echo", ["value": "after"]) == ["value": "after"])
+        }
+    }
+
+    /// Answers given together on another thread (a store's writer answering a commit's calls) go out when the
+    /// gathering ends, all at once, not one wake of the connection for the first and more for the rest.
+    @Test func answersGatheredOnAThreadGoOutWhenTheGatheringEnds() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path, timeout: .milliseconds(300))
+            try client.send(VarlinkCall(method: "org.example.test.Held"))
+            try client.send(VarlinkCall(method: "org.example.test.Held"))
+            guard let first = Held.shared.next(), let second = Held.shared.next() else {
+                Issue.record("the calls were not dispatched")
+                return
+            }
+            try VarlinkAnswerGathering.gather {
+                first.succeed(["value": "first"])
+                second.succeed(["value": "second"])
+                // Still gathering: the connection was not woken, so nothing has gone out.
+                #expect(throws: VarlinkClientError.self) { try client.receiveReply() }
+            }
+            #expect(try client.receiveReply().parameters["value"] == "first")
+            #expect(try client.receiveReply().parameters["value"] == "second")
         }
     }
 
