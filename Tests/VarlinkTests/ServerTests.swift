@@ -364,7 +364,7 @@ import Varlink
                 Issue.record("the calls were not dispatched")
                 return
             }
-            try VarlinkAnswerGathering.gather {
+            VarlinkAnswerGathering.gather {
                 first.succeed(["value": "first"])
                 second.succeed(["value": "second"])
                 // Still gathering: the connection was not woken, so nothing has gone out.
