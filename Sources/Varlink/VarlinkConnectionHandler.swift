@@ -182,14 +182,11 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         context.fireChannelWritabilityChanged()
     }
 
+    /// The connection failed (a peer's protocol violations are found by this handler, not reported here).
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let protocolError = error as? VarlinkProtocolError else {
-            self.logger.debug("Varlink connection failed, closing", metadata: ["error": "\(error)"])
-            self.state = .closing
-            context.close(promise: nil)
-            return
-        }
-        self.protocolViolation(context: context, protocolError)
+        self.logger.debug("Varlink connection failed, closing", metadata: ["error": "\(error)"])
+        self.state = .closing
+        context.close(promise: nil)
     }
 
     /// The peer's input broke the protocol (a message too large): nothing more of it is read, and it is refused

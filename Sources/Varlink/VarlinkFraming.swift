@@ -12,30 +12,13 @@ public let varlinkDefaultMaximumMessageSize = 1 << 20
 /// Copes with a message split over many reads and with many messages in one read. A message that has not ended
 /// within `maximumMessageSize` bytes is refused with ``VarlinkProtocolError/messageTooLarge(limit:)`` before it is
 /// buffered further, so a peer cannot make us hold more than that.
-public struct VarlinkFrameDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = ByteBuffer
-
+public struct VarlinkFrameDecoder {
     public let maximumMessageSize: Int
     /// Bytes already searched for a NUL, so a message dripping in byte by byte is scanned once, not quadratically.
     private var scanned = 0
 
     public init(maximumMessageSize: Int = varlinkDefaultMaximumMessageSize) {
         self.maximumMessageSize = maximumMessageSize
-    }
-
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let frame = try self.nextFrame(from: &buffer) else { return .needMoreData }
-        context.fireChannelRead(Self.wrapInboundOut(frame))
-        return .continue
-    }
-
-    public mutating func decodeLast(
-        context: ChannelHandlerContext,
-        buffer: inout ByteBuffer,
-        seenEOF: Bool
-    ) throws -> DecodingState {
-        // A truncated last message is dropped: its sender is gone and cannot be answered.
-        try self.decode(context: context, buffer: &buffer)
     }
 
     /// Takes the next whole message off `buffer`, without its NUL; `nil` until one has arrived.

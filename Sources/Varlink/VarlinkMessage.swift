@@ -36,23 +36,9 @@ public struct VarlinkCall: Sendable, Hashable {
         return String(self.method[self.method.index(after: dot)...])
     }
 
-    /// Reads a call from a decoded message.
-    /// - Throws: ``VarlinkProtocolError/invalidMessage(_:)`` naming what is missing or malformed.
-    public init(message: JSONValue) throws(VarlinkProtocolError) {
-        guard let object = message.objectValue else {
-            throw .invalidMessage("a call must be a JSON object")
-        }
-        try self.init(
-            method: object["method"],
-            parameters: object["parameters"],
-            oneway: object["oneway"],
-            more: object["more"],
-            upgrade: object["upgrade"]
-        )
-    }
-
     /// Reads a call from its JSON text, taking the envelope's members as they are parsed rather than through a
     /// dictionary: every call a server receives passes here.
+    /// - Throws: ``VarlinkProtocolError/invalidMessage(_:)`` naming what is missing or malformed.
     /// - Parameter strings: where strings the peer repeats (its method names, say) are kept between its calls.
     public init<Bytes: Collection<UInt8>>(json: Bytes, strings: JSONStringCache? = nil) throws(VarlinkProtocolError) {
         var method: JSONValue?

@@ -33,12 +33,7 @@ public struct VarlinkResponder: Sendable {
     /// Sends one reply of a stream, with `continues` set. For a call made without `more` the method should have
     /// refused with `ExpectedMore`; the call is ended with that error here instead.
     public func send(_ parameters: JSONObject) {
-        guard self.call.more else {
-            self.fail(VarlinkError.expectedMore)
-            return
-        }
-        guard !self.isFinished else { return }
-        self.write([VarlinkReply(parameters: parameters, continues: true)])
+        self.send(all: [parameters])
     }
 
     /// Sends several replies of a stream at once, in one write: a burst the peer reads in one go.

@@ -121,6 +121,13 @@ public final class DaemonProcess: @unchecked Sendable {
         return try DaemonProcess(configuration: "", environment: [:], arguments: [], stateFiles: [:], wrapper: [], continuing: self)
     }
 
+    /// ``restarted()``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.
+    public func restartedWhenReady() throws -> DaemonProcess {
+        let next = try self.restarted()
+        try next.waitUntilReady()
+        return next
+    }
+
     /// Waits for READY=1, failing with the daemon's output when it does not come.
     public func waitUntilReady(timeout: Duration = .seconds(30)) throws {
         guard self.notify.waitFor("READY=1", timeout: timeout) != nil else {

@@ -128,6 +128,12 @@ public final class ExampleApp: @unchecked Sendable {
         self.process = try WatchedProcess(executable, argv)
     }
 
+    /// Kills the app (SIGKILL, as a crash would end it) and waits for it to be gone.
+    public func kill() {
+        self.child.signal(SIGKILL)
+        _ = self.child.wait(timeout: .seconds(10))
+    }
+
     /// Everything printed so far.
     public var output: [String] { self.process.output }
 

@@ -60,8 +60,7 @@ import Varlink
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
         _ = try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"])
-        let second = try await onThread { try first.restarted() }
-        try await onThread { try second.waitUntilReady() }
+        let second = try await onThread { try first.restartedWhenReady() }
         let apps = try testClient(second.socketPath).call("io.coalesced.System.ListApps")["apps"]
         #expect(apps?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["org.example.mail"])
         second.signal(SIGKILL)

@@ -23,6 +23,13 @@ import Varlink
         throw SupportError("\(Self.mail) never became \(state)")
     }
 
+    /// Starts the app again (after the daemon or the app died) and checks that it is launched into the foreground.
+    func relaunched(_ socket: String, arguments: [String] = []) throws -> ExampleApp {
+        let app = try ExampleApp(socket: socket, name: Self.mail, arguments: arguments)
+        #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        return app
+    }
+
     /// Registers the app with a policy for each kind, starts it, and sends it home until suspended.
     func suspendedApp(_ daemon: DaemonProcess, _ client: VarlinkClient) throws -> ExampleApp {
         _ = try client.call(
@@ -155,22 +162,17 @@ import Varlink
             try self.waitFor(client, "suspended")
             for id in 1...3 { _ = try self.post(client, "mail.received", ["id": .int(Int64(id))]) }
             _ = try self.post(client, "badge", ["unread": 4])
-            app.child.signal(SIGKILL)
-            _ = app.child.wait(timeout: .seconds(10))
+            app.kill()
         }
-        let second = try await onThread { try first.restarted() }
-        try await onThread { try second.waitUntilReady() }
+        let second = try await onThread { try first.restartedWhenReady() }
         try await onThread {
             // The app comes back and dies handling the first event, before acknowledging it.
-            let dying = try ExampleApp(socket: socket, name: Self.mail, arguments: ["--stall-on-event", "mail.received"])
-            #expect(try dying.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let dying = try self.relaunched(socket, arguments: ["--stall-on-event", "mail.received"])
             #expect(try dying.events(atLeast: 1) == [#"event mail.received count=3 payload={"id":3}"#])
             let firstSequence = dying.eventSequences.first!
-            dying.child.signal(SIGKILL)
-            _ = dying.child.wait(timeout: .seconds(10))
+            dying.kill()
 
-            let again = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try again.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let again = try self.relaunched(socket)
             #expect(
                 try again.events(atLeast: 2) == [
                     #"event mail.received count=3 payload={"id":3}"#, #"event badge count=1 payload={"unread":4}"#,
@@ -180,10 +182,8 @@ import Varlink
             #expect(again.eventSequences.allSatisfy { $0 > firstSequence }, "numbers never go backwards")
             // Acknowledged now: a third attach gets nothing again.
             usleep(300_000)
-            again.child.signal(SIGKILL)
-            _ = again.child.wait(timeout: .seconds(10))
-            let third = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try third.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            again.kill()
+            let third = try self.relaunched(socket)
             usleep(300_000)
             #expect(third.eventSequences.isEmpty, "acknowledged events never come again")
         }
@@ -270,15 +270,12 @@ import Varlink
             usleep(500_000)  // nothing else is written meanwhile
             first.signal(SIGKILL)
             _ = first.waitForExit()
-            app.child.signal(SIGKILL)
-            _ = app.child.wait(timeout: .seconds(10))
+            app.kill()
         }
-        let second = try await onThread { try first.restarted() }
-        try await onThread { try second.waitUntilReady() }
+        let second = try await onThread { try first.restartedWhenReady() }
         try await onThread {
             let client = try testClient(socket)
-            let app = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let app = try self.relaunched(socket)
             usleep(300_000)
             #expect(app.eventSequences.isEmpty, "an acknowledgement with no write after it was kept")
             #expect(try self.post(client, "mail.received", ["id": 2]) == true)
@@ -286,14 +283,11 @@ import Varlink
             try self.waitForAcknowledged(client)
             second.signal(SIGTERM)  // at once
             #expect(second.waitForExit() == 0)
-            app.child.signal(SIGKILL)
-            _ = app.child.wait(timeout: .seconds(10))
+            app.kill()
         }
-        let third = try await onThread { try second.restarted() }
-        try await onThread { try third.waitUntilReady() }
+        let third = try await onThread { try second.restartedWhenReady() }
         try await onThread {
-            let app = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let app = try self.relaunched(socket)
             usleep(300_000)
             #expect(app.eventSequences.isEmpty, "an acknowledgement just before a stop was kept")
         }
@@ -312,17 +306,14 @@ import Varlink
             // Acknowledged, and that on disk (a registration commits after it), so it is not delivered again.
             try self.waitForAcknowledged(client)
             _ = try client.call("io.coalesced.App.Register", ["name": "org.example.later"])
-            app.child.signal(SIGKILL)
-            _ = app.child.wait(timeout: .seconds(10))
+            app.kill()
         }
-        let second = try await onThread { try first.restarted() }
-        try await onThread { try second.waitUntilReady() }
+        let second = try await onThread { try first.restartedWhenReady() }
         try await onThread {
             let client = try testClient(socket)
             for celsius in [25, 20] { _ = try self.post(client, "temperature", ["celsius": .int(Int64(celsius))]) }
             _ = try self.post(client, "mail.received", ["id": 1])
-            let app = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let app = try self.relaunched(socket)
             #expect(try app.events(atLeast: 1) == [#"event mail.received count=1 payload={"id":1}"#])
             usleep(300_000)
             #expect(app.eventSequences.count == 1, "the temperature came back to what the app last received: nothing: \(app.output)")
@@ -344,8 +335,7 @@ import Varlink
         let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue ?? []
         #expect(held.compactMap { $0["kind"]?.stringValue } == ["cursor", "mail"])
         #expect(held.first?["policy"] == ["policy": "latest"])
-        let second = try await onThread { try first.restarted() }
-        try await onThread { try second.waitUntilReady() }
+        let second = try await onThread { try first.restartedWhenReady() }
         let after = try testClient(first.socketPath).call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
         #expect(after["held"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } == ["mail"], "the volatile kind died with the daemon")
         // The declaration itself is durable.

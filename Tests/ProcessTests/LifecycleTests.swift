@@ -345,8 +345,7 @@ import Varlink
         try await onThread { try first.waitUntilReady() }
         let app = try ExampleApp(socket: first.socketPath, name: Self.mail)
         #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
-        let second = try await onThread { try first.restarted() }
-        try await onThread { try second.waitUntilReady() }
+        let second = try await onThread { try first.restartedWhenReady() }
         // States are not kept across a daemon restart yet: the app, attaching again, is launched anew.
         #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
         let info = try await onThread { try testClient(first.socketPath).call("io.coalesced.System.GetApp", ["app": .string(Self.mail)]) }

@@ -1,5 +1,4 @@
 import NIOCore
-import NIOEmbedded
 import Testing
 import Varlink
 
@@ -49,18 +48,5 @@ import Varlink
         // No NUL ever comes: the decoder must not wait for one while buffering without bound.
         let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 10)
         #expect(throws: VarlinkProtocolError.messageTooLarge(limit: 16)) { try self.frames([chunk, chunk], limit: 16) }
-    }
-
-    @Test func decoderInAPipelineForwardsEachFrame() throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(VarlinkFrameDecoder()))
-        var buffer = channel.allocator.buffer(capacity: 64)
-        buffer.writeBytes(self.stream)
-        try channel.writeInbound(buffer)
-        var received: [String] = []
-        while let frame = try channel.readInbound(as: ByteBuffer.self) {
-            received.append(String(buffer: frame))
-        }
-        #expect(received == [#"{"method":"a.b.C"}"#, "{}", #"{"x":1}"#])
-        _ = try channel.finish()
     }
 }

@@ -4,9 +4,7 @@ import Varlink
 @Suite struct MessageTests {
     @Test func readsACallWithEveryFlag() throws {
         let call = try VarlinkCall(
-            message: try JSONParser.parse(
-                #"{"method":"io.coalesced.System.Stats","parameters":{"a":1},"more":true,"oneway":false}"#
-            )
+            json: Array(#"{"method":"io.coalesced.System.Stats","parameters":{"a":1},"more":true,"oneway":false}"#.utf8)
         )
         #expect(call.method == "io.coalesced.System.Stats")
         #expect(call.interface == "io.coalesced.System")
@@ -25,13 +23,12 @@ import Varlink
         (#"{"method":"a.b.C","more":"yes"}"#, "'more' must be a boolean"),
     ])
     func refusesMalformedCallsSayingWhy(text: String, reason: String) throws {
-        let message = try JSONParser.parse(text)
-        #expect(throws: VarlinkProtocolError.invalidMessage(reason)) { try VarlinkCall(message: message) }
+        #expect(throws: VarlinkProtocolError.invalidMessage(reason)) { try VarlinkCall(json: Array(text.utf8)) }
     }
 
     @Test func callAndReplyRoundTrip() throws {
         let call = VarlinkCall(method: "a.b.C", parameters: ["x": "y"], oneway: true)
-        #expect(try VarlinkCall(message: call.message) == call)
+        #expect(try VarlinkCall(json: Array(call.message.jsonText.utf8)) == call)
         let reply = VarlinkReply(parameters: ["n": 1], continues: true)
         #expect(try VarlinkReply(message: reply.message) == reply)
         #expect(VarlinkReply(error: VarlinkError.methodNotFound("a.b.C")).message.jsonText
