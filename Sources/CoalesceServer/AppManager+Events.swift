@@ -199,7 +199,7 @@ extension AppManager {
                 if sendsNow {
                     write = EventWrite(
                         manager: self, app: appName, durable: durable, finished: finished,
-                        .send(post.kind, post.payload, netChange: policy == .netChange, posted: posted)
+                        .send(post.kind, post.payload, policy: policy, posted: posted)
                     )
                     record.sendsInFlight += 1
                 } else {
@@ -408,8 +408,21 @@ extension AppManager {
         }
     }
 
-    fileprivate func restore(_ appName: AppName, queue: EventCoding.Queue) {
-        self.state.withLock { $0.records[appName]?.queue = queue }
+    /// Puts back what a refused drain took, and marks the app's delivery refused at once, so that a send after it
+    /// in the same batch is held behind it. Returns whether it was not marked already.
+    fileprivate func restore(_ appName: AppName, queue: EventCoding.Queue) -> Bool {
+        self.state.withLock { state in
+            state.update(appName) { record in
+                record.queue = queue
+                defer { record.drainFailed = true }
+                return !record.drainFailed
+            } ?? false
+        }
+    }
+
+    /// Whether the app's last wake's delivery of what it held was refused and waits to be tried again.
+    fileprivate func drainRefused(_ appName: AppName) -> Bool {
+        self.state.withLock { $0.records[appName]?.drainFailed ?? false }
     }
 
     /// A write finished: its events go out in the order they were written, if the app receives now; otherwise
@@ -438,8 +451,9 @@ extension AppManager {
                 case .drain:
                     record.drainInFlight = false
                     if failure != nil {
-                        // The held events stay held, in memory and on disk; logged the first time, tried again.
-                        if !record.drainFailed { drainLog = .failed }
+                        // The held events stay held, in memory and on disk (its undo marked the delivery refused);
+                        // logged the first time, tried again.
+                        if write.refusedFirst || !record.drainFailed { drainLog = .failed }
                         record.drainFailed = true
                         retry = true
                     } else if record.drainFailed {
@@ -455,7 +469,9 @@ extension AppManager {
                 return failure == nil
             }
             guard succeeded != nil else { return false }
-            if failure == nil, case .send = action { state.postsSent += 1 }
+            if failure == nil, case .send = action {
+                if write.heldInstead { state.postsHeld += 1 } else { state.postsSent += 1 }
+            }
             if case .hold = action { state.postsHeld += keptHeld }
             let failing = storeFailure != nil || (state.storeFailing && failure != nil)
             defer { state.storeFailing = failing }
@@ -494,8 +510,9 @@ extension AppManager {
 /// the write fails, every post in it fails and memory goes back to before the first.
 final class EventWrite: StoreOperation, @unchecked Sendable {
     enum Action {
-        /// Sent to the app at once (stored until acknowledged, unless volatile).
-        case send(EventKind, EventPayload, netChange: Bool, posted: Double)
+        /// Sent to the app at once (stored until acknowledged, unless volatile); held instead (with `policy`) when
+        /// the wake's delivery before it was refused by the time the store carries it out.
+        case send(EventKind, EventPayload, policy: CoalescingPolicy, posted: Double)
         /// Posts folded into what the app holds of a kind (one stored row per kind, unless volatile).
         case hold(EventKind)
         /// Everything held, coalesced and handed to the app (stored until acknowledged).
@@ -533,6 +550,10 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     private var events: [(id: Int64?, event: JSONValue)] = []
     private var holds: [Hold] = []
     private var refusals: [PostRefusal?] = []
+    /// A send that was held instead (see ``Action/send(_:_:policy:posted:)``).
+    fileprivate private(set) var heldInstead = false
+    /// A drain whose undo was the first to mark the app's delivery refused (logged once).
+    fileprivate private(set) var refusedFirst = false
     /// Told, once the write is on disk or failed, whether it sends the event and the outcome: `nil`, a
     /// ``PostRefusal`` or a ``StoreError``.
     private let finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)?
@@ -567,7 +588,22 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         let manager = self.manager
         let app = self.app
         switch self.action {
-        case .send(let kind, let payload, let netChange, let posted):
+        case .send(let kind, let payload, let policy, let posted):
+            // Decided while the wake's delivery of what the app held was on its way, which has since been refused:
+            // sent, it would be stored as a delivery ahead of those older held events, and after a restart go out
+            // before them. Held behind them instead, it keeps its place.
+            if manager.drainRefused(app) {
+                let hold = Hold(payload: payload, policy: policy, posted: posted) { _, _ in }
+                guard let folded = manager.fold(app, kind, [hold]) else { return }
+                if let refusal = folded.refusals.first ?? nil { throw refusal }
+                self.undoing = .slot(kind, folded.before)
+                self.heldInstead = true
+                if self.durable, let held = manager.held(app, kind) {
+                    try transaction.hold(app: app, kind: kind.value, position: held.position, slot: EventCoding.encode(held.slot))
+                }
+                return
+            }
+            let netChange = policy == .netChange
             let event = AppManager.event(kind, payload, posted: posted)
             if netChange {
                 self.undoing = .baseline(kind, manager.setBaseline(app, kind, payload))
@@ -622,7 +658,7 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     var runsOneStatement: Bool {
         switch self.action {
         case .hold: return true
-        case .send(_, _, let netChange, _): return !netChange
+        case .send(_, _, let policy, _): return policy != .netChange
         case .drain: return false
         }
     }
@@ -631,18 +667,19 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
         switch self.undoing {
         case .slot(let kind, let slot)?: self.manager.unfold(self.app, kind, to: slot)
         case .baseline(let kind, let payload)?: self.manager.resetBaseline(self.app, kind, payload)
-        case .queue(let queue)?: self.manager.restore(self.app, queue: queue)
+        case .queue(let queue)?: self.refusedFirst = self.manager.restore(self.app, queue: queue)
         case nil: break
         }
         self.undoing = nil
         self.events = []
         self.refusals = []
+        self.heldInstead = false
     }
 
     func finish(_ failure: (any Error)?) {
         guard case .hold = self.action else {
             self.manager.finished(self, self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
-            if case .send = self.action { self.finished?(true, failure) } else { self.finished?(false, failure) }
+            if case .send = self.action { self.finished?(!self.heldInstead, failure) } else { self.finished?(false, failure) }
             return
         }
         // Each post's own refusal, or the write's failure, or kept. A write whose batch failed before reaching it

@@ -82,4 +82,91 @@ import Varlink
         }
         try await group.shutdownGracefully()
     }
+
+    /// A post decided while a wake's delivery of what the app held is on its way would be sent after it; when the
+    /// store refuses that delivery and then keeps the post, the post is held behind what was held rather than
+    /// stored as a delivery ahead of it (which a restart would send first). Against a real server and store: the
+    /// app attaches over the socket; the batches are arranged with gates on the store's writer.
+    @Test func aPostBehindARefusedWakeIsHeldBehindWhatTheAppHeld() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store(stateDirectory: directory.path)
+        let mail = try AppName("org.example.mail")
+        try await store.save(AppRegistration(name: mail, owner: 0))
+        var configuration = Configuration()
+        // The test process is the app's: it must not be killed for not acknowledging its launch.
+        configuration.timings.launchAcknowledgement = .seconds(3600)
+        let daemon = DaemonState(configuration: configuration)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let manager = try AppManager(store: store, daemon: daemon, eventLoop: group.next(), logger: logger, startUnit: { _ in })
+        let server = VarlinkServer(
+            service: VarlinkService(
+                info: VarlinkServiceInfo(vendor: "v", product: "p", version: "1", url: "u"),
+                interfaces: [AppInterface.make(apps: manager, daemon: daemon)]
+            ),
+            limits: VarlinkServerLimits(),
+            group: group,
+            logger: logger
+        )
+        let socket = directory.file("socket")
+        try await server.start(.path(socket))
+        let root = VarlinkPeer(pid: getpid(), uid: 0, gid: 0)
+        let answers = Mutex<[String: AppManager.PostResult]>([:])
+        let answered = DispatchSemaphore(value: 0)
+        @Sendable func post(_ kind: String) throws {
+            try manager.post(target: mail.value, kind: kind, payload: ["kind": .string(kind)], policy: nil, peer: root) { result in
+                answers.withLock { $0[kind] = result }
+                answered.signal()
+            }
+        }
+
+        try await onThread {
+            try post("earlier")  // held: the app is not running
+            #expect(answered.wait(timeout: .now() + 10) == .success)
+
+            // The writer is held at a gate while the wake's delivery is queued behind a second gate and a write
+            // that takes the whole transaction back, as a full disk does.
+            let first = Gate()
+            store.submit(first)
+            first.entered.wait()
+            let second = Gate()
+            store.submit(second)
+            store.submit(RollBack())
+            let app = try VarlinkClient(path: socket)
+            app.setReceiveTimeout(.seconds(10))
+            try app.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(mail.value)], more: true))
+            _ = try app.receiveReply()  // its state: launched, the delivery of what it held queued
+            first.release.signal()
+            second.entered.wait()
+            // The delivery is in the batch the writer is carrying out: this post, decided now, would be sent.
+            try post("later")
+            second.release.signal()
+            #expect(answered.wait(timeout: .now() + 10) == .success, "the later post is answered")
+
+            // Before the delivery is tried again (a second after it was refused), with the writer held once more:
+            // on disk, both are held, in the order they were posted, and nothing is stored to be sent.
+            let third = Gate()
+            store.submit(third)
+            third.entered.wait()
+            if case .success(let outcome)? = answers.withLock({ $0["later"] }) {
+                #expect(!outcome.delivered, "held, not sent")
+            } else {
+                Issue.record("the later post was refused: \(String(describing: answers.withLock { $0["later"] }))")
+            }
+            #expect(try store.heldRows().filter { $0.app == mail.value }.sorted { $0.position < $1.position }.map(\.kind) == ["earlier", "later"])
+            #expect(try store.deliveryRows().filter { $0.app == mail.value }.isEmpty)
+            third.release.signal()
+
+            // The retry delivers both, the earlier first.
+            var events: [String] = []
+            while events.count < 2 {
+                let reply = try app.receiveReply()
+                guard let kind = reply.parameters["callback"]?["kind"]?.stringValue, !kind.hasPrefix("lifecycle.") else { continue }
+                events.append(kind)
+            }
+            #expect(events == ["earlier", "later"])
+        }
+        await server.shutdown()
+        try await group.shutdownGracefully()
+    }
 }
