@@ -456,12 +456,13 @@ extension AppManager {
                         if write.refusedFirst || !record.drainFailed { drainLog = .failed }
                         record.drainFailed = true
                         retry = true
-                    } else if record.drainFailed {
-                        // A retry: what it held was posted before what waited behind it.
-                        drainLog = .recovered
-                        record.drainFailed = false
-                        record.undelivered.insert(contentsOf: events, at: 0)
                     } else {
+                        if record.drainFailed {
+                            drainLog = .recovered  // a retry
+                            record.drainFailed = false
+                        }
+                        // What waits to be sent was written before this delivery: a send carried out after a
+                        // refused one was held instead (see ``EventWrite/Action/send(_:_:policy:posted:)``).
                         record.undelivered.append(contentsOf: events)
                     }
                 }
