@@ -599,9 +599,7 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
                 if let refusal = folded.refusals.first ?? nil { throw refusal }
                 self.undoing = .slot(kind, folded.before)
                 self.heldInstead = true
-                if self.durable, let held = manager.held(app, kind) {
-                    try transaction.hold(app: app, kind: kind.value, position: held.position, slot: EventCoding.encode(held.slot))
-                }
+                if self.durable { try self.writeHeld(kind, transaction) }
                 return
             }
             let netChange = policy == .netChange
@@ -652,7 +650,13 @@ final class EventWrite: StoreOperation, @unchecked Sendable {
     }
 
     func writeRow(_ transaction: StoreTransaction) throws {
-        guard case .hold(let kind) = self.action, let held = self.manager.held(self.app, kind) else { return }
+        guard case .hold(let kind) = self.action else { return }
+        try self.writeHeld(kind, transaction)
+    }
+
+    /// Writes the kind's row as memory holds it now.
+    private func writeHeld(_ kind: EventKind, _ transaction: StoreTransaction) throws {
+        guard let held = self.manager.held(self.app, kind) else { return }
         try transaction.hold(app: self.app, kind: kind.value, position: held.position, slot: EventCoding.encode(held.slot))
     }
 
