@@ -23,6 +23,22 @@ import Varlink
         throw SupportError("\(Self.mail) never became \(state)")
     }
 
+    /// The app, registered and started on `daemon`, sent a post of `kind` at once, which it receives as `event` and
+    /// acknowledges; returns it with the client that posted.
+    func appThatAcknowledged(
+        _ daemon: DaemonProcess,
+        _ kind: String,
+        _ payload: JSONValue,
+        _ event: String
+    ) throws -> (client: VarlinkClient, app: ExampleApp) {
+        let client = try testClient(daemon.socketPath)
+        let app = try self.suspendedApp(daemon, client)
+        #expect(try self.post(client, kind, payload) == true)
+        #expect(try app.events(atLeast: 1) == [event])
+        try self.waitForAcknowledged(client)
+        return (client, app)
+    }
+
     /// Starts the app again (after the daemon or the app died) and checks that it is launched into the foreground.
     func relaunched(_ socket: String, arguments: [String] = []) throws -> ExampleApp {
         let app = try ExampleApp(socket: socket, name: Self.mail, arguments: arguments)
@@ -262,11 +278,7 @@ import Varlink
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         try await onThread {
-            let client = try testClient(socket)
-            let app = try self.suspendedApp(first, client)
-            #expect(try self.post(client, "mail.received", ["id": 1]) == true)
-            #expect(try app.events(atLeast: 1) == [#"event mail.received count=1 payload={"id":1}"#])
-            try self.waitForAcknowledged(client)
+            let (_, app) = try self.appThatAcknowledged(first, "mail.received", ["id": 1], #"event mail.received count=1 payload={"id":1}"#)
             usleep(500_000)  // nothing else is written meanwhile
             first.signal(SIGKILL)
             _ = first.waitForExit()
@@ -299,12 +311,10 @@ import Varlink
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         try await onThread {
-            let client = try testClient(socket)
-            let app = try self.suspendedApp(first, client)
-            #expect(try self.post(client, "temperature", ["celsius": 20]) == true)
-            #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
+            let (client, app) = try self.appThatAcknowledged(
+                first, "temperature", ["celsius": 20], #"event temperature count=1 payload={"celsius":20}"#
+            )
             // Acknowledged, and that on disk (a registration commits after it), so it is not delivered again.
-            try self.waitForAcknowledged(client)
             _ = try client.call("io.coalesced.App.Register", ["name": "org.example.later"])
             app.kill()
         }

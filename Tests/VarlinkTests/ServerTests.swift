@@ -62,10 +62,10 @@ import Varlink
                     "groups": request.peer?.groups.map { .array($0.map { .int(Int64($0)) }) } ?? .null,
                 ]
             },
-            // Started in call order; answered, from other threads, only once `size` calls are started, the last
-            // first.
             // Parks its reply for the test to give, from the test's own thread.
             "Held": .deferred { _, reply in Held.shared.park(reply) },
+            // Started in call order; answered, from other threads, only once `size` calls are started, the last
+            // first.
             "Stack": .deferred { request, reply in
                 let value = try request.string("value")
                 guard value != "refuse" else { throw VarlinkError.invalidParameter("value") }
