@@ -77,16 +77,14 @@ enum AppInterface {
                 // order.
                 "Post": .deferred { request, reply in
                     let peer = try self.peer(request)
-                    guard let payload = request.call.parameters["payload"], payload.objectValue != nil else {
+                    guard let payload = request.call.parameters["payload"], payload.isObject else {
                         throw VarlinkError.invalidParameter("payload")
                     }
                     let limit = daemon.configuration.maxPayloadSize
-                    // The payload is part of the call, and written out compactly it is at most four times as long
-                    // as sent (a number: 1e9 is 1000000000.0), so only a large call needs it measured.
-                    if request.messageSize * 4 > limit {
-                        let size = payload.jsonText.utf8.count
-                        guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
-                    }
+                    // As sent (its text), or as written out compactly where it reached us built.
+                    let size: Int
+                    if case .text(let text) = payload { size = text.utf8.count } else { size = payload.jsonText.utf8.count }
+                    guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
                     var policy: CoalescingPolicy?
                     if let value = request.call.parameters["policy"], value != .null {
                         policy = try EventDeclarations.policy(value, parameter: "policy")
@@ -132,7 +130,9 @@ enum AppInterface {
                     try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
                     responder.finish()
                 },
-            ]
+            ],
+            // A post's payload is stored and sent on as it came.
+            parametersKeptAsText: ["Post": ["payload"]]
         )
     }
 

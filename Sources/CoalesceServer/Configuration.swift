@@ -34,7 +34,7 @@ public struct Configuration: Sendable, Hashable {
     public var maxSavedState: Int = 64 << 10
     /// `[Events] MaxKindsPerApp=`: kinds an app may hold while it receives nothing.
     public var maxKindsPerApp: Int = 1024
-    /// `[Events] MaxPayloadSize=`: the largest payload of a post, serialized, in bytes.
+    /// `[Events] MaxPayloadSize=`: the largest payload of a post, its JSON text as sent, in bytes.
     public var maxPayloadSize: Int = 64 << 10
 
     public init() {}

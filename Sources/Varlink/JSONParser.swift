@@ -22,8 +22,8 @@ public struct JSONParser {
     public static let maximumDepth = 128
 
     /// The input, valid only while `parse` runs: read in place, never copied.
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index: Int = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    private(set) var index: Int = 0
     private var depth: Int = 0
     /// Strings the input's sender repeats, when the caller keeps them.
     private let strings: JSONStringCache?
@@ -53,6 +53,26 @@ public struct JSONParser {
                 return false
             }
             try parser.enterContainer()
+            try parser.parseMembers { name, parser throws(JSONParseError) in member(name, try parser.parseValue()) }
+            parser.depth -= 1
+            return true
+        }
+    }
+
+    /// As ``parseMembers(_:strings:_:)``, but `member` reads each member's value itself from the parser it is
+    /// given (``parseValue()``, ``parseValue(keepingAsText:)`` or ``skipValue()``), all of it, before the next.
+    /// Returns false when the text is valid JSON but not an object.
+    static func readMembers<Bytes: Collection<UInt8>>(
+        _ input: Bytes,
+        strings: JSONStringCache? = nil,
+        _ member: (consuming String, inout JSONParser) throws(JSONParseError) -> Void
+    ) throws(JSONParseError) -> Bool {
+        try Self.parseWhole(input, strings: strings) { parser throws(JSONParseError) in
+            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "{") else {
+                _ = try parser.skipValue()
+                return false
+            }
+            try parser.enterContainer()
             try parser.parseMembers(member)
             parser.depth -= 1
             return true
@@ -61,7 +81,7 @@ public struct JSONParser {
 
     /// Runs `body` over the whole input, white space around it allowed and nothing after it. The bytes are read
     /// where they are (a received buffer, an array) when contiguous, as they almost always are.
-    private static func parseWhole<Bytes: Collection<UInt8>, T>(
+    static func parseWhole<Bytes: Collection<UInt8>, T>(
         _ input: Bytes,
         strings: JSONStringCache? = nil,
         _ body: (inout JSONParser) throws(JSONParseError) -> T
@@ -102,7 +122,7 @@ public struct JSONParser {
         }
     }
 
-    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard self.index < self.bytes.count else { throw self.error("unexpected end of input") }
         switch self.bytes[self.index] {
         case UInt8(ascii: "{"): return try self.parseObject()
@@ -147,12 +167,143 @@ public struct JSONParser {
         }
         // Room for a call's few members at once, rather than growing the array one member at a time.
         members.reserveCapacity(4)
-        try self.parseMembers { key, value in members[key] = value }
+        try self.parseMembers { key, parser throws(JSONParseError) in members[key] = try parser.parseValue() }
         return .object(members)
     }
 
-    /// Reads an object's members up to and including its closing brace; the opening brace is behind.
-    private mutating func parseMembers(_ member: (consuming String, consuming JSONValue) -> Void) throws(JSONParseError) {
+    /// Parses a value as ``parseValue()`` does, except that when it is an object, the values of its members named
+    /// in `texts` are kept as their text (``JSONValue/text(_:)``), checked but not built.
+    mutating func parseValue(keepingAsText texts: [String]) throws(JSONParseError) -> JSONValue {
+        guard !texts.isEmpty, self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "{") else {
+            return try self.parseValue()
+        }
+        try self.enterContainer()
+        defer { self.depth -= 1 }
+        var members = JSONObject()
+        members.reserveCapacity(4)
+        try self.parseMembers { key, parser throws(JSONParseError) in
+            if texts.contains(key) {
+                let range = try parser.skipValue()
+                members[key] = .text(JSONText(checked: parser.bytes, range))
+            } else {
+                members[key] = try parser.parseValue()
+            }
+        }
+        return .object(members)
+    }
+
+    /// Reads past one value, checking it as ``parseValue()`` would but building nothing; returns where it lay.
+    mutating func skipValue() throws(JSONParseError) -> Range<Int> {
+        let start = self.index
+        guard self.index < self.bytes.count else { throw self.error("unexpected end of input") }
+        switch self.bytes[self.index] {
+        case UInt8(ascii: "{"):
+            try self.enterContainer()
+            defer { self.depth -= 1 }
+            self.skipWhitespace()
+            if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
+                self.index += 1
+                break
+            }
+            // As parseMembers reads them, but the names are checked, not made into strings.
+            members: while true {
+                self.skipWhitespace()
+                guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\"") else {
+                    throw self.error("expected a member name in quotes")
+                }
+                try self.skipString()
+                self.skipWhitespace()
+                guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: ":") else {
+                    throw self.error("expected ':' after member name")
+                }
+                self.index += 1
+                self.skipWhitespace()
+                _ = try self.skipValue()
+                self.skipWhitespace()
+                guard self.index < self.bytes.count else { throw self.error("unexpected end of input in object") }
+                switch self.bytes[self.index] {
+                case UInt8(ascii: ","): self.index += 1
+                case UInt8(ascii: "}"): self.index += 1; break members
+                default: throw self.error("expected ',' or '}' in object")
+                }
+            }
+        case UInt8(ascii: "["):
+            try self.enterContainer()
+            defer { self.depth -= 1 }
+            self.skipWhitespace()
+            if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "]") {
+                self.index += 1
+                break
+            }
+            elements: while true {
+                self.skipWhitespace()
+                _ = try self.skipValue()
+                self.skipWhitespace()
+                guard self.index < self.bytes.count else { throw self.error("unexpected end of input in array") }
+                switch self.bytes[self.index] {
+                case UInt8(ascii: ","): self.index += 1
+                case UInt8(ascii: "]"): self.index += 1; break elements
+                default: throw self.error("expected ',' or ']' in array")
+                }
+            }
+        case UInt8(ascii: "\""): try self.skipString()
+        case UInt8(ascii: "t"): try self.expectLiteral("true")
+        case UInt8(ascii: "f"): try self.expectLiteral("false")
+        case UInt8(ascii: "n"): try self.expectLiteral("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let isInteger = try self.scanNumber()
+            // Up to eighteen characters an integer always fits; anything else is converted, as parsing would, to
+            // refuse what is out of range.
+            if !isInteger || self.index - start > 18 { _ = try self.number(from: start, isInteger: isInteger) }
+        default: throw self.error("unexpected character '\(Self.printable(self.bytes[self.index]))'")
+        }
+        return start..<self.index
+    }
+
+    /// Reads past a string, checking it as ``parseString()`` does.
+    private mutating func skipString() throws(JSONParseError) {
+        self.index += 1  // opening quote
+        var runStart = self.index
+        var seen: UInt64 = 0
+        while true {
+            self.index = Self.plainBytes(in: self.bytes, from: self.index, seen: &seen)
+            guard self.index < self.bytes.count else { throw self.error("unterminated string") }
+            if seen & Self.topBits != 0, !Self.isValidUTF8(UnsafeBufferPointer(rebasing: self.bytes[runStart..<self.index])) {
+                throw JSONParseError(offset: runStart, reason: "string is not valid UTF-8")
+            }
+            switch self.bytes[self.index] {
+            case UInt8(ascii: "\""):
+                self.index += 1
+                return
+            case UInt8(ascii: "\\"):
+                self.index += 1
+                _ = try self.parseEscape()
+                runStart = self.index
+                seen = 0
+            default:
+                throw self.error("control character in string")
+            }
+        }
+    }
+
+    /// Whether `bytes` are well-formed UTF-8, as `String(validating:)` judges, without making a string.
+    private static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
+
+    /// Reads an object's members up to and including its closing brace; the opening brace is behind. `member`
+    /// reads each value.
+    private mutating func parseMembers(
+        _ member: (consuming String, inout JSONParser) throws(JSONParseError) -> Void
+    ) throws(JSONParseError) {
         self.skipWhitespace()
         if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
             self.index += 1
@@ -170,7 +321,7 @@ public struct JSONParser {
             }
             self.index += 1
             self.skipWhitespace()
-            member(key, try self.parseValue())
+            try member(key, &self)
             self.skipWhitespace()
             guard self.index < self.bytes.count else { throw self.error("unexpected end of input in object") }
             switch self.bytes[self.index] {
@@ -353,6 +504,13 @@ public struct JSONParser {
 
     private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = self.index
+        let isInteger = try self.scanNumber()
+        return try self.number(from: start, isInteger: isInteger)
+    }
+
+    /// Reads past a number's text, checking its grammar; returns whether it is an integer (no fraction, no
+    /// exponent).
+    private mutating func scanNumber() throws(JSONParseError) -> Bool {
         var isInteger = true
         if self.bytes[self.index] == UInt8(ascii: "-") { self.index += 1 }
         guard self.index < self.bytes.count, Self.isDigit(self.bytes[self.index]) else {
@@ -382,6 +540,11 @@ public struct JSONParser {
             }
             self.skipDigits()
         }
+        return isInteger
+    }
+
+    /// The number whose text runs from `start` to here.
+    private func number(from start: Int, isInteger: Bool) throws(JSONParseError) -> JSONValue {
         let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
         if isInteger, let value = Int64(text) {
             return .int(value)

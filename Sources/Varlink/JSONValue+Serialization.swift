@@ -1,6 +1,6 @@
 extension JSONValue {
     /// Appends the compact JSON text of this value to `output`; object members are written in sorted order so that
-    /// the same value always gives the same bytes.
+    /// the same value always gives the same bytes. A value held as its text is written as it came.
     public func write(to output: inout [UInt8]) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
@@ -28,6 +28,9 @@ extension JSONValue {
                 value.write(to: &output)
             }
             output.append(UInt8(ascii: "}"))
+        case .text(let text):
+            // As sent: valid JSON already, its white space between tokens harmless where it goes.
+            output.append(contentsOf: text.utf8)
         }
     }
 
@@ -45,6 +48,8 @@ extension JSONValue {
         case .array(let elements) where !elements.isEmpty:
             let lines = elements.map { inner + $0.prettyText(indent: inner) }
             return "[\n" + lines.joined(separator: ",\n") + "\n" + indent + "]"
+        case .text(let text):
+            return text.value.prettyText(indent: indent)
         case .object(let members) where !members.isEmpty:
             var lines: [String] = []
             members.forEachByKey { key, value in

@@ -54,6 +54,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// The method the last call went to: a connection mostly calls one again and again (a producer's posts), and
     /// comparing the name costs less than hashing it for the lookup.
     private var lastMethod: (name: String, method: VarlinkMethod)?
+    /// The parameters the method called last keeps as text, kept for the same reason.
+    private var lastTexts: (method: String, parameters: [String])?
     /// The strings this peer's calls repeat.
     private let strings = JSONStringCache()
     /// Where messages end.
@@ -162,7 +164,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             }
             guard let frame else { return }  // the rest of a message is still to come
             if self.input?.readableBytes == 0 { self.input = nil }  // the next read's buffer is taken as it is
-            let pending = Self.parse(frame, strings: self.strings)
+            let pending = self.parse(frame)
             switch self.state {
             case .idle: self.handle(context: context, pending)
             case .running, .waitingForReplies: self.enqueue(context: context, pending)
@@ -209,9 +211,16 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// SO_PEERPIDFD (Linux 6.5), which Glibc 2.36's headers do not name yet.
     private static let peerPidfdOption = SocketOptionName(77)
 
-    private static func parse(_ frame: ByteBuffer, strings: JSONStringCache) -> Pending {
+    private func parse(_ frame: ByteBuffer) -> Pending {
         do throws(VarlinkProtocolError) {
-            return .call(try VarlinkCall(json: frame.readableBytesView, strings: strings), size: frame.readableBytes)
+            let call = try VarlinkCall(json: frame.readableBytesView, strings: self.strings) { method in
+                // Asked once per call: the answer for the method called last is kept.
+                if let last = self.lastTexts, last.method == method { return last.parameters }
+                let parameters = self.service.parametersKeptAsText(method)
+                self.lastTexts = (method, parameters)
+                return parameters
+            }
+            return .call(call, size: frame.readableBytes)
         } catch {
             return .refusal(error)
         }

@@ -39,8 +39,15 @@ public struct VarlinkCall: Sendable, Hashable {
     /// Reads a call from its JSON text, taking the envelope's members as they are parsed rather than through a
     /// dictionary: every call a server receives passes here.
     /// - Throws: ``VarlinkProtocolError/invalidMessage(_:)`` naming what is missing or malformed.
-    /// - Parameter strings: where strings the peer repeats (its method names, say) are kept between its calls.
-    public init<Bytes: Collection<UInt8>>(json: Bytes, strings: JSONStringCache? = nil) throws(VarlinkProtocolError) {
+    /// - Parameters:
+    ///   - strings: where strings the peer repeats (its method names, say) are kept between its calls.
+    ///   - keepingAsText: the parameters of a method (given its name) whose values are kept as their text
+    ///     (``JSONValue/text(_:)``): those the method passes on rather than reads.
+    public init<Bytes: Collection<UInt8>>(
+        json: Bytes,
+        strings: JSONStringCache? = nil,
+        keepingAsText: (String) -> [String] = { _ in [] }
+    ) throws(VarlinkProtocolError) {
         var method: JSONValue?
         var parameters: JSONValue?
         var oneway: JSONValue?
@@ -48,14 +55,27 @@ public struct VarlinkCall: Sendable, Hashable {
         var upgrade: JSONValue?
         let isObject: Bool
         do {
-            isObject = try JSONParser.parseMembers(json, strings: strings) { name, value in
+            isObject = try JSONParser.readMembers(json, strings: strings) { name, parser throws(JSONParseError) in
                 switch name {
-                case "method": method = value
-                case "parameters": parameters = value
-                case "oneway": oneway = value
-                case "more": more = value
-                case "upgrade": upgrade = value
-                default: break
+                case "method": method = try parser.parseValue()
+                case "parameters":
+                    // The method comes first in what our clients and most others send; where it comes later, the
+                    // parameters are checked now and read once it is known.
+                    guard let name = method?.stringValue else {
+                        let range = try parser.skipValue()
+                        parameters = .text(JSONText(checked: parser.bytes, range))
+                        return
+                    }
+                    parameters = try parser.parseValue(keepingAsText: keepingAsText(name))
+                case "oneway": oneway = try parser.parseValue()
+                case "more": more = try parser.parseValue()
+                case "upgrade": upgrade = try parser.parseValue()
+                default: _ = try parser.skipValue()
+                }
+            }
+            if case .text(let text)? = parameters, let name = method?.stringValue {
+                parameters = try JSONParser.parseWhole(text.utf8) { parser throws(JSONParseError) in
+                    try parser.parseValue(keepingAsText: keepingAsText(name))
                 }
             }
         } catch {

@@ -124,22 +124,39 @@ public struct VarlinkPromisedReply: Sendable {
 public struct VarlinkInterface: Sendable {
     public let description: VarlinkInterfaceDescription
     public let methods: [String: VarlinkMethod]
+    /// By method, the parameters it receives as their text (``JSONValue/text(_:)``) rather than built into values.
+    public let parametersKeptAsText: [String: [String]]
 
+    /// - Parameter parametersKeptAsText: by method, the parameters a method passes on rather than reads (an
+    ///   `object` it stores and forwards, say): they reach it as their text, checked but not built.
     /// - Important: The methods must be exactly those the description declares: an interface never advertises a
     ///   method that does not work, nor serves one it does not document. A mismatch is a programming error.
-    public init(description: VarlinkInterfaceDescription, methods: [String: VarlinkMethod]) {
+    public init(
+        description: VarlinkInterfaceDescription,
+        methods: [String: VarlinkMethod],
+        parametersKeptAsText: [String: [String]] = [:]
+    ) {
         precondition(
             Set(methods.keys) == description.methods,
             "\(description.name): declared \(description.methods.sorted()), implemented \(methods.keys.sorted())"
         )
+        precondition(
+            parametersKeptAsText.keys.allSatisfy(description.methods.contains),
+            "\(description.name): parameters kept as text for undeclared methods"
+        )
         self.description = description
         self.methods = methods
+        self.parametersKeptAsText = parametersKeptAsText
     }
 
     /// Convenience for interfaces whose text is known to be valid (it ships inside the binary).
-    public init(text: String, methods: [String: VarlinkMethod]) {
+    public init(text: String, methods: [String: VarlinkMethod], parametersKeptAsText: [String: [String]] = [:]) {
         do {
-            self.init(description: try VarlinkInterfaceDescription(text: text), methods: methods)
+            self.init(
+                description: try VarlinkInterfaceDescription(text: text),
+                methods: methods,
+                parametersKeptAsText: parametersKeptAsText
+            )
         } catch {
             preconditionFailure("built-in interface text does not parse: \(error)")
         }
@@ -167,6 +184,8 @@ public struct VarlinkService: Sendable {
     public let interfaces: [String: VarlinkInterface]
     /// Every method by its qualified name: one lookup per call.
     private let methods: [String: VarlinkMethod]
+    /// The parameters kept as text, by qualified method name (only the methods that keep some).
+    private let parametersKeptAsText: [String: [String]]
 
     public init(info: VarlinkServiceInfo, interfaces: [VarlinkInterface]) {
         self.info = info
@@ -181,10 +200,20 @@ public struct VarlinkService: Sendable {
         }
         self.interfaces = table
         var methods: [String: VarlinkMethod] = [:]
+        var texts: [String: [String]] = [:]
         for (name, interface) in table {
             for (method, implementation) in interface.methods { methods[name + "." + method] = implementation }
+            for (method, parameters) in interface.parametersKeptAsText where !parameters.isEmpty {
+                texts[name + "." + method] = parameters
+            }
         }
         self.methods = methods
+        self.parametersKeptAsText = texts
+    }
+
+    /// The parameters the method named `method` receives as their text.
+    public func parametersKeptAsText(_ method: String) -> [String] {
+        self.parametersKeptAsText.isEmpty ? [] : self.parametersKeptAsText[method] ?? []
     }
 
     /// The implementation a call goes to.

@@ -60,6 +60,20 @@ import Varlink
         #expect(value.jsonText == #"{"a":"q\"\\\n\u0001é","b":[1,2.5,null],"c":null}"#)
     }
 
+    /// A value held as its text equals, and hashes as, the value it stands for, whatever the order of its
+    /// members or the white space in it.
+    @Test func aValueHeldAsTextIsTheValueItStandsFor() throws {
+        let text = JSONValue.text(try JSONText(validating: Array(#" {"b": 2, "a": [1, "x"]} "#.utf8)))
+        let built: JSONValue = ["a": [1, "x"], "b": 2]
+        #expect(text == built && built == text)
+        #expect(text.hashValue == built.hashValue)
+        #expect(text != ["a": [1, "x"], "b": 3])
+        #expect(text.objectValue == built.objectValue)
+        #expect(text["b"]?.intValue == 2)
+        #expect(text.prettyText() == built.prettyText())
+        #expect(throws: JSONParseError.self) { try JSONText(validating: Array("{".utf8)) }
+    }
+
     @Test func roundTripsThroughTextUnchanged() throws {
         let value: JSONValue = ["method": "io.coalesced.System.Stats", "parameters": ["n": -42, "list": ["x", true]]]
         #expect(try JSONParser.parse(value.jsonText) == value)

@@ -26,6 +26,56 @@ import Varlink
         #expect(throws: VarlinkProtocolError.invalidMessage(reason)) { try VarlinkCall(json: Array(text.utf8)) }
     }
 
+    /// A parameter the method keeps as its text reads, compares and is written out as the value it stands for
+    /// (written: byte for byte as sent), whether the method comes before the parameters or after them.
+    @Test func aParameterKeptAsTextIsTheValueSentAndWrittenAsSent() throws {
+        let payload = #"{ "b": [1, 2.5e3, "\u00e9\n"], "a": {"c": null} }"#
+        let orders = [
+            #"{"method":"a.b.C","parameters":{"kind":"k","payload":"# + payload + "}}",
+            #"{"parameters":{"kind":"k","payload":"# + payload + #"},"method":"a.b.C"}"#,
+        ]
+        for text in orders {
+            let call = try VarlinkCall(json: Array(text.utf8)) { method in method == "a.b.C" ? ["payload"] : [] }
+            guard case .text(let kept)? = call.parameters["payload"] else {
+                Issue.record("payload not kept as text in \(text)")
+                continue
+            }
+            #expect(kept.utf8 == Array(payload.utf8))
+            #expect(call.parameters["kind"] == "k")
+            #expect(call.parameters["payload"] == ["a": ["c": nil], "b": [1, .double(2500), "é\n"]])
+            #expect(call.parameters["payload"]?.isObject == true)
+            #expect(call.parameters["payload"]?["b"]?.arrayValue?.count == 3)
+            #expect(call.parameters == (try VarlinkCall(json: Array(text.utf8))).parameters)
+            var written: [UInt8] = []
+            JSONValue.text(kept).write(to: &written)
+            #expect(written == Array(payload.utf8))
+        }
+        let notObject = try VarlinkCall(json: Array(#"{"method":"a.b.C","parameters":{"payload":[1]}}"#.utf8)) { _ in ["payload"] }
+        #expect(notObject.parameters["payload"]?.isObject == false)
+        #expect(notObject.parameters["payload"] == [1])
+    }
+
+    /// What a call kept as text is checked as strictly as a parsed one: the same text is refused with the same
+    /// error, at the same byte, whether the parameter is parsed or kept, and wherever the method comes.
+    @Test(arguments: [
+        "{\"a\" 1}", "[1,]", "tru", "\"abc", "\"a\u{01}\"", "\"\\ud800\"", "\"\\x\"", "1e999", "-", "1.", "{1:2}",
+        "{\"a\":1,}", "{\"a\":[1 2]}", "[", "\"\\u12\"", "\"\u{E9}\"", String(repeating: "[", count: 200),
+        "123456789012345678901234567890e400", "{\"x\":\"\\ud83d\\u0041\"}",
+    ])
+    func aParameterKeptAsTextIsRefusedAsParsingRefusesIt(payload: String) {
+        for text in [
+            #"{"method":"a.b.C","parameters":{"payload":"# + payload + "}}",
+            #"{"parameters":{"payload":"# + payload + #"},"method":"a.b.C"}"#,
+        ] {
+            var bytes = Array(text.utf8)
+            // A byte that is not UTF-8, in place of the é.
+            if let position = bytes.firstIndex(of: 0xC3) { bytes.replaceSubrange(position...position + 1, with: [0xFF]) }
+            let parsed = #expect(throws: VarlinkProtocolError.self) { try VarlinkCall(json: bytes) }
+            let kept = #expect(throws: VarlinkProtocolError.self) { try VarlinkCall(json: bytes) { _ in ["payload"] } }
+            #expect(parsed != nil && kept == parsed, "\(text)")
+        }
+    }
+
     @Test func callAndReplyRoundTrip() throws {
         let call = VarlinkCall(method: "a.b.C", parameters: ["x": "y"], oneway: true)
         #expect(try VarlinkCall(json: Array(call.message.jsonText.utf8)) == call)
