@@ -83,7 +83,7 @@ enum AppInterface {
                     let limit = daemon.configuration.maxPayloadSize
                     // As sent (its text), or as written out compactly where it reached us built.
                     let size: Int
-                    if case .text(let text) = payload { size = text.utf8.count } else { size = payload.jsonText.utf8.count }
+                    if case .text(let text) = payload { size = text.count } else { size = payload.jsonText.utf8.count }
                     guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
                     var policy: CoalescingPolicy?
                     if let value = request.call.parameters["policy"], value != .null {

@@ -1,3 +1,16 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a member's name lies in the input being parsed, checked but not yet made into a string (see
+/// ``JSONParser/string(_:)`` and ``JSONParser/name(_:is:)``).
+struct JSONMemberName {
+    /// The bytes between the quotes.
+    var characters: Range<Int>
+    /// No escapes and nothing but ASCII: the bytes are the name.
+    var plainASCII: Bool
+}
+
 /// Why a byte sequence is not the JSON text we accept.
 public struct JSONParseError: Error, Hashable, CustomStringConvertible {
     /// Byte offset of the problem within the message.
@@ -53,7 +66,9 @@ public struct JSONParser {
                 return false
             }
             try parser.enterContainer()
-            try parser.parseMembers { name, parser throws(JSONParseError) in member(name, try parser.parseValue()) }
+            try parser.parseMembers { name, parser throws(JSONParseError) in
+                member(try parser.string(name), try parser.parseValue())
+            }
             parser.depth -= 1
             return true
         }
@@ -65,7 +80,7 @@ public struct JSONParser {
     static func readMembers<Bytes: Collection<UInt8>>(
         _ input: Bytes,
         strings: JSONStringCache? = nil,
-        _ member: (consuming String, inout JSONParser) throws(JSONParseError) -> Void
+        _ member: (JSONMemberName, inout JSONParser) throws(JSONParseError) -> Void
     ) throws(JSONParseError) -> Bool {
         try Self.parseWhole(input, strings: strings) { parser throws(JSONParseError) in
             guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "{") else {
@@ -167,7 +182,7 @@ public struct JSONParser {
         }
         // Room for a call's few members at once, rather than growing the array one member at a time.
         members.reserveCapacity(4)
-        try self.parseMembers { key, parser throws(JSONParseError) in members[key] = try parser.parseValue() }
+        try self.parseMembers { name, parser throws(JSONParseError) in members[try parser.string(name)] = try parser.parseValue() }
         return .object(members)
     }
 
@@ -181,7 +196,8 @@ public struct JSONParser {
         defer { self.depth -= 1 }
         var members = JSONObject()
         members.reserveCapacity(4)
-        try self.parseMembers { key, parser throws(JSONParseError) in
+        try self.parseMembers { name, parser throws(JSONParseError) in
+            let key = try parser.string(name)
             if texts.contains(key) {
                 let range = try parser.skipValue()
                 members[key] = .text(JSONText(checked: parser.bytes, range))
@@ -200,33 +216,7 @@ public struct JSONParser {
         case UInt8(ascii: "{"):
             try self.enterContainer()
             defer { self.depth -= 1 }
-            self.skipWhitespace()
-            if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
-                self.index += 1
-                break
-            }
-            // As parseMembers reads them, but the names are checked, not made into strings.
-            members: while true {
-                self.skipWhitespace()
-                guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\"") else {
-                    throw self.error("expected a member name in quotes")
-                }
-                try self.skipString()
-                self.skipWhitespace()
-                guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: ":") else {
-                    throw self.error("expected ':' after member name")
-                }
-                self.index += 1
-                self.skipWhitespace()
-                _ = try self.skipValue()
-                self.skipWhitespace()
-                guard self.index < self.bytes.count else { throw self.error("unexpected end of input in object") }
-                switch self.bytes[self.index] {
-                case UInt8(ascii: ","): self.index += 1
-                case UInt8(ascii: "}"): self.index += 1; break members
-                default: throw self.error("expected ',' or '}' in object")
-                }
-            }
+            try self.parseMembers { _, parser throws(JSONParseError) in _ = try parser.skipValue() }
         case UInt8(ascii: "["):
             try self.enterContainer()
             defer { self.depth -= 1 }
@@ -260,11 +250,15 @@ public struct JSONParser {
         return start..<self.index
     }
 
-    /// Reads past a string, checking it as ``parseString()`` does.
-    private mutating func skipString() throws(JSONParseError) {
+    /// Reads past a string, checking it as ``parseString()`` does; returns where its characters lie and how they
+    /// are written.
+    @discardableResult
+    private mutating func skipString() throws(JSONParseError) -> JSONMemberName {
         self.index += 1  // opening quote
+        let start = self.index
         var runStart = self.index
         var seen: UInt64 = 0
+        var plain = true
         while true {
             self.index = Self.plainBytes(in: self.bytes, from: self.index, seen: &seen)
             guard self.index < self.bytes.count else { throw self.error("unterminated string") }
@@ -274,11 +268,12 @@ public struct JSONParser {
             switch self.bytes[self.index] {
             case UInt8(ascii: "\""):
                 self.index += 1
-                return
+                return JSONMemberName(characters: start..<self.index - 1, plainASCII: plain && seen & Self.topBits == 0)
             case UInt8(ascii: "\\"):
                 self.index += 1
                 _ = try self.parseEscape()
                 runStart = self.index
+                plain = false
                 seen = 0
             default:
                 throw self.error("control character in string")
@@ -300,9 +295,10 @@ public struct JSONParser {
     }
 
     /// Reads an object's members up to and including its closing brace; the opening brace is behind. `member`
-    /// reads each value.
+    /// reads each value. Names are checked and handed over where they lie: a reader that only compares them with
+    /// names it knows (a call's envelope) never makes them into strings.
     private mutating func parseMembers(
-        _ member: (consuming String, inout JSONParser) throws(JSONParseError) -> Void
+        _ member: (JSONMemberName, inout JSONParser) throws(JSONParseError) -> Void
     ) throws(JSONParseError) {
         self.skipWhitespace()
         if self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "}") {
@@ -314,7 +310,7 @@ public struct JSONParser {
             guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\"") else {
                 throw self.error("expected a member name in quotes")
             }
-            let key = try self.parseString()
+            let key = try self.skipString()
             self.skipWhitespace()
             guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: ":") else {
                 throw self.error("expected ':' after member name")
@@ -352,6 +348,28 @@ public struct JSONParser {
             default: throw self.error("expected ',' or ']' in array")
             }
         }
+    }
+
+    /// A member's name, as a string.
+    func string(_ name: JSONMemberName) throws(JSONParseError) -> String {
+        if name.plainASCII, name.characters.count <= 15 {
+            let characters = UnsafeBufferPointer(rebasing: self.bytes[name.characters])
+            return String(unsafeUninitializedCapacity: characters.count) { buffer in
+                UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(characters))
+                return characters.count
+            }
+        }
+        // Escaped, long or not ASCII: read again, the way any string is.
+        var parser = self
+        parser.index = name.characters.lowerBound - 1
+        return try parser.parseString()
+    }
+
+    /// Whether a member's name is `known` (an ASCII name without escapes, as a caller spells the names it reads).
+    func name(_ name: JSONMemberName, is known: StaticString) -> Bool {
+        guard name.plainASCII else { return (try? self.string(name)) == known.description }
+        guard name.characters.count == known.utf8CodeUnitCount, let base = self.bytes.baseAddress else { return false }
+        return memcmp(base + name.characters.lowerBound, known.utf8Start, known.utf8CodeUnitCount) == 0
     }
 
     private mutating func parseString() throws(JSONParseError) -> String {

@@ -30,7 +30,7 @@ extension JSONValue {
             output.append(UInt8(ascii: "}"))
         case .text(let text):
             // As sent: valid JSON already, its white space between tokens harmless where it goes.
-            output.append(contentsOf: text.utf8)
+            text.withUTF8 { output.append(contentsOf: $0) }
         }
     }
 

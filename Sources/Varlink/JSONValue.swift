@@ -106,7 +106,7 @@ extension JSONValue: Hashable {
         case (.string(let left), .string(let right)): return left == right
         case (.array(let left), .array(let right)): return left == right
         case (.object(let left), .object(let right)): return left == right
-        case (.text(let left), .text(let right)) where left.utf8 == right.utf8: return true
+        case (.text(let left), .text(let right)) where left.sameText(as: right): return true
         case (.text, _), (_, .text): return lhs.resolved == rhs.resolved
         default: return false
         }

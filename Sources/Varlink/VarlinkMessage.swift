@@ -56,9 +56,9 @@ public struct VarlinkCall: Sendable, Hashable {
         let isObject: Bool
         do {
             isObject = try JSONParser.readMembers(json, strings: strings) { name, parser throws(JSONParseError) in
-                switch name {
-                case "method": method = try parser.parseValue()
-                case "parameters":
+                if parser.name(name, is: "method") {
+                    method = try parser.parseValue()
+                } else if parser.name(name, is: "parameters") {
                     // The method comes first in what our clients and most others send; where it comes later, the
                     // parameters are checked now and read once it is known.
                     guard let name = method?.stringValue else {
@@ -67,10 +67,14 @@ public struct VarlinkCall: Sendable, Hashable {
                         return
                     }
                     parameters = try parser.parseValue(keepingAsText: keepingAsText(name))
-                case "oneway": oneway = try parser.parseValue()
-                case "more": more = try parser.parseValue()
-                case "upgrade": upgrade = try parser.parseValue()
-                default: _ = try parser.skipValue()
+                } else if parser.name(name, is: "oneway") {
+                    oneway = try parser.parseValue()
+                } else if parser.name(name, is: "more") {
+                    more = try parser.parseValue()
+                } else if parser.name(name, is: "upgrade") {
+                    upgrade = try parser.parseValue()
+                } else {
+                    _ = try parser.skipValue()
                 }
             }
             if case .text(let text)? = parameters, let name = method?.stringValue {

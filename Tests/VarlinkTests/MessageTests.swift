@@ -13,6 +13,16 @@ import Varlink
         #expect(call.more && !call.oneway && !call.upgrade)
     }
 
+    /// The envelope's names are compared where they lie; one written with escapes is the same name.
+    @Test func readsEnvelopeNamesWrittenWithEscapes() throws {
+        let call = try VarlinkCall(
+            json: Array(#"{"\u006dethod":"a.b.C","param\u0065ters":{"k\u00e9y":1},"more":true,"other":[{"x":"\u00e9"}]}"#.utf8)
+        )
+        #expect(call.method == "a.b.C")
+        #expect(call.parameters == ["kéy": 1])
+        #expect(call.more)
+    }
+
     @Test(arguments: [
         (#"[]"#, "a call must be a JSON object"),
         (#"{}"#, "a call needs a string member 'method'"),
