@@ -60,17 +60,8 @@ public struct JSONParser {
         strings: JSONStringCache? = nil,
         _ member: (consuming String, consuming JSONValue) -> Void
     ) throws(JSONParseError) -> Bool {
-        try Self.parseWhole(input, strings: strings) { parser throws(JSONParseError) in
-            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "{") else {
-                _ = try parser.parseValue()
-                return false
-            }
-            try parser.enterContainer()
-            try parser.parseMembers { name, parser throws(JSONParseError) in
-                member(try parser.string(name), try parser.parseValue())
-            }
-            parser.depth -= 1
-            return true
+        try Self.readMembers(input, strings: strings) { name, parser throws(JSONParseError) in
+            member(try parser.string(name), try parser.parseValue())
         }
     }
 
