@@ -35,8 +35,8 @@ public struct JSONParser {
     public static let maximumDepth = 128
 
     /// The input, valid only while `parse` runs: read in place, never copied.
-    let bytes: UnsafeBufferPointer<UInt8>
-    private(set) var index: Int = 0
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index: Int = 0
     private var depth: Int = 0
     /// Strings the input's sender repeats, when the caller keeps them.
     private let strings: JSONStringCache?
@@ -162,7 +162,14 @@ public struct JSONParser {
         self.index += 1
     }
 
-    private mutating func parseObject() throws(JSONParseError) -> JSONValue {
+    /// Parses a value as ``parseValue()`` does, except that when it is an object, the values of its members named
+    /// in `texts` are kept as their text (``JSONValue/text(_:)``), checked but not built.
+    mutating func parseValue(keepingAsText texts: [String]) throws(JSONParseError) -> JSONValue {
+        guard self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "{") else { return try self.parseValue() }
+        return try self.parseObject(keepingAsText: texts)
+    }
+
+    private mutating func parseObject(keepingAsText texts: [String] = []) throws(JSONParseError) -> JSONValue {
         try self.enterContainer()
         defer { self.depth -= 1 }
         var members = JSONObject()
@@ -173,30 +180,16 @@ public struct JSONParser {
         }
         // Room for a call's few members at once, rather than growing the array one member at a time.
         members.reserveCapacity(4)
-        try self.parseMembers { name, parser throws(JSONParseError) in members[try parser.string(name)] = try parser.parseValue() }
+        try self.parseMembers { name, parser throws(JSONParseError) in
+            let key = try parser.string(name)
+            members[key] = texts.contains(key) ? .text(try parser.readText()) : try parser.parseValue()
+        }
         return .object(members)
     }
 
-    /// Parses a value as ``parseValue()`` does, except that when it is an object, the values of its members named
-    /// in `texts` are kept as their text (``JSONValue/text(_:)``), checked but not built.
-    mutating func parseValue(keepingAsText texts: [String]) throws(JSONParseError) -> JSONValue {
-        guard !texts.isEmpty, self.index < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "{") else {
-            return try self.parseValue()
-        }
-        try self.enterContainer()
-        defer { self.depth -= 1 }
-        var members = JSONObject()
-        members.reserveCapacity(4)
-        try self.parseMembers { name, parser throws(JSONParseError) in
-            let key = try parser.string(name)
-            if texts.contains(key) {
-                let range = try parser.skipValue()
-                members[key] = .text(JSONText(checked: parser.bytes, range))
-            } else {
-                members[key] = try parser.parseValue()
-            }
-        }
-        return .object(members)
+    /// Reads past one value, checking it as ``parseValue()`` would, and keeps its text.
+    mutating func readText() throws(JSONParseError) -> JSONText {
+        JSONText(checked: self.bytes, try self.skipValue())
     }
 
     /// Reads past one value, checking it as ``parseValue()`` would but building nothing; returns where it lay.

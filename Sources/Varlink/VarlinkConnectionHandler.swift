@@ -53,9 +53,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private let maximumConcurrentCalls: Int
     /// The method the last call went to: a connection mostly calls one again and again (a producer's posts), and
     /// comparing the name costs less than hashing it for the lookup.
-    private var lastMethod: (name: String, method: VarlinkMethod)?
-    /// The parameters the method called last keeps as text, kept for the same reason.
-    private var lastTexts: (method: String, parameters: [String])?
+    /// With the parameters it keeps as text, which the next call's parsing asks for before its method is looked up.
+    private var lastMethod: (name: String, method: VarlinkMethod, keptAsText: [String])?
     /// The strings this peer's calls repeat.
     private let strings = JSONStringCache()
     /// Where messages end.
@@ -214,11 +213,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private func parse(_ frame: ByteBuffer) -> Pending {
         do throws(VarlinkProtocolError) {
             let call = try VarlinkCall(json: frame.readableBytesView, strings: self.strings) { method in
-                // Asked once per call: the answer for the method called last is kept.
-                if let last = self.lastTexts, last.method == method { return last.parameters }
-                let parameters = self.service.parametersKeptAsText(method)
-                self.lastTexts = (method, parameters)
-                return parameters
+                if let last = self.lastMethod, last.name == method { return last.keptAsText }
+                return self.service.parametersKeptAsText(method)
             }
             return .call(call, size: frame.readableBytes)
         } catch {
@@ -290,7 +286,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 method = last.method
             } else {
                 method = try self.service.method(for: request.call)
-                self.lastMethod = (request.call.method, method)
+                self.lastMethod = (request.call.method, method, self.service.parametersKeptAsText(request.call.method))
             }
         } catch {
             self.statistics.update { $0.calls += 1 }

@@ -62,8 +62,7 @@ public struct VarlinkCall: Sendable, Hashable {
                     // The method comes first in what our clients and most others send; where it comes later, the
                     // parameters are checked now and read once it is known.
                     guard let name = method?.stringValue else {
-                        let range = try parser.skipValue()
-                        parameters = .text(JSONText(checked: parser.bytes, range))
+                        parameters = .text(try parser.readText())
                         return
                     }
                     parameters = try parser.parseValue(keepingAsText: keepingAsText(name))
@@ -78,9 +77,13 @@ public struct VarlinkCall: Sendable, Hashable {
                 }
             }
             if case .text(let text)? = parameters, let name = method?.stringValue {
-                parameters = try JSONParser.parseWhole(text.utf8) { parser throws(JSONParseError) in
-                    try parser.parseValue(keepingAsText: keepingAsText(name))
+                let texts = keepingAsText(name)
+                let reread = text.withUTF8 { bytes in
+                    Result { () throws(JSONParseError) in
+                        try JSONParser.parseWhole(bytes) { parser throws(JSONParseError) in try parser.parseValue(keepingAsText: texts) }
+                    }
                 }
+                parameters = try reread.get()
             }
         } catch {
             throw .invalidMessage(error.description)

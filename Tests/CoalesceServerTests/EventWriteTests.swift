@@ -135,7 +135,14 @@ import Varlink
             let app = try VarlinkClient(path: socket)
             app.setReceiveTimeout(.seconds(10))
             try app.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(mail.value)], more: true))
-            _ = try app.receiveReply()  // its state: launched, the delivery of what it held queued
+            _ = try app.receiveReply()  // its state
+            // The launch that queues the delivery of what it held may still be on its way after that reply: the
+            // delivery must be queued behind the failing write before the writer is let go.
+            let queued = Date(timeIntervalSinceNow: 10)
+            while !manager.state.withLock({ $0.records[mail]?.drainInFlight == true }), Date() < queued {
+                usleep(1000)
+            }
+            #expect(manager.state.withLock { $0.records[mail]?.drainInFlight == true }, "the delivery is queued")
             first.release.signal()
             second.entered.wait()
             // The delivery is in the batch the writer is carrying out: this post, decided now, would be sent.
