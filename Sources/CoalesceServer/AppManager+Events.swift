@@ -48,12 +48,18 @@ extension AppManager {
             // One app: answered straight from its write. Whether the target is a valid name at all needs no
             // check of its own: an invalid one is no registered app either.
             let appName = AppName(lookingUp: target)
-            let found = self.state.withLock { state in state.update(appName) { Recipient($0, appName, kind, peer) } }
-            guard let recipient = found else { throw .unknownTarget(target: target) }
-            guard recipient.allows(peer) else { throw .notAllowedToPost(target: target) }
-            self.deliver(post, to: recipient) { sent, failure in
+            let finished: @Sendable (Bool, (any Error)?) -> Void = { sent, failure in
                 answer(failure.map { .failure(Self.postError($0, target: target)) }
                     ?? .success(PostOutcome(delivered: sent, recipients: 1, refused: [])))
+            }
+            switch self.enqueuePost(appName, post, checking: peer, finished: finished) {
+            case .unknownApp: throw .unknownTarget(target: target)
+            case .notAllowed: throw .notAllowedToPost(target: target)
+            case .groupsDecide(let recipient):
+                guard recipient.allows(peer) else { throw .notAllowedToPost(target: target) }
+                self.deliver(post, to: recipient, finished: finished)
+            case .enqueued(let sent, let wakes):
+                if !sent, wakes { self.launchForEvent(appName) }
             }
             return
         }
@@ -128,8 +134,19 @@ extension AppManager {
     }
 
     private func deliver(_ post: Post, to recipient: Recipient, finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void) {
-        let sent = self.enqueuePost(recipient.app, post, finished: finished)
+        guard case .enqueued(let sent, _) = self.enqueuePost(recipient.app, post, finished: finished) else { return }  // never: apps are not removed
         if !sent, recipient.wakes { self.launchForEvent(recipient.app) }
+    }
+
+    /// How ``enqueuePost(_:_:checking:finished:)`` went.
+    private enum Enqueued {
+        /// Taken: sent to the app at once, or held; whether its kind wakes the app (when the poster was checked).
+        case enqueued(sent: Bool, wakes: Bool)
+        case unknownApp
+        /// The poster may not post to the app.
+        case notAllowed
+        /// Whether the poster may post to the app depends on its groups, to be looked up outside the lock.
+        case groupsDecide(Recipient)
     }
 
     /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
@@ -155,67 +172,98 @@ extension AppManager {
 
     /// One app's part of a post: sent or held, decided and handed to the store under the lock, so that the store
     /// applies posts in the order they were decided. A volatile kind with nothing of the app's on its way through
-    /// the store is applied here and now. Returns whether the app is sent the event.
-    private func enqueuePost(_ appName: AppName, _ post: Post, finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void) -> Bool {
+    /// the store is applied here and now. `finished` is called once it is, unless it was not taken.
+    ///
+    /// With `poster`, who posts is checked first, in the same look at the app's record: one lookup and one lock
+    /// for a post to one app.
+    private func enqueuePost(
+        _ appName: AppName,
+        _ post: Post,
+        checking poster: VarlinkPeer? = nil,
+        finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
+    ) -> Enqueued {
         var refusal: PostRefusal?
-        let (sendsNow, write) = self.state.withLock { state -> (Bool, EventWrite?) in
+        var wakes = false
+        let (outcome, write) = self.state.withLock { state -> (Enqueued, EventWrite?) in
             var counted: (sent: Int, held: Int) = (0, 0)
             defer {
                 state.postsSent += counted.sent
                 state.postsHeld += counted.held
             }
-            return state.update(appName) { record -> (Bool, EventWrite?) in
-                let posted = wallClock()
-                let durable = !record.declarations.volatile.contains(post.kind)
-                let policy = post.policy ?? record.declarations.policies[post.kind] ?? .latest
-                // An app that does not keep up (too much unread or unacknowledged) gets its events held and
-                // coalesced like a suspended one until it catches up, rather than growing the daemon's memory.
-                let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
-                // While a refused wake's delivery waits to be tried again, posts are held behind what it held.
-                let sendsNow =
-                    record.lifecycle.receivesAtOnce && record.attachment != nil && !record.drainFailed
-                    && outstanding < Self.maximumUnacknowledged
-                    && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
-                // What it held while it lagged goes first (what a refused wake left is tried again on its own).
-                if sendsNow { self.deliverHeld(appName, &record) }
-                let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
-                if !durable, !inFlight {
-                    if sendsNow {
-                        if policy == .netChange { record.queue.setBaseline(post.kind, post.payload) }
-                        record.undelivered.append((nil, Self.event(post.kind, post.payload, posted: posted)))
-                        self.sendUndelivered(&record)
-                        counted.sent = 1
-                    } else {
-                        do throws(PostRefusal) {
-                            try record.queue.post(post.kind, post.payload, policy: policy, at: posted)
-                            counted.held = 1
-                        } catch {
-                            refusal = error
-                        }
+            return state.update(appName) { record -> (Enqueued, EventWrite?) in
+                if let poster {
+                    let recipient = Recipient(record, appName, post.kind, poster)
+                    switch recipient.permission {
+                    case .allowed: wakes = recipient.wakes
+                    case .denied: return (.notAllowed, nil)
+                    case .byGroup: return (.groupsDecide(recipient), nil)
                     }
-                    return (sendsNow, nil)
                 }
-                let write: EventWrite
-                if sendsNow {
-                    write = EventWrite(
-                        manager: self, app: appName, durable: durable, finished: finished,
-                        .send(post.kind, post.payload, policy: policy, posted: posted)
-                    )
-                    record.sendsInFlight += 1
-                } else {
-                    let hold = EventWrite.Hold(payload: post.payload, policy: policy, posted: posted, finished: finished)
-                    record.holdsInFlight += 1
-                    // Nothing of the app's comes between: the post goes into that write, in the same order.
-                    if let last = record.lastWrite, last.join(post.kind, durable: durable, hold) { return (false, last) }
-                    write = EventWrite(manager: self, app: appName, durable: durable, .hold(post.kind), holding: hold)
-                }
-                record.lastWrite = write
-                self.submit(write)
-                return (sendsNow, write)
-            } ?? (false, nil)  // never: apps are not removed
+                let (sendsNow, write) = self.enqueue(appName, post, &record, counted: &counted, refusal: &refusal, finished: finished)
+                return (.enqueued(sent: sendsNow, wakes: wakes), write)
+            } ?? (.unknownApp, nil)
         }
-        if write == nil { finished(sendsNow, refusal) }
-        return sendsNow
+        if case .enqueued(let sendsNow, _) = outcome, write == nil { finished(sendsNow, refusal) }
+        return outcome
+    }
+
+    /// The part of ``enqueuePost(_:_:checking:finished:)`` done on the app's record, under the lock: whether the
+    /// post is sent at once, and the write it went into (`nil`: applied already, or refused with `refusal`).
+    private func enqueue(
+        _ appName: AppName,
+        _ post: Post,
+        _ record: inout Record,
+        counted: inout (sent: Int, held: Int),
+        refusal: inout PostRefusal?,
+        finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
+    ) -> (Bool, EventWrite?) {
+        let posted = wallClock()
+        let durable = !record.declarations.volatile.contains(post.kind)
+        let policy = post.policy ?? record.declarations.policies[post.kind] ?? .latest
+        // An app that does not keep up (too much unread or unacknowledged) gets its events held and
+        // coalesced like a suspended one until it catches up, rather than growing the daemon's memory.
+        let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
+        // While a refused wake's delivery waits to be tried again, posts are held behind what it held.
+        let sendsNow =
+            record.lifecycle.receivesAtOnce && record.attachment != nil && !record.drainFailed
+            && outstanding < Self.maximumUnacknowledged
+            && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
+        // What it held while it lagged goes first (what a refused wake left is tried again on its own).
+        if sendsNow { self.deliverHeld(appName, &record) }
+        let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
+        if !durable, !inFlight {
+            if sendsNow {
+                if policy == .netChange { record.queue.setBaseline(post.kind, post.payload) }
+                record.undelivered.append((nil, Self.event(post.kind, post.payload, posted: posted)))
+                self.sendUndelivered(&record)
+                counted.sent = 1
+            } else {
+                do throws(PostRefusal) {
+                    try record.queue.post(post.kind, post.payload, policy: policy, at: posted)
+                    counted.held = 1
+                } catch {
+                    refusal = error
+                }
+            }
+            return (sendsNow, nil)
+        }
+        let write: EventWrite
+        if sendsNow {
+            write = EventWrite(
+                manager: self, app: appName, durable: durable, finished: finished,
+                .send(post.kind, post.payload, policy: policy, posted: posted)
+            )
+            record.sendsInFlight += 1
+        } else {
+            let hold = EventWrite.Hold(payload: post.payload, policy: policy, posted: posted, finished: finished)
+            record.holdsInFlight += 1
+            // Nothing of the app's comes between: the post goes into that write, in the same order.
+            if let last = record.lastWrite, last.join(post.kind, durable: durable, hold) { return (false, last) }
+            write = EventWrite(manager: self, app: appName, durable: durable, .hold(post.kind), holding: hold)
+        }
+        record.lastWrite = write
+        self.submit(write)
+        return (sendsNow, write)
     }
 
     /// Hands an event write to the store. On an event loop, the writes decided in one pass of the loop (a read's

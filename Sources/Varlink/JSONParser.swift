@@ -422,12 +422,38 @@ public struct JSONParser {
     private static let lowBits: UInt64 = 0x0101_0101_0101_0101
 
     /// The index of the first byte from `start` that ends a run of plain string bytes (a quote, a backslash or a
-    /// control character), or the end; the run's bytes are ORed into `seen`. Eight bytes are tested at a time (the
-    /// bit tricks find a zero byte, or one below 0x20, anywhere in a word): a payload's long strings are most of
+    /// control character), or the end; the run's bytes are ORed into `seen`. Sixteen bytes are tested at a time
+    /// with vector compares, and the last few eight at a time with bit tricks: a payload's long strings are most of
     /// what a post carries, and a byte at a time cost about twenty instructions each.
+    @inline(__always)
     private static func plainBytes(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, seen: inout UInt64) -> Int {
         guard let base = bytes.baseAddress else { return start }
         var index = start
+        // Constants here, not static: a static is reached through a one-time initialization check on every use.
+        let quotes = SIMD16<UInt8>(repeating: UInt8(ascii: "\""))
+        let backslashes = SIMD16<UInt8>(repeating: UInt8(ascii: "\\"))
+        let spaces = SIMD16<UInt8>(repeating: 0x20)
+        while bytes.count - index >= 16 {
+            let chunk = UnsafeRawPointer(base + index).loadUnaligned(as: SIMD16<UInt8>.self)
+            let stops = (chunk .== quotes) .| (chunk .== backslashes) .| (chunk .< spaces)
+            // Each half as an integer (a stop's byte is all ones; little-endian, so the lowest byte comes first):
+            // `any(stops)` and the like are out-of-line calls.
+            let flags = unsafeBitCast(stops, to: SIMD2<UInt64>.self)
+            let words = unsafeBitCast(chunk, to: SIMD2<UInt64>.self)
+            if flags[0] != 0 {
+                let plain = flags[0].trailingZeroBitCount / 8
+                seen |= words[0] & ((1 &<< UInt64(plain * 8)) &- 1)
+                return index + plain
+            }
+            seen |= words[0]
+            if flags[1] != 0 {
+                let plain = flags[1].trailingZeroBitCount / 8
+                seen |= words[1] & ((1 &<< UInt64(plain * 8)) &- 1)
+                return index + 8 + plain
+            }
+            seen |= words[1]
+            index += 16
+        }
         while bytes.count - index >= 8 {
             let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
             let quote = word ^ (Self.lowBits &* UInt64(UInt8(ascii: "\"")))
@@ -438,9 +464,9 @@ public struct JSONParser {
                 ((quote &- Self.lowBits) & ~quote | (backslash &- Self.lowBits) & ~backslash
                     | (word &- Self.lowBits &* 0x20) & ~word) & Self.topBits
             if flags != 0 {
-                let stop = index + flags.trailingZeroBitCount / 8
-                for position in index..<stop { seen |= UInt64(bytes[position]) }
-                return stop
+                let plain = flags.trailingZeroBitCount / 8  // bytes before the stop, 0 to 7 (little-endian)
+                seen |= word & ((1 &<< UInt64(plain * 8)) &- 1)
+                return index + plain
             }
             seen |= word
             index += 8

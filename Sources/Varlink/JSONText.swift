@@ -28,12 +28,13 @@ public struct JSONText: @unchecked Sendable {
     }
 
     /// The number of bytes of the text.
-    public var count: Int { self.storage.header }
+    // Through the pointer: `header` is a class's stored property, checked for exclusive access at run time.
+    public var count: Int { self.storage.withUnsafeMutablePointerToHeader { $0.pointee } }
 
     /// Calls `body` with the text: valid JSON (RFC 8259) as sent, perhaps with white space between its tokens.
     public func withUTF8<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
         try self.storage.withUnsafeMutablePointerToElements { bytes in
-            try body(UnsafeBufferPointer(start: bytes, count: self.storage.header))
+            try body(UnsafeBufferPointer(start: bytes, count: self.count))
         }
     }
 

@@ -36,47 +36,59 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case refusal(VarlinkProtocolError)
     }
 
+    // The handler's state is read and changed only on its channel's event loop, by its own methods, never across a
+    // suspension: the run-time exclusivity check, a thread-local lookup on every access (several per call), guards
+    // against nothing here and cost about 700 instructions per post.
     private let service: VarlinkService
     private let statistics: VarlinkServerStatistics
     private let tasks: VarlinkTaskRegistry
     private let maximumQueuedCalls: Int
     private let logger: Logger
-    private var state = State.idle
-    private var queue = CircularBuffer<Pending>()
-    /// Replies owed to the peer in call order while deferred calls run: `nil` until the call has answered.
-    private var owed = CircularBuffer<(id: Int, reply: VarlinkReply?)>()
+    @exclusivity(unchecked) private var state = State.idle
+    @exclusivity(unchecked) private var queue = CircularBuffer<Pending>()
+    /// The calls owed replies, in call order, while deferred calls run.
+    @exclusivity(unchecked) private var owed = CircularBuffer<Int>()
+    /// Replies given before the replies owed ahead of them: they wait here for their turn. Deferred calls mostly
+    /// answer in call order, and such a reply goes out at once without being kept. The line holds consecutive ids
+    /// (a oneway call takes none).
+    @exclusivity(unchecked) private var parked: [Int: VarlinkReply] = [:]
+    /// The deferred replies the event loop takes from ``answered``: handed over by a swap, so that neither side
+    /// allocates for the next ones.
+    @exclusivity(unchecked) private var taken: [(id: Int, reply: VarlinkReply)] = []
+    /// For each call in the line, where its reply is in ``taken`` (-1: not there): to settle them in call order.
+    @exclusivity(unchecked) private var places: [Int] = []
     /// Deferred calls' replies as they are given; set up once the handler is in a pipeline.
-    private var answered: VarlinkAnsweredReplies!
+    @exclusivity(unchecked) private var answered: VarlinkAnsweredReplies!
     /// Reply frames written since the last flush: a read's replies go to the channel as one buffer.
-    private var outgoing: [UInt8] = []
-    private var nextOwedID = 0
+    @exclusivity(unchecked) private var outgoing: [UInt8] = []
+    @exclusivity(unchecked) private var nextOwedID = 0
     private let maximumConcurrentCalls: Int
     /// The method the last call went to: a connection mostly calls one again and again (a producer's posts), and
     /// comparing the name costs less than hashing it for the lookup.
     /// With the parameters it keeps as text, which the next call's parsing asks for before its method is looked up.
-    private var lastMethod: (name: String, method: VarlinkMethod, keptAsText: [String])?
+    @exclusivity(unchecked) private var lastMethod: (name: String, method: VarlinkMethod, keptAsText: [String])?
     /// The strings this peer's calls repeat.
     private let strings = JSONStringCache()
     /// Where messages end.
-    private var decoder: VarlinkFrameDecoder
+    @exclusivity(unchecked) private var decoder: VarlinkFrameDecoder
     /// What was read and not yet split into messages; `nil` when nothing is left over.
-    private var input: ByteBuffer?
+    @exclusivity(unchecked) private var input: ByteBuffer?
     /// A read is being split into messages.
-    private var splitting = false
+    @exclusivity(unchecked) private var splitting = false
     /// The input broke the protocol: later bytes are dropped.
-    private var inputRefused = false
+    @exclusivity(unchecked) private var inputRefused = false
     /// Who connected, as the kernel said, with the process and the groups it tells apart.
-    private var peer: VarlinkPeer? { didSet { self.updateRequestPeer() } }
-    private var peerProcess: VarlinkPeerProcess? { didSet { self.updateRequestPeer() } }
-    private var peerGroups: [UInt32]? { didSet { self.updateRequestPeer() } }
+    @exclusivity(unchecked) private var peer: VarlinkPeer? { didSet { self.updateRequestPeer() } }
+    @exclusivity(unchecked) private var peerProcess: VarlinkPeerProcess? { didSet { self.updateRequestPeer() } }
+    @exclusivity(unchecked) private var peerGroups: [UInt32]? { didSet { self.updateRequestPeer() } }
     /// The three together, as each call's request carries them: put together once, not for every call.
-    private var requestPeer: VarlinkPeer?
+    @exclusivity(unchecked) private var requestPeer: VarlinkPeer?
     /// The channel takes more writes without growing past its bound (as the last writability change said).
-    private var writable = true
-    private var pendingFlush = false
-    private var reading = true
+    @exclusivity(unchecked) private var writable = true
+    @exclusivity(unchecked) private var pendingFlush = false
+    @exclusivity(unchecked) private var reading = true
     /// A protocol violation waits in the queue: nothing more is read.
-    private var refusalQueued = false
+    @exclusivity(unchecked) private var refusalQueued = false
 
     init(
         service: VarlinkService,
@@ -130,6 +142,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         // The peer is gone: what it asked for can no longer be answered.
         if case .running(let task) = self.state { task.cancel() }
         self.owed.removeAll()
+        self.parked.removeAll()
         self.state = .closing
         self.queue.removeAll()
         context.fireChannelInactive()
@@ -212,7 +225,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     private func parse(_ frame: ByteBuffer) -> Pending {
         do throws(VarlinkProtocolError) {
-            let call = try VarlinkCall(json: frame.readableBytesView, strings: self.strings) { method in
+            // The last call's method was checked when that call was read.
+            let call = try VarlinkCall(json: frame.readableBytesView, strings: self.strings, checkedMethod: self.lastMethod?.name) { method in
                 if let last = self.lastMethod, last.name == method { return last.keptAsText }
                 return self.service.parametersKeptAsText(method)
             }
@@ -311,9 +325,12 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             }
             self.reply(context: context, call: request.call, reply)
         case .deferred(let body):
-            let id = self.nextOwedID
-            self.nextOwedID += 1
-            if !request.call.oneway { self.owed.append((id, nil)) }
+            // A oneway call owes nothing: its id is never in the line.
+            let id = request.call.oneway ? -1 : self.nextOwedID
+            if !request.call.oneway {
+                self.owed.append(id)
+                self.nextOwedID += 1
+            }
             let owed = VarlinkOwedReply(id: id, method: request.call.method, answered: self.answered)
             // An answer given before the body returns (nothing to wait for) is settled here, without a hop.
             self.answered.startDispatch(id)
@@ -370,7 +387,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         guard !call.oneway else { return }
         guard self.owed.isEmpty else {
             // Behind the replies deferred calls still owe.
-            self.owed.append((self.nextOwedID, reply))
+            self.owed.append(self.nextOwedID)
+            self.parked[self.nextOwedID] = reply
             self.nextOwedID += 1
             return
         }
@@ -398,26 +416,42 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// Deferred calls answered from other threads since the last time: their replies, then one flush.
     private func deliverAnswered(context: ChannelHandlerContext) {
         // Every reply that can go now, in one buffer and one write.
-        for (id, reply) in self.answered.take() { self.settle(id: id, reply: reply) }
+        self.answered.take(swapping: &self.taken)
+        if self.taken.count > 1, let head = self.owed.first {
+            // In call order: answers come in the order their work finished (a store batch answers write by write,
+            // and a write gathers the posts to one app), and a reply settled ahead of its turn has to be parked.
+            // The line holds consecutive ids from its head, so each answer's place in it is its id less the head's.
+            self.places.removeAll(keepingCapacity: true)
+            self.places.append(contentsOf: repeatElement(-1, count: self.owed.count))
+            for index in self.taken.indices {
+                let place = self.taken[index].id - head
+                if place >= 0, place < self.places.count { self.places[place] = index }
+            }
+            for index in self.places where index >= 0 { self.settle(id: self.taken[index].id, reply: self.taken[index].reply) }
+        } else {
+            for (id, reply) in self.taken { self.settle(id: id, reply: reply) }
+        }
+        self.taken.removeAll(keepingCapacity: true)
         self.afterReplies(context: context)
     }
 
     /// Records a deferred call's reply, and adds the frames of the replies now at the head of the line to what
     /// goes out.
     private func settle(id: Int, reply: VarlinkReply) {
-        guard let index = self.owed.firstIndex(where: { $0.id == id }) else { return }  // oneway, or closing
-        guard index == self.owed.startIndex else {
+        // Ids go into the line in increasing order and leave it from the front: one from the front on is owed.
+        guard let head = self.owed.first, id >= head else { return }  // a oneway call's, or the connection is closing
+        guard id == head else {
             // The head of the line is still owed (else it would have gone): this one waits behind it.
-            self.owed[index].reply = reply
+            self.parked[id] = reply
             return
         }
-        // Answered in call order, as deferred calls mostly are: out at once, without parking it in the line (each
-        // look at a parked reply copied it).
+        // Answered in call order, as deferred calls mostly are: out at once.
         self.owed.removeFirst()
         reply.writeFrame(to: &self.outgoing)
         self.pendingFlush = true
-        while self.owed.first?.reply != nil {
-            self.owed.removeFirst().reply?.writeFrame(to: &self.outgoing)
+        while !self.parked.isEmpty, let next = self.owed.first, let waiting = self.parked.removeValue(forKey: next) {
+            self.owed.removeFirst()
+            waiting.writeFrame(to: &self.outgoing)
         }
     }
 
@@ -503,14 +537,13 @@ final class VarlinkAnsweredReplies: Sendable {
         self.eventLoop.execute { deliver.value() }
     }
 
-    /// On the event loop: the replies given since the last time.
-    func take() -> [(id: Int, reply: VarlinkReply)] {
+    /// On the event loop: the replies given since the last time, swapped into `taken`, which must be empty. The
+    /// two arrays go back and forth, each keeping its capacity: taking a copy and emptying ours allocated anew
+    /// for every batch.
+    func take(swapping taken: inout [(id: Int, reply: VarlinkReply)]) {
         self.state.withLock { state in
-            defer {
-                state.replies.removeAll(keepingCapacity: true)
-                state.scheduled = false
-            }
-            return state.replies
+            swap(&state.replies, &taken)
+            state.scheduled = false
         }
     }
 

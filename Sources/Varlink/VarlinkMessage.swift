@@ -41,11 +41,14 @@ public struct VarlinkCall: Sendable, Hashable {
     /// - Throws: ``VarlinkProtocolError/invalidMessage(_:)`` naming what is missing or malformed.
     /// - Parameters:
     ///   - strings: where strings the peer repeats (its method names, say) are kept between its calls.
+    ///   - checkedMethod: a method name known to be well-formed (the one a connection's last call went to, which
+    ///     its next calls mostly repeat): not checked again.
     ///   - keepingAsText: the parameters of a method (given its name) whose values are kept as their text
     ///     (``JSONValue/text(_:)``): those the method passes on rather than reads.
     public init<Bytes: Collection<UInt8>>(
         json: Bytes,
         strings: JSONStringCache? = nil,
+        checkedMethod: String? = nil,
         keepingAsText: (String) -> [String] = { _ in [] }
     ) throws(VarlinkProtocolError) {
         var method: JSONValue?
@@ -89,7 +92,9 @@ public struct VarlinkCall: Sendable, Hashable {
             throw .invalidMessage(error.description)
         }
         guard isObject else { throw .invalidMessage("a call must be a JSON object") }
-        try self.init(method: method, parameters: parameters, oneway: oneway, more: more, upgrade: upgrade)
+        try self.init(
+            method: method, parameters: parameters, oneway: oneway, more: more, upgrade: upgrade, checkedMethod: checkedMethod
+        )
     }
 
     private init(
@@ -97,12 +102,13 @@ public struct VarlinkCall: Sendable, Hashable {
         parameters: JSONValue?,
         oneway: JSONValue?,
         more: JSONValue?,
-        upgrade: JSONValue?
+        upgrade: JSONValue?,
+        checkedMethod: String? = nil
     ) throws(VarlinkProtocolError) {
         guard let method = method?.stringValue else {
             throw .invalidMessage("a call needs a string member 'method'")
         }
-        guard VarlinkNames.isValidQualifiedMethod(method) else {
+        guard method == checkedMethod || VarlinkNames.isValidQualifiedMethod(method) else {
             throw .invalidMessage("'\(method)' is not an interface-qualified method name")
         }
         var members: JSONObject = [:]

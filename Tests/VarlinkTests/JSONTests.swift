@@ -80,14 +80,24 @@ import Varlink
         #expect(try JSONParser.parse(value.prettyText()) == value)
     }
 
-    /// Strings are scanned eight bytes at a time: whatever ends a run (a quote, an escape, a control character, a
-    /// byte that is not ASCII) must be found at every position within a word and after it.
+    /// Strings are scanned sixteen bytes at a time, then eight: whatever ends a run (a quote, an escape, a control
+    /// character, a byte that is not ASCII) must be found at every position within either and after them.
     @Test func findsWhatEndsAStringAtEveryPosition() throws {
         for length in 0..<40 {
             let plain = String(repeating: "x", count: length)
             #expect(try JSONParser.parse("\"\(plain)\"") == .string(plain))
             #expect(try JSONParser.parse("\"\(plain)\\n\(plain)\"") == .string(plain + "\n" + plain))
             #expect(try JSONParser.parse("\"\(plain)é\(plain)\"") == .string(plain + "é" + plain))
+            var invalid = Array("\"\(plain)x\(plain)\"".utf8)
+            invalid[1 + length] = 0xFF
+            #expect(throws: JSONParseError.self, "0xFF after \(length) bytes") { try JSONParser.parse(invalid) }
+            // Checked without being built: a parameter kept as its text.
+            let call = Array(#"{"method":"a.b.C","parameters":{"p":"#.utf8) + invalid + Array("}}".utf8)
+            #expect(throws: VarlinkProtocolError.self, "0xFF after \(length) bytes, kept as text") {
+                try VarlinkCall(json: call, keepingAsText: { _ in ["p"] })
+            }
+            #expect(try VarlinkCall(json: Array(#"{"method":"a.b.C","parameters":{"p":"\#(plain)é\#(plain)"}}"#.utf8), keepingAsText: { _ in ["p"] })
+                .parameters["p"] == .string(plain + "é" + plain))
             #expect(throws: JSONParseError(offset: 1 + length, reason: "control character in string")) {
                 try JSONParser.parse("\"\(plain)\u{1F}\(plain)\"")
             }

@@ -65,7 +65,7 @@ import Varlink
             // Parks its reply for the test to give, from the test's own thread.
             "Held": .deferred { _, reply in Held.shared.park(reply) },
             // Started in call order; answered, from other threads, only once `size` calls are started, the last
-            // first.
+            // first. Tests running at once tell their calls apart by size.
             "Stack": .deferred { request, reply in
                 let value = try request.string("value")
                 guard value != "refuse" else { throw VarlinkError.invalidParameter("value") }
@@ -77,16 +77,18 @@ import Varlink
     final class Stack: @unchecked Sendable {
         static let shared = Stack()
         private let lock = NSLock()
-        private(set) var started: [String] = []
-        private var waiting: [(String, VarlinkPromisedReply)] = []
+        private var startedBySize: [Int: [String]] = [:]
+        private var waiting: [Int: [(String, VarlinkPromisedReply)]] = [:]
+
+        func started(size: Int) -> [String] { self.lock.withLock { self.startedBySize[size] ?? [] } }
 
         func push(_ value: String, size: Int, _ reply: VarlinkPromisedReply) {
             let ready = self.lock.withLock { () -> [(String, VarlinkPromisedReply)] in
-                self.started.append(value)
-                self.waiting.append((value, reply))
-                guard self.waiting.count >= size else { return [] }
-                defer { self.waiting = [] }
-                return self.waiting
+                self.startedBySize[size, default: []].append(value)
+                self.waiting[size, default: []].append((value, reply))
+                guard self.waiting[size]!.count >= size else { return [] }
+                defer { self.waiting[size] = [] }
+                return self.waiting[size]!
             }
             for (value, reply) in ready.reversed() {
                 DispatchQueue.global().async { reply.succeed(["value": .string(value)]) }
@@ -389,7 +391,28 @@ import Varlink
             let replies = try (0..<5).map { _ in try client.receiveReply() }
             #expect(replies.map { $0.parameters["value"]?.stringValue } == ["a", "b", "c", nil, "d"])
             #expect(replies[3].error == "org.varlink.service.InvalidParameter")
-            #expect(Stack.shared.started == ["a", "b", "c"], "started in the order the calls came")
+            #expect(Stack.shared.started(size: 3) == ["a", "b", "c"], "started in the order the calls came")
+        }
+    }
+
+    @Test func aOnewayCallAmongDeferredOnesAnsweredOutOfOrderGetsNoReplyAndHoldsNothingUp() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path, timeout: .seconds(10))
+            var bytes: [UInt8] = []
+            // Answered e, c, b, a: the oneway call's answer comes between those owed.
+            for (value, oneway) in [("a", false), ("b", false), ("c", true), ("e", false)] {
+                VarlinkCall(method: "org.example.test.Stack", parameters: ["size": 4, "value": .string(value)], oneway: oneway)
+                    .message.write(to: &bytes)
+                bytes.append(0)
+            }
+            VarlinkCall(method: "org.example.test.Echo", parameters: ["value": "f"]).message.write(to: &bytes)
+            bytes.append(0)
+            try client.sendRaw(bytes)
+            let replies = try (0..<4).map { _ in try client.receiveReply() }
+            #expect(replies.map { $0.parameters["value"]?.stringValue } == ["a", "b", "e", "f"])
+            #expect(Stack.shared.started(size: 4) == ["a", "b", "c", "e"])
+            // And nothing more: the next call's reply is the next to come.
+            #expect(try client.call("org.example.test.Echo", ["value": "g"]) == ["value": "g"])
         }
     }
 
