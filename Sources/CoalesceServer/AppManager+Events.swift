@@ -57,9 +57,8 @@ extension AppManager {
             case .notAllowed: throw .notAllowedToPost(target: target)
             case .groupsDecide(let recipient):
                 guard recipient.allows(peer) else { throw .notAllowedToPost(target: target) }
-                self.deliver(post, to: recipient, finished: finished)
-            case .enqueued(let sent, let wakes):
-                if !sent, wakes { self.launchForEvent(appName) }
+                self.enqueuePost(appName, post, finished: finished)
+            case .enqueued: break
             }
             return
         }
@@ -68,7 +67,7 @@ extension AppManager {
         }
         let subscribers = self.state.withLock { state in
             (state.subscribers[topic] ?? []).sorted().compactMap { name in
-                state.update(name) { Recipient($0, name, kind, peer) }
+                state.update(name) { Recipient($0, name, peer) }
             }
         }
         guard !subscribers.isEmpty else { throw .unknownTarget(target: target) }
@@ -76,7 +75,7 @@ extension AppManager {
         guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
         let tally = PostTally(recipients: allowed.map(\.app), target: target, answer: answer)
         for recipient in allowed {
-            self.deliver(post, to: recipient) { sent, failure in tally.finished(recipient.app, sent: sent, failure) }
+            self.enqueuePost(recipient.app, post) { sent, failure in tally.finished(recipient.app, sent: sent, failure) }
         }
     }
 
@@ -94,8 +93,6 @@ extension AppManager {
         /// Whether the caller may post to it, when its uid settles that; else who may, for a check of the caller's
         /// groups outside the lock.
         var permission: Permission
-        /// The post's kind wakes the app into the background.
-        var wakes: Bool
 
         enum Permission {
             case allowed
@@ -103,7 +100,7 @@ extension AppManager {
             case byGroup(EventDeclarations.Posters, owner: UInt32)
         }
 
-        init(_ record: borrowing Record, _ app: AppName, _ kind: EventKind, _ peer: VarlinkPeer) {
+        init(_ record: borrowing Record, _ app: AppName, _ peer: VarlinkPeer) {
             self.app = app
             let posters = record.declarations.posters
             let owner = record.registration.owner
@@ -112,7 +109,6 @@ extension AppManager {
             case false?: self.permission = .denied
             case nil: self.permission = .byGroup(posters, owner: owner)
             }
-            self.wakes = record.declarations.wakingKinds[kind] != nil
         }
 
         func allows(_ peer: VarlinkPeer) -> Bool {
@@ -133,15 +129,10 @@ extension AppManager {
         }
     }
 
-    private func deliver(_ post: Post, to recipient: Recipient, finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void) {
-        guard case .enqueued(let sent, _) = self.enqueuePost(recipient.app, post, finished: finished) else { return }  // never: apps are not removed
-        if !sent, recipient.wakes { self.launchForEvent(recipient.app) }
-    }
-
     /// How ``enqueuePost(_:_:checking:finished:)`` went.
     private enum Enqueued {
-        /// Taken: sent to the app at once, or held; whether its kind wakes the app (when the poster was checked).
-        case enqueued(sent: Bool, wakes: Bool)
+        /// Taken: sent to the app at once, or held (and the app launched, when the post's kind wakes it).
+        case enqueued
         case unknownApp
         /// The poster may not post to the app.
         case notAllowed
@@ -172,10 +163,12 @@ extension AppManager {
 
     /// One app's part of a post: sent or held, decided and handed to the store under the lock, so that the store
     /// applies posts in the order they were decided. A volatile kind with nothing of the app's on its way through
-    /// the store is applied here and now. `finished` is called once it is, unless it was not taken.
+    /// the store is applied here and now. `finished` is called once it is, unless it was not taken. A held post
+    /// of a kind that wakes the app launches it.
     ///
     /// With `poster`, who posts is checked first, in the same look at the app's record: one lookup and one lock
     /// for a post to one app.
+    @discardableResult
     private func enqueuePost(
         _ appName: AppName,
         _ post: Post,
@@ -183,7 +176,8 @@ extension AppManager {
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
         var refusal: PostRefusal?
-        var wakes = false
+        var sent = false
+        var launches = false
         let (outcome, write) = self.state.withLock { state -> (Enqueued, EventWrite?) in
             var counted: (sent: Int, held: Int) = (0, 0)
             defer {
@@ -192,18 +186,22 @@ extension AppManager {
             }
             return state.update(appName) { record -> (Enqueued, EventWrite?) in
                 if let poster {
-                    let recipient = Recipient(record, appName, post.kind, poster)
+                    let recipient = Recipient(record, appName, poster)
                     switch recipient.permission {
-                    case .allowed: wakes = recipient.wakes
+                    case .allowed: break
                     case .denied: return (.notAllowed, nil)
                     case .byGroup: return (.groupsDecide(recipient), nil)
                     }
                 }
-                let (sendsNow, write) = self.enqueue(appName, post, &record, counted: &counted, refusal: &refusal, finished: finished)
-                return (.enqueued(sent: sendsNow, wakes: wakes), write)
+                let write: EventWrite?
+                (sent, write) = self.enqueue(appName, post, &record, counted: &counted, refusal: &refusal, finished: finished)
+                launches = !sent && record.declarations.wakingKinds[post.kind] != nil
+                return (.enqueued, write)
             } ?? (.unknownApp, nil)
         }
-        if case .enqueued(let sendsNow, _) = outcome, write == nil { finished(sendsNow, refusal) }
+        guard case .enqueued = outcome else { return outcome }
+        if write == nil { finished(sent, refusal) }
+        if launches { self.launchForEvent(appName) }
         return outcome
     }
 

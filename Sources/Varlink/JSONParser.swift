@@ -336,12 +336,8 @@ public struct JSONParser {
 
     /// A member's name, as a string.
     func string(_ name: JSONMemberName) throws(JSONParseError) -> String {
-        if name.plainASCII, name.characters.count <= 15 {
-            let characters = UnsafeBufferPointer(rebasing: self.bytes[name.characters])
-            return String(unsafeUninitializedCapacity: characters.count) { buffer in
-                UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(characters))
-                return characters.count
-            }
+        if name.plainASCII, name.characters.count <= Self.smallString {
+            return Self.smallASCIIString(UnsafeBufferPointer(rebasing: self.bytes[name.characters]))
         }
         // Escaped, long or not ASCII: read again, the way any string is.
         var parser = self
@@ -372,14 +368,7 @@ public struct JSONParser {
             ascii: Bool
         ) throws(JSONParseError) -> String {
             let run = UnsafeBufferPointer(rebasing: bytes[runStart..<end])
-            // Up to fifteen ASCII bytes (member names, most short values) fit in the string itself, and made this
-            // way they skip the UTF-8 check and repair pass that `String(decoding:)` makes.
-            if ascii, run.count <= 15 {
-                return String(unsafeUninitializedCapacity: run.count) { buffer in
-                    UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(run))
-                    return run.count
-                }
-            }
+            if ascii, run.count <= Self.smallString { return Self.smallASCIIString(run) }
             if ascii, let strings, JSONStringCache.lengths.contains(run.count) {
                 if let kept = strings.string(run) { return kept }
                 let made = String(decoding: run, as: UTF8.self)
@@ -418,6 +407,18 @@ public struct JSONParser {
         }
     }
 
+    /// Up to fifteen ASCII bytes (member names, most short values) fit in a string itself.
+    private static let smallString = 15
+
+    /// A string of at most ``smallString`` ASCII bytes, made without the UTF-8 check and repair pass that
+    /// `String(decoding:)` makes.
+    private static func smallASCIIString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(bytes))
+            return bytes.count
+        }
+    }
+
     private static let topBits: UInt64 = 0x8080_8080_8080_8080
     private static let lowBits: UInt64 = 0x0101_0101_0101_0101
 
@@ -440,17 +441,9 @@ public struct JSONParser {
             // `any(stops)` and the like are out-of-line calls.
             let flags = unsafeBitCast(stops, to: SIMD2<UInt64>.self)
             let words = unsafeBitCast(chunk, to: SIMD2<UInt64>.self)
-            if flags[0] != 0 {
-                let plain = flags[0].trailingZeroBitCount / 8
-                seen |= words[0] & ((1 &<< UInt64(plain * 8)) &- 1)
-                return index + plain
-            }
+            if flags[0] != 0 { return index + Self.bytesBefore(flags[0], in: words[0], seen: &seen) }
             seen |= words[0]
-            if flags[1] != 0 {
-                let plain = flags[1].trailingZeroBitCount / 8
-                seen |= words[1] & ((1 &<< UInt64(plain * 8)) &- 1)
-                return index + 8 + plain
-            }
+            if flags[1] != 0 { return index + 8 + Self.bytesBefore(flags[1], in: words[1], seen: &seen) }
             seen |= words[1]
             index += 16
         }
@@ -463,11 +456,7 @@ public struct JSONParser {
             let flags =
                 ((quote &- Self.lowBits) & ~quote | (backslash &- Self.lowBits) & ~backslash
                     | (word &- Self.lowBits &* 0x20) & ~word) & Self.topBits
-            if flags != 0 {
-                let plain = flags.trailingZeroBitCount / 8  // bytes before the stop, 0 to 7 (little-endian)
-                seen |= word & ((1 &<< UInt64(plain * 8)) &- 1)
-                return index + plain
-            }
+            if flags != 0 { return index + Self.bytesBefore(flags, in: word, seen: &seen) }
             seen |= word
             index += 8
         }
@@ -478,6 +467,15 @@ public struct JSONParser {
             index += 1
         }
         return index
+    }
+
+    /// The bytes of `word` before its first stop (the lowest byte flagged in `flags`, little-endian), 0 to 7;
+    /// those bytes are ORed into `seen`.
+    @inline(__always)
+    private static func bytesBefore(_ flags: UInt64, in word: UInt64, seen: inout UInt64) -> Int {
+        let plain = flags.trailingZeroBitCount / 8
+        seen |= word & ((1 &<< UInt64(plain * 8)) &- 1)
+        return plain
     }
 
     private mutating func parseEscape() throws(JSONParseError) -> Unicode.Scalar {
