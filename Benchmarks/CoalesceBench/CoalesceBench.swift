@@ -48,11 +48,21 @@ struct CoalesceBench: ParsableCommand {
     @Flag(help: "With --load: post to a volatile kind.")
     var volatile = false
 
+    @Flag(help: "With --load: time --posts single posts' round trips to an attached app that acknowledges each event, instead of pipelining.")
+    var roundTrip = false
+
     func run() throws {
         let binary = BuildProducts.path(of: "coalesced")
         print("coalesced-bench: \(binary)")
         print("")
         raiseDescriptorLimit()
+        if let socket = self.load, self.roundTrip {
+            let kinds: JSONValue = self.volatile ? ["bench": ["policy": "latest", "volatile": true]] : [:]
+            let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]
+            let trips = try EventsBenchmark.roundTrip(socket, app: "org.bench.active", kinds: kinds, count: self.posts, payload: payload)
+            print("\(self.posts) round trips (\(self.volatile ? "volatile" : "durable")): p50 \(EventsBenchmark.format(trips.p50)) µs, p99 \(EventsBenchmark.format(trips.p99)) µs")
+            return
+        }
         if let socket = self.load {
             let client = try VarlinkClient(path: socket)
             let kinds: JSONValue = self.volatile ? ["kind0": ["policy": "latest", "volatile": true]] : [:]

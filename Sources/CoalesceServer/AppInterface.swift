@@ -80,7 +80,7 @@ enum AppInterface {
                     guard let payload = request.call.parameters["payload"], payload.isObject else {
                         throw VarlinkError.invalidParameter("payload")
                     }
-                    let limit = daemon.configuration.maxPayloadSize
+                    let limit = daemon.maxPayloadSize
                     // As sent (its text), or as written out compactly where it reached us built.
                     let size: Int
                     if case .text(let text) = payload { size = text.count } else { size = payload.jsonText.utf8.count }

@@ -52,7 +52,7 @@ extension AppManager {
                 answer(failure.map { .failure(Self.postError($0, target: target)) }
                     ?? .success(PostOutcome(delivered: sent, recipients: 1, refused: [])))
             }
-            switch self.enqueuePost(appName, post, checking: peer, finished: finished) {
+            switch self.enqueuePost(appName, post, checking: peer.uid, finished: finished) {
             case .unknownApp: throw .unknownTarget(target: target)
             case .notAllowed: throw .notAllowedToPost(target: target)
             case .groupsDecide(let recipient):
@@ -67,7 +67,7 @@ extension AppManager {
         }
         let subscribers = self.state.withLock { state in
             (state.subscribers[topic] ?? []).sorted().compactMap { name in
-                state.update(name) { Recipient($0, name, peer) }
+                state.update(name) { Recipient($0, name, uid: peer.uid) }
             }
         }
         guard !subscribers.isEmpty else { throw .unknownTarget(target: target) }
@@ -100,14 +100,15 @@ extension AppManager {
             case byGroup(EventDeclarations.Posters, owner: UInt32)
         }
 
-        init(_ record: borrowing Record, _ app: AppName, _ peer: VarlinkPeer) {
+        /// - Parameter uid: the poster's; its groups, where they decide, are looked at later (``allows(_:)``).
+        init(_ record: borrowing Record, _ app: AppName, uid: UInt32) {
             self.app = app
-            let posters = record.declarations.posters
             let owner = record.registration.owner
-            switch posters.settled(peer, owner: owner) {
+            // The posters are copied only when the groups decide: a copy retains and releases their tables.
+            switch record.declarations.posters.settled(uid: uid, owner: owner) {
             case true?: self.permission = .allowed
             case false?: self.permission = .denied
-            case nil: self.permission = .byGroup(posters, owner: owner)
+            case nil: self.permission = .byGroup(record.declarations.posters, owner: owner)
             }
         }
 
@@ -166,13 +167,13 @@ extension AppManager {
     /// the store is applied here and now. `finished` is called once it is, unless it was not taken. A held post
     /// of a kind that wakes the app launches it.
     ///
-    /// With `poster`, who posts is checked first, in the same look at the app's record: one lookup and one lock
+    /// With `posterUID`, who posts is checked first, in the same look at the app's record: one lookup and one lock
     /// for a post to one app.
     @discardableResult
     private func enqueuePost(
         _ appName: AppName,
         _ post: Post,
-        checking poster: VarlinkPeer? = nil,
+        checking posterUID: UInt32? = nil,
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
         var refusal: PostRefusal?
@@ -185,8 +186,8 @@ extension AppManager {
                 state.postsHeld += counted.held
             }
             return state.update(appName) { record -> (Enqueued, EventWrite?) in
-                if let poster {
-                    let recipient = Recipient(record, appName, poster)
+                if let posterUID {
+                    let recipient = Recipient(record, appName, uid: posterUID)
                     switch recipient.permission {
                     case .allowed: break
                     case .denied: return (.notAllowed, nil)

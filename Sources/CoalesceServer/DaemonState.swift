@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// What the daemon knows about itself: when it started, the configuration in force, and its reloads.
 final class DaemonState: Sendable {
@@ -17,10 +18,17 @@ final class DaemonState: Sendable {
 
     private let started = ContinuousClock.now
     private let stored: NIOLockedValueBox<Stored>
+    /// The configuration's bound on a payload, read by every post: without the lock, and without copying the
+    /// whole configuration to read one number.
+    private let payloadLimit: Synchronization.Atomic<Int>
 
     init(configuration: Configuration) {
         self.stored = NIOLockedValueBox(Stored(configuration: configuration))
+        self.payloadLimit = Synchronization.Atomic(configuration.maxPayloadSize)
     }
+
+    /// ``Configuration/maxPayloadSize`` of the configuration in force.
+    var maxPayloadSize: Int { self.payloadLimit.load(ordering: .relaxed) }
 
     var snapshot: Snapshot {
         let uptime = ContinuousClock.now - self.started
@@ -35,6 +43,7 @@ final class DaemonState: Sendable {
         self.stored.withLockedValue {
             $0.configuration = configuration
             $0.reloads += 1
+            self.payloadLimit.store(configuration.maxPayloadSize, ordering: .relaxed)
         }
     }
 

@@ -57,16 +57,16 @@ struct EventDeclarations: Sendable, Hashable {
         /// ``Authorization/groups(of:)``), never as the user database does: that may be slow or remote, and would
         /// hold up the posts behind this one.
         func allow(_ peer: VarlinkPeer, owner: UInt32) -> Bool {
-            if let settled = self.settled(peer, owner: owner) { return settled }
+            if let settled = self.settled(uid: peer.uid, owner: owner) { return settled }
             let groups = Set(self.groups.values)
             if groups.contains(peer.gid) { return true }
             return Authorization.groups(of: peer).contains { groups.contains($0) }
         }
 
-        /// Whether `peer` may post, when its uid alone settles it (no groups to look at); `nil` when its groups
-        /// decide.
-        func settled(_ peer: VarlinkPeer, owner: UInt32) -> Bool? {
-            if peer.uid == 0 || peer.uid == owner || self.anyone || self.uids.contains(peer.uid) { return true }
+        /// Whether a poster of `uid` may post, when its uid alone settles it (no groups to look at); `nil` when its
+        /// groups decide.
+        func settled(uid: UInt32, owner: UInt32) -> Bool? {
+            if uid == 0 || uid == owner || self.anyone || self.uids.contains(uid) { return true }
             return self.groups.isEmpty ? false : nil
         }
     }

@@ -186,27 +186,32 @@ final class GroupCommit: Sendable {
 
     /// Starts a transaction for what is queued now, unhurried writes included (nothing if nothing is queued).
     func hurry() {
-        self.queue.condition.withLock {
-            guard !self.queue.pending.isEmpty, !self.queue.hurried else { return }
+        let wake = self.queue.condition.withLock {
+            guard !self.queue.pending.isEmpty, !self.queue.hurried else { return false }
             self.queue.hurried = true
-            self.queue.condition.signal()
+            return true
         }
+        // Signalled after the lock is let go, so that the writer does not wake only to wait for it.
+        if wake { self.queue.condition.signal() }
     }
 
     /// Queues `operation` for the next transaction; it returns at once.
     /// - Parameter unhurried: whether it may wait (up to ``unhurriedDelay``) for a write that starts a transaction.
     func submit(_ operation: any StoreOperation, unhurried: Bool = false) {
-        self.queue.condition.withLock {
+        let wake = self.queue.condition.withLock {
             self.queue.pending.append(operation)
             if !unhurried {
+                guard !self.queue.hurried else { return false }  // the writer is already woken
                 self.queue.hurried = true
             } else if self.queue.unhurriedDeadline == nil {
                 self.queue.unhurriedDeadline = Date(timeIntervalSinceNow: self.delay)
             } else {
-                return  // the writer already waits for an earlier deadline
+                return false  // the writer already waits for an earlier deadline
             }
-            self.queue.condition.signal()
+            return true
         }
+        // As in hurry(): after the lock is let go.
+        if wake { self.queue.condition.signal() }
     }
 
     private static func commit(

@@ -47,6 +47,14 @@ public struct JSONObject: Sendable {
         return self.members.firstIndex { $0.key.utf8.count == length && $0.key == key }
     }
 
+    /// The member named `key` when it is a string, read in place: cheaper than `self[key]?.stringValue`, which
+    /// copies the value out first.
+    public func string(_ key: String) -> String? {
+        guard let position = self.position(of: key) else { return nil }
+        if case .string(let value) = self.members[position].value { return value }
+        return self.members[position].value.stringValue
+    }
+
     public subscript(key: String) -> JSONValue? {
         get {
             guard let position = self.position(of: key) else { return nil }

@@ -26,7 +26,10 @@ public enum VarlinkClientError: Error, Hashable, CustomStringConvertible {
 public final class VarlinkClient {
     public let path: String
     private let fd: CInt
+    /// What was read and not yet returned is `buffer[unread...]`: a frame is taken by moving `unread` past it, not by
+    /// moving the rest of the buffer up (64 pipelined replies would otherwise cost 64 moves of what follows them).
     private var buffer: [UInt8] = []
+    private var unread = 0
     /// Reused for every read, so a round trip allocates nothing for its socket I/O.
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
     private var closed = false
@@ -54,7 +57,7 @@ public final class VarlinkClient {
     /// Whether more from the server is already here: a whole message read and not yet returned, or bytes waiting on
     /// the socket. Lets a reader of a stream tell a burst (a wake's events) from its end, without waiting.
     public var hasPendingInput: Bool {
-        if self.buffer.contains(0) { return true }
+        if self.buffer[self.unread...].contains(0) { return true }
         var descriptor = pollfd(fd: self.fd, events: Int16(POLLIN), revents: 0)
         return poll(&descriptor, 1, 0) > 0 && descriptor.revents & Int16(POLLIN) != 0
     }
@@ -120,18 +123,27 @@ public final class VarlinkClient {
 
     /// Reads the next NUL-terminated message, without its NUL.
     public func receiveFrame() throws(VarlinkClientError) -> [UInt8] {
-        var searchFrom = 0
+        var searchFrom = self.unread
         while true {
             if let nul = self.buffer[searchFrom...].firstIndex(of: 0) {
-                let frame = Array(self.buffer[..<nul])
-                self.buffer.removeSubrange(...nul)
+                let frame = Array(self.buffer[self.unread..<nul])
+                self.unread = nul + 1
+                if self.unread == self.buffer.count {
+                    self.buffer.removeAll(keepingCapacity: true)
+                    self.unread = 0
+                }
                 return frame
             }
-            searchFrom = self.buffer.count
-            guard self.buffer.count <= self.maximumMessageSize else {
+            guard self.buffer.count - self.unread <= self.maximumMessageSize else {
                 throw .protocolViolation("reply larger than \(self.maximumMessageSize) bytes")
             }
             guard !self.closed else { throw .connectionLost("the server closed the connection") }
+            // Only a partial frame is left: move it to the front before reading more.
+            if self.unread > 0 {
+                self.buffer.removeSubrange(..<self.unread)
+                self.unread = 0
+            }
+            searchFrom = self.buffer.count
             let count = self.chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
             if count < 0 {
                 if errno == EINTR { continue }

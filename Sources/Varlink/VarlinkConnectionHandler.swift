@@ -290,52 +290,55 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.requestPeer = peer
     }
 
-    /// Takes the call: it moves into the request rather than being copied.
+    /// Takes the call: it moves into the request rather than being copied (the request is made in the branch that
+    /// hands it on, so that nothing else holds the call's parameters while the method runs).
     private func dispatch(context: ChannelHandlerContext, call: consuming VarlinkCall, size: Int) {
-        let request = VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)
         let method: VarlinkMethod
         do throws(VarlinkError) {
-            if request.call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
-            if let last = self.lastMethod, last.name == request.call.method {
+            if call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
+            if let last = self.lastMethod, last.name == call.method {
                 method = last.method
             } else {
-                method = try self.service.method(for: request.call)
-                self.lastMethod = (request.call.method, method, self.service.parametersKeptAsText(request.call.method))
+                method = try self.service.method(for: call)
+                self.lastMethod = (call.method, method, self.service.parametersKeptAsText(call.method))
             }
         } catch {
             self.statistics.update { $0.calls += 1 }
-            self.reply(context: context, call: request.call, VarlinkReply(error: error))
+            self.reply(context: context, oneway: call.oneway, VarlinkReply(error: error))
             return
         }
         if case .streaming = method, !self.owed.isEmpty {
             // It waits for the deferred calls before it to answer.
             self.state = .waitingForReplies
-            self.queue.prepend(.call(request.call, size: size))
+            self.queue.prepend(.call(call, size: size))
             self.updateReading(context: context)
             return
         }
         self.statistics.update { $0.calls += 1 }
         switch method {
         case .immediate(let body):
+            let oneway = call.oneway
+            let name = call.method
             let reply: VarlinkReply
             do {
-                reply = VarlinkReply(parameters: try body(request))
+                reply = VarlinkReply(parameters: try body(VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)))
             } catch {
-                reply = VarlinkReply(error: Self.wireError(error, method: request.call.method, logger: self.logger))
+                reply = VarlinkReply(error: Self.wireError(error, method: name, logger: self.logger))
             }
-            self.reply(context: context, call: request.call, reply)
+            self.reply(context: context, oneway: oneway, reply)
         case .deferred(let body):
             // A oneway call owes nothing: its id is never in the line.
-            let id = request.call.oneway ? -1 : self.nextOwedID
-            if !request.call.oneway {
+            let oneway = call.oneway
+            let id = oneway ? -1 : self.nextOwedID
+            if !oneway {
                 self.owed.append(id)
                 self.nextOwedID += 1
             }
-            let owed = VarlinkOwedReply(id: id, method: request.call.method, answered: self.answered)
+            let owed = VarlinkOwedReply(id: id, method: call.method, answered: self.answered)
             // An answer given before the body returns (nothing to wait for) is settled here, without a hop.
             self.answered.startDispatch(id)
             do {
-                try body(request, VarlinkPromisedReply(owed))
+                try body(VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size), VarlinkPromisedReply(owed))
             } catch {
                 owed.fail(error)
             }
@@ -344,11 +347,12 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case .streaming(let body):
             // Its replies go to the channel directly: what was answered before it goes first.
             self.writeOutgoing(context: context)
-            let responder = VarlinkResponder(channel: context.channel, call: request.call)
+            let responder = VarlinkResponder(channel: context.channel, call: copy call)
             let finished = NIOLoopBound(
                 { [self] in self.streamingCallFinished(context: context) },
                 eventLoop: context.eventLoop
             )
+            let request = VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)
             let task = Self.run(body, request: request, responder: responder, tasks: self.tasks, logger: self.logger) {
                 finished.value()
             }
@@ -383,8 +387,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func reply(context: ChannelHandlerContext, call: VarlinkCall, _ reply: VarlinkReply) {
-        guard !call.oneway else { return }
+    private func reply(context: ChannelHandlerContext, oneway: Bool, _ reply: VarlinkReply) {
+        guard !oneway else { return }
         guard self.owed.isEmpty else {
             // Behind the replies deferred calls still owe.
             self.owed.append(self.nextOwedID)
@@ -512,13 +516,15 @@ final class VarlinkAnsweredReplies: Sendable {
         self.deliver = deliver
     }
 
-    func add(id: Int, _ reply: VarlinkReply) {
+    /// Takes the reply: it moves into the line rather than being copied under the lock.
+    func add(id: Int, _ reply: consuming VarlinkReply) {
+        var reply = Optional(reply)
         let schedule = self.state.withLock { state in
             if state.dispatching == id {
-                state.immediate = reply
+                state.immediate = reply.take()
                 return false
             }
-            state.replies.append((id, reply))
+            state.replies.append((id, reply.take()!))  // set just above, taken once
             defer { state.scheduled = true }
             return !state.scheduled
         }
@@ -573,7 +579,7 @@ final class VarlinkOwedReply: Sendable {
     }
 
     /// The first answer counts; later ones are dropped.
-    func answer(_ reply: VarlinkReply) {
+    func answer(_ reply: consuming VarlinkReply) {
         guard !self.given.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self.answered.add(id: self.id, reply)
     }

@@ -149,7 +149,9 @@ public struct VarlinkReply: Sendable, Hashable {
     public var parameters: JSONObject {
         didSet { self.encodedParameters = nil }
     }
-    /// The parameters' JSON text, when it was written once for many replies (``VarlinkEncodedParameters``).
+    /// The frame of this reply without `continues` or `error`, when its parameters were written once for many
+    /// replies (``VarlinkEncodedParameters``): the parameters' text is the frame less its first
+    /// ``VarlinkEncodedParameters/prefix`` bytes and its last two.
     private var encodedParameters: [UInt8]?
     /// Set on every reply of a streamed call but the last.
     public var continues: Bool
@@ -176,7 +178,7 @@ public struct VarlinkReply: Sendable, Hashable {
     /// A reply whose parameters were written out once, ahead of time.
     public init(_ parameters: VarlinkEncodedParameters) {
         self.init(parameters: parameters.parameters)
-        self.encodedParameters = parameters.bytes
+        self.encodedParameters = parameters.frame
     }
 
     /// An error reply for any error that knows its Varlink form.
@@ -207,6 +209,10 @@ public struct VarlinkReply: Sendable, Hashable {
     /// Appends the reply's frame: its compact JSON text (the same bytes as ``message`` gives) and the closing NUL.
     /// Written straight from the fields, since every call's reply passes here.
     public func writeFrame(to output: inout [UInt8]) {
+        if let frame = self.encodedParameters, !self.continues, self.error == nil {
+            output.append(contentsOf: frame)
+            return
+        }
         // Members in sorted order, as JSONValue writes an object.
         output.append(UInt8(ascii: "{"))
         if self.continues { output.append(contentsOf: #""continues":true,"#.utf8) }
@@ -216,8 +222,8 @@ public struct VarlinkReply: Sendable, Hashable {
             output.append(UInt8(ascii: ","))
         }
         output.append(contentsOf: #""parameters":"#.utf8)
-        if let encoded = self.encodedParameters {
-            output.append(contentsOf: encoded)
+        if let frame = self.encodedParameters {
+            output.append(contentsOf: frame[VarlinkEncodedParameters.prefix..<(frame.count - 2)])
         } else {
             JSONValue.object(self.parameters).write(to: &output)
         }
@@ -237,13 +243,18 @@ public struct VarlinkReply: Sendable, Hashable {
 /// sending it costs a copy of its bytes, not a dictionary built and serialized per call.
 public struct VarlinkEncodedParameters: Sendable, Hashable {
     public let parameters: JSONObject
-    let bytes: [UInt8]
+    /// The whole frame of a reply of these parameters (`{"parameters":...}` and its NUL): most replies are
+    /// written with one copy.
+    let frame: [UInt8]
+    /// What comes before the parameters in ``frame``.
+    static let prefix = #"{"parameters":"#.utf8.count
 
     public init(_ parameters: JSONObject) {
         self.parameters = parameters
-        var bytes: [UInt8] = []
-        JSONValue.object(parameters).write(to: &bytes)
-        self.bytes = bytes
+        var frame = Array(#"{"parameters":"#.utf8)
+        JSONValue.object(parameters).write(to: &frame)
+        frame.append(contentsOf: [UInt8(ascii: "}"), 0])
+        self.frame = frame
     }
 }
 

@@ -83,7 +83,7 @@ public struct VarlinkRequest: Sendable {
     /// A required string parameter.
     /// - Throws: `org.varlink.service.InvalidParameter` naming the parameter when it is missing or not a string.
     public func string(_ name: String) throws(VarlinkError) -> String {
-        guard let value = self.call.parameters[name]?.stringValue else { throw .invalidParameter(name) }
+        guard let value = self.call.parameters.string(name) else { throw .invalidParameter(name) }
         return value
     }
 }

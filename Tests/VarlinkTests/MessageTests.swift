@@ -95,6 +95,29 @@ import Varlink
             == #"{"error":"org.varlink.service.MethodNotFound","parameters":{"method":"a.b.C"}}"#)
     }
 
+    /// A reply of parameters written out ahead of time goes out as the same frame as one written from its
+    /// parameters, with `continues` or an error set on it too.
+    @Test func aReplyOfEncodedParametersWritesTheSameFrame() {
+        let parameters: JSONObject = ["delivered": true, "recipients": 1]
+        let encoded = VarlinkEncodedParameters(parameters)
+        func frame(_ reply: VarlinkReply) -> String {
+            var bytes: [UInt8] = []
+            reply.writeFrame(to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(frame(VarlinkReply(encoded)) == #"{"parameters":{"delivered":true,"recipients":1}}"# + "\0")
+        var continued = VarlinkReply(encoded)
+        continued.continues = true
+        #expect(frame(continued) == frame(VarlinkReply(parameters: parameters, continues: true)))
+        #expect(frame(continued) == #"{"continues":true,"parameters":{"delivered":true,"recipients":1}}"# + "\0")
+        var failed = VarlinkReply(encoded)
+        failed.error = "org.example.Failed"
+        #expect(frame(failed) == frame(VarlinkReply(parameters: parameters, error: "org.example.Failed")))
+        var changed = VarlinkReply(encoded)
+        changed.parameters = ["delivered": false]
+        #expect(frame(changed) == #"{"parameters":{"delivered":false}}"# + "\0")
+    }
+
     @Test func interfaceNamesFollowTheSpecification() {
         #expect(VarlinkNames.isValidInterface("org.varlink.service"))
         #expect(VarlinkNames.isValidInterface("io.coalesced.System"))
