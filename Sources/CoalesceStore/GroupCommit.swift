@@ -1,5 +1,6 @@
 public import CoalesceCore
 import Foundation
+import Glibc
 import GRDB
 import Synchronization
 
@@ -153,6 +154,9 @@ final class GroupCommit: Sendable {
         var unhurriedDeadline: Date?
     }
 
+    /// The writer thread's name (at most 15 bytes, the kernel's limit).
+    static let threadName = "coalesced-store"
+
     /// The longest an unhurried write waits for company.
     static let unhurriedDelay: TimeInterval = 0.1
     private let delay: TimeInterval
@@ -163,6 +167,7 @@ final class GroupCommit: Sendable {
         self.delay = unhurriedDelay
         let queue = self.queue
         let thread = Thread {
+            Self.nameThisThread()
             while true {
                 queue.condition.lock()
                 while !queue.hurried {
@@ -180,8 +185,19 @@ final class GroupCommit: Sendable {
                 if !batch.isEmpty { Self.commit(batch, pool: pool, finishing: finishing) }
             }
         }
-        thread.name = "coalesced-store"
+        thread.name = Self.threadName
         thread.start()
+    }
+
+    /// Gives the calling thread ``threadName`` where `top -H`, `ps -L` and perf read it: Foundation's `Thread.name`
+    /// does not reach the kernel here (the writer showed as "oot.default-qos", a name it inherited cut to 15 bytes),
+    /// and Glibc's module leaves out `pthread_setname_np`, so it is written to the thread's `comm` (proc(5)).
+    private static func nameThisThread() {
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }  // no /proc: the name only helps a person looking
+        defer { close(fd) }
+        var name = Self.threadName
+        _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Starts a transaction for what is queued now, unhurried writes included (nothing if nothing is queued).

@@ -273,6 +273,21 @@ import Varlink
     /// An acknowledgement does not cost a commit of its own: it goes to disk with the next write, or a tenth of a
     /// second later when there is none, and at the latest when the daemon stops. Either way the events it covers
     /// do not come again.
+    /// The store's writer carries its name in the kernel, so that `top -H`, `ps -L` and perf tell it apart.
+    @Test func theStoresWriterThreadCarriesItsName() async throws {
+        let daemon = try DaemonProcess()
+        let names = try await onThread {
+            try daemon.waitUntilReady()
+            let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")
+            return tasks.compactMap { try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .newlines) }
+        }
+        #expect(names.contains("coalesced-store"), "the daemon's threads: \(names)")
+        daemon.signal(SIGTERM)
+        let status = try await onThread { daemon.waitForExit() }
+        #expect(status == 0)
+    }
+
     @Test func acknowledgementsReachTheDiskWithoutAWriteOfTheirOwn() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
