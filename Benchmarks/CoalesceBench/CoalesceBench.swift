@@ -56,22 +56,23 @@ struct CoalesceBench: ParsableCommand {
         print("coalesced-bench: \(binary)")
         print("")
         raiseDescriptorLimit()
-        if let socket = self.load, self.roundTrip {
-            let kinds: JSONValue = self.volatile ? ["bench": ["policy": "latest", "volatile": true]] : [:]
-            let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]
-            let trips = try EventsBenchmark.roundTrip(socket, app: "org.bench.active", kinds: kinds, count: self.posts, payload: payload)
-            print("\(self.posts) round trips (\(self.volatile ? "volatile" : "durable")): p50 \(EventsBenchmark.format(trips.p50)) µs, p99 \(EventsBenchmark.format(trips.p99)) µs")
-            return
-        }
         if let socket = self.load {
+            let mode = self.volatile ? "volatile" : "durable"
+            if self.roundTrip {
+                let kinds: JSONValue = self.volatile ? ["bench": ["policy": "latest", "volatile": true]] : [:]
+                let trips = try EventsBenchmark.roundTrip(
+                    socket, app: "org.bench.active", kinds: kinds, count: self.posts, payload: EventsBenchmark.payload
+                )
+                print("\(self.posts) round trips (\(mode)): p50 \(EventsBenchmark.format(trips.p50)) µs, p99 \(EventsBenchmark.format(trips.p99)) µs")
+                return
+            }
             let client = try VarlinkClient(path: socket)
             let kinds: JSONValue = self.volatile ? ["kind0": ["policy": "latest", "volatile": true]] : [:]
             for index in 0..<4 {
                 _ = try client.call("io.coalesced.App.Register", ["name": .string("org.bench.target\(index)"), "kinds": kinds])
             }
-            let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]
-            let rate = try EventsBenchmark.pipelined(socket, producers: 1, posts: self.posts, payload: payload)
-            print("\(self.posts) posts (\(self.volatile ? "volatile" : "durable")), 1 producer pipelined: \(Int(rate)) posts/s")
+            let rate = try EventsBenchmark.pipelined(socket, producers: 1, posts: self.posts, payload: EventsBenchmark.payload)
+            print("\(self.posts) posts (\(mode)), 1 producer pipelined: \(Int(rate)) posts/s")
             return
         }
         if self.parts.contains("daemon") { try self.measureDaemon() }

@@ -9,11 +9,14 @@ struct EventsBenchmark {
     var suspendedApps: Int
     var memoryPosts: [Int]
 
+    /// Every post's payload: about 150 bytes a message with the call around it.
+    static let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]
+
     func run() throws {
         print("| events | value |")
         print("|---|---|")
         let directory = try TemporaryDirectory()
-        let payload: JSONValue = ["text": .string(String(repeating: "x", count: 120))]  // about 150 bytes a message
+        let payload = Self.payload
 
         // Baselines: the bare socket.
         let sink = try SinkServer(path: directory.file("sink.sock"))

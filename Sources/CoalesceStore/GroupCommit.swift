@@ -1,6 +1,5 @@
 public import CoalesceCore
 import Foundation
-import Glibc
 import GRDB
 import Synchronization
 
