@@ -17,7 +17,7 @@ public struct EventKindError: Error, Sendable, Hashable, CustomStringConvertible
 /// `lifecycle.` are the daemon's own callbacks and cannot be posted.
 public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible {
     public static let maximumLength = 128
-    public static let reservedPrefix = "lifecycle."
+    public static let reservedPrefix: StaticString = "lifecycle."
     public let value: String
 
     public init(_ value: String) throws(EventKindError) {
@@ -30,7 +30,8 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
         case .failure(.badStart): throw fail("each label starts with a lower-case letter or digit")
         case .failure(.badCharacter): throw fail("only lower-case letters, digits, '-' and '_' between the dots")
         }
-        guard !value.hasPrefix(Self.reservedPrefix) else { throw fail("lifecycle.* kinds are the daemon's own") }
+        // By bytes: the labels are ASCII by now.
+        guard !value.startsWithBytes(of: Self.reservedPrefix) else { throw fail("lifecycle.* kinds are the daemon's own") }
         self.value = value
     }
 

@@ -16,7 +16,7 @@ import Varlink
 /// refused, memory never holds what the disk does not, and the events of a wake follow the wake's callbacks.
 extension AppManager {
     /// Targets naming a topic start with this.
-    static let topicPrefix = "topic:"
+    static let topicPrefix: StaticString = "topic:"
 
     /// What a post came to: whether an app was sent it, how many apps kept it, and (for a topic) the subscribers
     /// that refused it; a failure when every recipient refused.
@@ -44,7 +44,8 @@ extension AppManager {
         let kind: EventKind
         do { kind = try EventKind(kindName) } catch { throw .invalidKind(kind: kindName, reason: error.reason) }
         let post = Post(target: target, kind: kind, payload: EventPayload(payload), policy: policy)
-        guard target.hasPrefix(Self.topicPrefix) else {
+        // By bytes, here and for the topic's name (a prefix of graphemes would cut a mark combining with its ':').
+        guard target.startsWithBytes(of: Self.topicPrefix) else {
             // One app: answered straight from its write. Whether the target is a valid name at all needs no
             // check of its own: an invalid one is no registered app either.
             let appName = AppName(lookingUp: target)
@@ -62,7 +63,8 @@ extension AppManager {
             }
             return
         }
-        guard let topic = try? EventKind(String(target.dropFirst(Self.topicPrefix.count))) else {
+        let topicName = String(decoding: target.utf8.dropFirst(Self.topicPrefix.utf8CodeUnitCount), as: UTF8.self)
+        guard let topic = try? EventKind(topicName) else {
             throw .unknownTarget(target: target)
         }
         let subscribers = self.state.withLock { state in

@@ -391,6 +391,11 @@ import Varlink
         #expect(throws: VarlinkError(name: "io.coalesced.App.UnknownTarget", parameters: ["target": "topic:sports"])) {
             try client.call("io.coalesced.App.Post", ["target": "topic:sports", "kind": "goal", "payload": [:]])
         }
+        // A mark combining with the colon is part of the target, not dropped with the prefix.
+        let marked = "topic:\u{301}weather.alerts"
+        #expect(throws: VarlinkError(name: "io.coalesced.App.UnknownTarget", parameters: ["target": .string(marked)])) {
+            try client.call("io.coalesced.App.Post", ["target": .string(marked), "kind": "storm", "payload": [:]])
+        }
         // A subscriber that refuses the post (it sums "level" for this kind, and this payload has none) is listed;
         // the other keeps it. When every subscriber refuses, the call fails.
         _ = try client.call(
