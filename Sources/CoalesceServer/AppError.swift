@@ -39,6 +39,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case payloadTooLarge(size: Int, limit: Int)
     case launchUnitNotAllowed(app: String, unit: String)
     case tooManyTasks(app: String, limit: Int)
+    /// A kind (declared now, or kept from the registration before) wakes the app into a mode it does not declare.
+    case backgroundModeNotDeclared(app: String, kind: String, mode: String)
 
     var varlinkName: String {
         switch self {
@@ -65,6 +67,7 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .payloadTooLarge: return "io.coalesced.App.PayloadTooLarge"
         case .launchUnitNotAllowed: return "io.coalesced.App.LaunchUnitNotAllowed"
         case .tooManyTasks: return "io.coalesced.App.TooManyTasks"
+        case .backgroundModeNotDeclared: return "io.coalesced.App.BackgroundModeNotDeclared"
         }
     }
 
@@ -91,6 +94,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .payloadTooLarge(let size, let limit): return ["size": .int(Int64(size)), "limit": .int(Int64(limit))]
         case .launchUnitNotAllowed(let app, let unit): return ["app": .string(app), "unit": .string(unit)]
         case .tooManyTasks(let app, let limit): return ["app": .string(app), "limit": .int(Int64(limit))]
+        case .backgroundModeNotDeclared(let app, let kind, let mode):
+            return ["app": .string(app), "kind": .string(kind), "mode": .string(mode)]
         case .notANumber(let target, let kind, let field):
             return ["target": .string(target), "kind": .string(kind), "field": .string(field)]
         }

@@ -23,10 +23,6 @@ enum AppInterface {
                         posters: request.call.parameters["posters"],
                         topics: request.call.parameters["topics"]
                     )
-                    // A kind can only wake the app into a background mode the app declares.
-                    guard Set(declarations.wakingKinds.values).isSubset(of: traits.backgroundModes) else {
-                        throw VarlinkError.invalidParameter("kinds")
-                    }
                     let snapshot = try await apps.register(
                         name: try request.string("name"),
                         traits: traits,
@@ -36,7 +32,7 @@ enum AppInterface {
                         ),
                         declarations: declarations,
                         keeping: (
-                            policies: (request.call.parameters["kinds"] ?? .null) == .null,
+                            kinds: (request.call.parameters["kinds"] ?? .null) == .null,
                             posters: (request.call.parameters["posters"] ?? .null) == .null,
                             topics: (request.call.parameters["topics"] ?? .null) == .null
                         ),

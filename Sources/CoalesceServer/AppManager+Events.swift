@@ -196,9 +196,13 @@ extension AppManager {
                     case .byGroup: return (.groupsDecide(recipient), nil)
                     }
                 }
+                // The kind's declaration, looked up once for its policy, its volatility and the mode it wakes into.
+                let declared = record.declarations.kinds[post.kind]
                 let write: EventWrite?
-                (sent, write) = self.enqueue(appName, post, &record, counted: &counted, refusal: &refusal, finished: finished)
-                launches = !sent && record.declarations.wakingKinds[post.kind] != nil
+                (sent, write) = self.enqueue(
+                    appName, post, declared, &record, counted: &counted, refusal: &refusal, finished: finished
+                )
+                launches = !sent && declared?.backgroundMode != nil
                 return (.enqueued, write)
             } ?? (.unknownApp, nil)
         }
@@ -213,14 +217,15 @@ extension AppManager {
     private func enqueue(
         _ appName: AppName,
         _ post: Post,
+        _ declared: EventDeclarations.KindDeclaration?,
         _ record: inout Record,
         counted: inout (sent: Int, held: Int),
         refusal: inout PostRefusal?,
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> (Bool, EventWrite?) {
         let posted = wallClock()
-        let durable = !record.declarations.volatile.contains(post.kind)
-        let policy = post.policy ?? record.declarations.policies[post.kind] ?? .latest
+        let durable = !(declared?.volatile ?? false)
+        let policy = post.policy ?? declared?.policy ?? .latest
         // An app that does not keep up (too much unread or unacknowledged) gets its events held and
         // coalesced like a suspended one until it catches up, rather than growing the daemon's memory.
         let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
@@ -452,7 +457,8 @@ extension AppManager {
         self.state.withLock { state in
             state.update(appName) { record in
                 let before = record.queue
-                return (before, record.queue.drain(), record.declarations.volatile)
+                let volatile = Set(record.declarations.kinds.lazy.filter(\.value.volatile).map(\.key))
+                return (before, record.queue.drain(), volatile)
             }
         }
     }

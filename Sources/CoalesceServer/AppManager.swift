@@ -241,7 +241,7 @@ final class AppManager: Sendable {
         traits: AppTraits,
         launchUnit: LaunchUnitChange,
         declarations given: EventDeclarations,
-        keeping: (policies: Bool, posters: Bool, topics: Bool) = (false, false, false),
+        keeping: (kinds: Bool, posters: Bool, topics: Bool) = (false, false, false),
         uid: UInt32,
         limit: Int
     ) async throws(AppError) -> Snapshot {
@@ -268,9 +268,13 @@ final class AppManager: Sendable {
             }
             // What a registration leaves out, it keeps from the one before.
             var declarations = given
-            if keeping.policies, let previous { declarations.policies = previous.declarations.policies }
+            if keeping.kinds, let previous { declarations.kinds = previous.declarations.kinds }
             if keeping.posters, let previous { declarations.posters = previous.declarations.posters }
             if keeping.topics, let previous { declarations.topics = previous.declarations.topics }
+            // Declared now or kept from before: a kind can only wake the app into a mode it declares.
+            if let (kind, mode) = declarations.undeclaredMode(among: traits.backgroundModes) {
+                throw .backgroundModeNotDeclared(app: name, kind: kind.value, mode: mode)
+            }
             self.apply(registration, declarations, in: &state)
             return (registration, previous?.registration, previous?.declarations, declarations)
         }

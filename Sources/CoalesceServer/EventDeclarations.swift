@@ -33,13 +33,9 @@ struct EventPayload: CoalescablePayload {
 /// What an app declared about the events it receives: each kind's coalescing policy, and who may post to it
 /// besides its own user and root.
 struct EventDeclarations: Sendable, Hashable {
-    var policies: [EventKind: CoalescingPolicy] = [:]
-    /// Kinds the app declared volatile: held and delivered in memory only, never written to the store (faster; lost
-    /// when the daemon stops).
-    var volatile: Set<EventKind> = []
-    /// Kinds mapped to one of the app's background modes: a post of one launches the app into the background when
-    /// it is not running, instead of waiting for it to be opened.
-    var wakingKinds: [EventKind: String] = [:]
+    /// The kinds the app declared, each with all it declared about it: one table, so that a post looks its kind up
+    /// once, and a registration that leaves `kinds` out keeps all of it.
+    var kinds: [EventKind: KindDeclaration] = [:]
     /// Topics the app subscribes to: a post to `topic:NAME` reaches every subscriber that lets the poster post.
     var topics: Set<EventKind> = []
     var posters = Posters()
@@ -71,6 +67,24 @@ struct EventDeclarations: Sendable, Hashable {
         }
     }
 
+    /// What an app declared about one kind of event.
+    struct KindDeclaration: Sendable, Hashable {
+        var policy: CoalescingPolicy
+        /// Held and delivered in memory only, never written to the store (faster; lost when the daemon stops).
+        var volatile = false
+        /// One of the app's background modes: a post of this kind launches the app into the background when it is
+        /// not running, instead of waiting for it to be opened.
+        var backgroundMode: String?
+    }
+
+    /// The first kind (by name) mapped to a background mode that is not among `modes`, with that mode: a kind can
+    /// only wake the app into a mode the app declares.
+    func undeclaredMode(among modes: Set<String>) -> (kind: EventKind, mode: String)? {
+        self.kinds.sorted { $0.key < $1.key }.lazy.compactMap { kind, declaration in
+            declaration.backgroundMode.flatMap { modes.contains($0) ? nil : (kind, $0) }
+        }.first
+    }
+
     static let maximumKinds = 256
     static let maximumQueueBound = 10_000
 
@@ -93,17 +107,18 @@ struct EventDeclarations: Sendable, Hashable {
             }
             for (name, declaration) in members {
                 guard let kind = try? EventKind(name) else { throw .invalidParameter("kinds") }
-                self.policies[kind] = try Self.policy(declaration, parameter: "kinds")
+                var declared = KindDeclaration(policy: try Self.policy(declaration, parameter: "kinds"))
                 switch declaration["volatile"] {
                 case nil, .null?, .bool(false)?: break
-                case .bool(true)?: self.volatile.insert(kind)
+                case .bool(true)?: declared.volatile = true
                 default: throw .invalidParameter("kinds")
                 }
                 switch declaration["backgroundMode"] {
                 case nil, .null?: break
-                case .string(let mode)? where !mode.isEmpty && mode.utf8.count <= 64: self.wakingKinds[kind] = mode
+                case .string(let mode)? where !mode.isEmpty && mode.utf8.count <= 64: declared.backgroundMode = mode
                 default: throw .invalidParameter("kinds")
                 }
+                self.kinds[kind] = declared
             }
         }
         if let posters, posters != .null {
@@ -146,10 +161,10 @@ struct EventDeclarations: Sendable, Hashable {
     /// As the store keeps it.
     var json: JSONValue {
         var kinds: JSONObject = [:]
-        for (kind, policy) in self.policies {
-            var declaration = policy.wire.objectValue ?? [:]
-            if self.volatile.contains(kind) { declaration["volatile"] = true }
-            if let mode = self.wakingKinds[kind] { declaration["backgroundMode"] = .string(mode) }
+        for (kind, declared) in self.kinds {
+            var declaration = declared.policy.wire.objectValue ?? [:]
+            if declared.volatile { declaration["volatile"] = true }
+            if let mode = declared.backgroundMode { declaration["backgroundMode"] = .string(mode) }
             kinds[kind.value] = .object(declaration)
         }
         var posters: JSONObject = ["anyone": .bool(self.posters.anyone)]

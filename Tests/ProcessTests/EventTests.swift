@@ -354,6 +354,8 @@ import Varlink
             "io.coalesced.App.Register",
             ["name": .string(Self.mail), "kinds": ["cursor": ["policy": "latest", "volatile": true], "mail": ["policy": "count"]]]
         )
+        // A registration that leaves the kinds out keeps them as declared, volatility included.
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "exitsOnSuspend": false])
         #expect(try self.post(client, "cursor", ["x": 1]) == false)
         #expect(try self.post(client, "cursor", ["x": 2]) == false)
         #expect(try self.post(client, "mail", [:]) == false)
@@ -445,7 +447,11 @@ import Varlink
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
         let client = try testClient(daemon.socketPath)
-        #expect(throws: VarlinkError.invalidParameter("kinds"), "the mode must be one the app declares") {
+        let undeclared = VarlinkError(
+            name: "io.coalesced.App.BackgroundModeNotDeclared",
+            parameters: ["app": .string(Self.mail), "kind": "voip.call", "mode": "voip"]
+        )
+        #expect(throws: undeclared, "the mode must be one the app declares") {
             try client.call(
                 "io.coalesced.App.Register",
                 ["name": .string(Self.mail), "kinds": ["voip.call": ["policy": "latest", "backgroundMode": "voip"]]]
@@ -458,6 +464,10 @@ import Varlink
                 "kinds": ["voip.call": ["policy": "latest", "backgroundMode": "voip"]],
             ]
         )
+        // Registering again without kinds keeps them, the mode each wakes into included; dropping that mode while
+        // keeping them is refused, and changes nothing.
+        #expect(throws: undeclared) { try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)]) }
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "backgroundModes": ["voip"]])
         // An ordinary kind waits for the app to be opened; the mapped one launches it (here: waits for its process).
         #expect(try self.post(client, "mail.received", ["id": 1]) == false)
         #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning")
