@@ -176,12 +176,29 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         return self.stop(reason: .purge, effect: .kill(reason: .purge))
     }
 
-    /// The app's process is gone (its stream closed): it is not running, and is told nothing.
-    public mutating func processExited(now: Instant) -> [LifecycleEffect] {
+    /// Takes up the state an earlier run of the daemon recorded for an app whose process outlived it: no callback,
+    /// no transition (the app went through them then). What that run kept only in memory is gone: background
+    /// tasks, and the deadlines of callbacks not yet acknowledged. So an app recorded in the background without a
+    /// background mode is suspended, as when its last task ends; an interruption stays until it is ended.
+    /// - Returns: the state taken up (`nil` for a recorded `notRunning`, which leaves the app as it is).
+    public mutating func restore(_ recorded: AppState, interrupted: Bool) -> AppState? {
+        guard self.state == .notRunning, recorded.isRunning else { return nil }
+        switch recorded {
+        case .background where self.traits.backgroundModes.isEmpty: self.state = .suspended
+        default: self.state = recorded
+        }
+        self.interrupted = interrupted && self.state == .inactive
+        return self.state
+    }
+
+    /// The app's process is gone (its stream closed): it is not running, and is told nothing. With
+    /// `notReattached`: the daemon lost the process instead (it outlived a restart of the daemon and never attached
+    /// again), and no longer counts it as the app.
+    public mutating func processExited(now: Instant, reason: TransitionReason = .processExited) -> [LifecycleEffect] {
         guard self.state.isRunning else { return [] }
         let from = self.state
         self.reset()
-        return [.transition(from: from, to: .notRunning, reason: .processExited)]
+        return [.transition(from: from, to: .notRunning, reason: reason)]
     }
 
     /// The app has handled every callback up to `sequence`: their deadlines are met. An acknowledged

@@ -48,6 +48,9 @@ public enum TransitionReason: String, Sendable, Hashable {
     case exitsOnSuspend
     case purge
     case processExited
+    /// The app's process outlived a restart of the daemon, which took up its recorded state, but did not attach
+    /// again in time, or another process attached for the app first.
+    case notReattached
     case launchNotAcknowledged
     case backgroundNotAcknowledged
     case backgroundTasksExpired

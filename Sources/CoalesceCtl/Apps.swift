@@ -46,6 +46,7 @@ struct App: ParsableCommand {
                 ("State", app["state"]?.stringValue ?? "?"),
                 ("Since", app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"),
                 ("PID", app["pid"]?.intValue.map { String($0) } ?? "none"),
+                ("Attached", Self.attached(app)),
                 ("Background tasks", app["tasks"]?.intValue.map { String($0) } ?? "0"),
                 ("Owner", app["owner"]?.intValue.map { "uid \($0)" } ?? "?"),
                 ("Background modes", (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
@@ -53,6 +54,15 @@ struct App: ParsableCommand {
                 ("Launch unit", app["launchUnit"]?.stringValue ?? "none"),
             ])
         )
+    }
+}
+
+extension App {
+    /// Whether the app's process has its stream attached; a running app without one outlived a restart of the daemon.
+    fileprivate static func attached(_ app: JSONValue) -> String {
+        if app["attached"]?.boolValue == true { return "yes" }
+        if app["state"]?.stringValue == "notRunning" { return "no" }
+        return "no (waiting for its process to attach again after a restart of the daemon)"
     }
 }
 

@@ -142,6 +142,7 @@ enum AppInterface {
             "exitsOnSuspend": .bool(snapshot.registration.traits.exitsOnSuspend),
             "tasks": .int(Int64(snapshot.tasks)),
             "since": .double(snapshot.since),
+            "attached": .bool(snapshot.attached),
         ]
         if let unit = snapshot.registration.launchUnit { object["launchUnit"] = .string(unit) }
         if let pid = snapshot.pid { object["pid"] = .int(Int64(pid)) }

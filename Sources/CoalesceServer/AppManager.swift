@@ -26,6 +26,8 @@ final class AppManager: Sendable {
         var registration: AppRegistration
         var state: AppState
         var pid: Int32?
+        /// Whether the app's process has a stream attached.
+        var attached: Bool
         var tasks: Int
         /// When the app entered its state, seconds since the Unix epoch.
         var since: Double
@@ -48,6 +50,17 @@ final class AppManager: Sendable {
         var responder: VarlinkResponder
         var process: ProcessHandle?
         var pid: Int32
+        /// What tells the process from a later one with its pid (``ProcessHandle/identity``), recorded with the state.
+        var identity: String?
+    }
+
+    /// The process of an app whose state was taken up from the store at start-up: it outlived the daemon's last run
+    /// and has not attached again yet.
+    struct RestoredProcess {
+        var process: ProcessHandle
+        var identity: String
+        /// When it no longer counts as the app unless it attached.
+        var timeout: Scheduled<Void>?
     }
 
     /// What a launch hands the app with didFinishLaunching.
@@ -71,6 +84,8 @@ final class AppManager: Sendable {
         var since: Double
         /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
         var termination: Termination?
+        /// Running by the state recorded before a restart of the daemon, waiting for its process to attach again.
+        var restored: RestoredProcess?
         /// Policies per kind and who may post.
         var declarations = EventDeclarations()
         /// What the app holds while it receives nothing (suspended or not running), one slot per kind.
@@ -197,8 +212,52 @@ final class AppManager: Sendable {
             else { continue }
             state.records[app]?.queue.setBaseline(kind, EventPayload(payload))
         }
-        state.counts[.notRunning] = state.records.count
+        let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
         self.state = Mutex(state)
+        for appName in restoring {
+            let timeout = daemon.configuration.launchTimeout
+            let scheduled = eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { self.reattachTimedOut(appName, timeout: timeout) }
+            self.state.withLock { $0.records[appName]?.restored?.timeout = scheduled }
+        }
+    }
+
+    /// Takes up the states recorded for apps whose processes outlived the daemon's last run (the same process: its
+    /// pid and start time in this boot), and records the others as not running; returns the apps taken up. Until
+    /// its process attaches again, such an app holds what is posted to it, and its callbacks wait for a stream.
+    private static func restoreStates(
+        _ recorded: [AppName: Store.RecordedState],
+        into state: inout State,
+        store: Store,
+        logger: Logger
+    ) -> [AppName] {
+        var restoring: [AppName] = []
+        for (appName, last) in recorded.sorted(by: { $0.key < $1.key }) {
+            guard state.records[appName] != nil else { continue }
+            // The pidfd is opened first and the process checked through it, so that the pid cannot pass to another
+            // process between the check and its use.
+            let alive = last.pid.flatMap { try? ProcessHandle(pid: $0) }
+            guard let alive, let identity = last.process, alive.identity == identity,
+                let taken = state.records[appName]!.lifecycle.restore(last.state, interrupted: last.interrupted)
+            else {
+                store.record(Store.RecordedState(state: .notRunning), of: appName)
+                let entry = Self.transitionEntry(app: appName, from: last.state, to: .notRunning, reason: .processExited, pid: last.pid)
+                logger.log(level: entry.level, "\(entry.message), while the daemon was not running", metadata: entry.metadata)
+                continue
+            }
+            state.records[appName]!.restored = RestoredProcess(process: alive, identity: identity)
+            state.counts[taken, default: 0] += 1
+            if taken.isForeground { state.onScreen.insert(appName) }
+            if taken != last.state {
+                store.record(Store.RecordedState(state: taken, pid: alive.pid, process: identity), of: appName)
+            }
+            restoring.append(appName)
+            logger.info(
+                "\(appName): \(taken.rawValue) as before the restart, waiting for pid \(alive.pid) to attach again",
+                metadata: ["app": "\(appName)", "state": "\(taken.rawValue)", "pid": "\(alive.pid)"]
+            )
+        }
+        state.counts[.notRunning, default: 0] += state.records.count - restoring.count
+        return restoring
     }
 
     var count: Int { self.state.withLock { $0.records.count } }
@@ -346,7 +405,10 @@ final class AppManager: Sendable {
         let appName = try Self.appName(name)
         // Read only when the attach is going to launch the app: a running app's new stream needs none.
         var restored: String?
-        if self.state.withLock({ $0.records[appName]?.lifecycle.state == .notRunning }) {
+        let launches = self.state.withLock { state in
+            state.records[appName].map { $0.lifecycle.state == .notRunning || ($0.attachment == nil && $0.restored != nil) }
+        }
+        if launches == true {
             do {
                 restored = try self.store.savedState(of: appName)
             } catch {
@@ -354,10 +416,23 @@ final class AppManager: Sendable {
             }
         }
         let process = ProcessHandle.connected(peer)
+        let identity = process?.identity
         let id = try self.locked { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: peer.uid, in: state)
             let id = state.nextID
             state.nextID += 1
+            if let waiting = record.restored {
+                // The process that ran the app before the daemon's restart: it goes on where it was. Any other: that
+                // process is not coming back, and this one is launched.
+                waiting.timeout?.cancel()
+                record.restored = nil
+                state.records[appName] = record
+                if waiting.identity != identity {
+                    let now = Instant.now
+                    self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: .notReattached) }
+                }
+                record = state.records[appName]!
+            }
             if let previous = record.attachment {
                 // The old stream ends with Replaced; the app keeps running, now in the new stream's process.
                 state.attached[previous.id] = nil
@@ -370,7 +445,7 @@ final class AppManager: Sendable {
                     )
                 )
             }
-            record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid)
+            record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid, identity: identity)
             record.termination = nil  // a new process: the old one's end runs on its own timers
             record.redeliver = true
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
@@ -378,7 +453,10 @@ final class AppManager: Sendable {
             state.records[appName] = record
             state.attached[id] = appName
             state.parks[id] = Park()
-            guard record.lifecycle.state == .notRunning else { return id }
+            guard record.lifecycle.state == .notRunning else {
+                self.recordState(appName, record)  // its process may be another one now
+                return id
+            }
             // Not running: a pending Launch says where it goes; otherwise its user opened it.
             let pending = record.pendingLaunch
             let destination = pending?.destination ?? .foreground
@@ -662,6 +740,7 @@ final class AppManager: Sendable {
     ) throws(AppError) {
         var record = state.records[appName]!
         let wasReceiving = record.lifecycle.receivesAtOnce
+        let before = (state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
         let effects: [LifecycleEffect]
         do {
             effects = try body(&record.lifecycle)
@@ -672,6 +751,13 @@ final class AppManager: Sendable {
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
         self.wake(appName, &record, wasReceiving: wasReceiving)
         self.reschedule(appName, &record, now: .now)
+        if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
+            if !record.lifecycle.state.isRunning, let restored = record.restored {
+                restored.timeout?.cancel()
+                record.restored = nil
+            }
+            self.recordState(appName, record)
+        }
         state.records[appName] = record
     }
 
@@ -738,23 +824,25 @@ final class AppManager: Sendable {
                 if let attachment = record.attachment {
                     attachment.process?.signal(SIGKILL)
                     self.endStream(attachment, in: &state)
+                } else {
+                    record.restored?.process.signal(SIGKILL)
                 }
                 record.attachment = nil
             case .terminate:
-                if let attachment = record.attachment {
-                    self.endStream(attachment, in: &state)
-                    if let process = attachment.process {
-                        let termination = Termination(
-                            app: app,
-                            process: process,
-                            sequence: lastDelivered,
-                            grace: self.daemon.configuration.terminateGrace,
-                            eventLoop: self.eventLoop,
-                            logger: self.logger
-                        )
-                        record.termination = termination
-                        termination.start()
-                    }
+                if let attachment = record.attachment { self.endStream(attachment, in: &state) }
+                // An app waiting to attach again after a restart of the daemon hears nothing: it gets SIGTERM after
+                // the grace, as an app that does not acknowledge willTerminate does.
+                if let process = record.attachment?.process ?? record.restored?.process {
+                    let termination = Termination(
+                        app: app,
+                        process: process,
+                        sequence: lastDelivered,
+                        grace: self.daemon.configuration.terminateGrace,
+                        eventLoop: self.eventLoop,
+                        logger: self.logger
+                    )
+                    record.termination = termination
+                    termination.start()
                 }
                 record.attachment = nil
             }
@@ -861,6 +949,41 @@ final class AppManager: Sendable {
         }
     }
 
+    /// An app taken up at start-up whose process has not attached again: it no longer counts as the app (its next
+    /// attach launches it anew).
+    private func reattachTimedOut(_ appName: AppName, timeout: Duration) {
+        self.locked { state, log in
+            guard let restored = state.records[appName]?.restored else { return }
+            let reason: TransitionReason = restored.process.isAlive ? .notReattached : .processExited
+            let now = Instant.now
+            self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: reason) }
+            if reason == .notReattached {
+                log.append(
+                    LogEntry(
+                        level: .notice,
+                        message: "\(appName): pid \(restored.process.pid) did not attach again within \(timeout.seconds) s of the restart",
+                        metadata: ["app": "\(appName)", "pid": "\(restored.process.pid)"]
+                    )
+                )
+            }
+        }
+    }
+
+    /// Records the app's state and the process running it, for a restart of the daemon to take up.
+    private func recordState(_ appName: AppName, _ record: Record) {
+        var recorded = Store.RecordedState(state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
+        if recorded.state.isRunning {
+            if let attachment = record.attachment {
+                recorded.pid = attachment.pid
+                recorded.process = attachment.identity
+            } else if let restored = record.restored {
+                recorded.pid = restored.process.pid
+                recorded.process = restored.identity
+            }
+        }
+        self.store.record(recorded, of: appName)
+    }
+
     private func launchTimedOut(_ appName: AppName, timeout: Duration) {
         self.failLaunch(appName, .launchTimedOut(app: appName.value, timeout: timeout))
         self.logger.warning(
@@ -960,7 +1083,8 @@ final class AppManager: Sendable {
         Snapshot(
             registration: record.registration,
             state: record.lifecycle.state,
-            pid: record.attachment?.pid,
+            pid: record.attachment?.pid ?? record.restored?.process.pid,
+            attached: record.attachment != nil,
             tasks: record.lifecycle.tasks.count,
             since: record.since
         )

@@ -40,11 +40,21 @@ extension StoreOperation {
 /// A row that writes in a batch may set again and again (see ``StoreOperation/row``).
 public struct StoreRow: Hashable, Sendable {
     public var app: AppName
+    /// The held kind; empty for the app's own row.
     public var kind: String
+    private var isAppRow = false
 
+    /// What an app holds of one kind.
     public init(app: AppName, kind: String) {
         self.app = app
         self.kind = kind
+    }
+
+    /// The app's own row (its recorded state), which no kind's row can be taken for.
+    public static func app(_ app: AppName) -> StoreRow {
+        var row = StoreRow(app: app, kind: "")
+        row.isAppRow = true
+        return row
     }
 }
 

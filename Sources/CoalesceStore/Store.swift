@@ -138,6 +138,16 @@ public final class Store: Sendable {
                 table.primaryKey(["app", "kind"])
             }
         }
+        migrator.registerMigration("4: app states") { db in
+            // The state each app was last in, with the process that ran it, so that a restarted daemon takes up
+            // where it was for an app whose process outlived it.
+            try db.alter(table: "app") { table in
+                table.add(column: "state", .text).notNull().defaults(to: "notRunning")
+                table.add(column: "interrupted", .boolean).notNull().defaults(to: false)
+                table.add(column: "pid", .integer)
+                table.add(column: "process", .text)
+            }
+        }
         return migrator
     }
 
@@ -290,6 +300,51 @@ public final class Store: Sendable {
         )
     }
 
+    // MARK: App states
+
+    /// The state an app was last in, and the process that ran it (its pid and ``ProcessHandle/identity``).
+    public struct RecordedState: Sendable, Hashable {
+        public var state: AppState
+        public var interrupted: Bool
+        public var pid: Int32?
+        public var process: String?
+
+        public init(state: AppState, interrupted: Bool = false, pid: Int32? = nil, process: String? = nil) {
+            self.state = state
+            self.interrupted = interrupted
+            self.pid = pid
+            self.process = process
+        }
+    }
+
+    /// The recorded state of every app that was running when it was last written.
+    /// - Throws: ``StoreError`` for a state this daemon does not know: the store is damaged.
+    public func runningStates() throws(StoreError) -> [AppName: RecordedState] {
+        let rows = try self.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, state, interrupted, pid, process FROM app WHERE state != 'notRunning'")
+        }
+        var states: [AppName: RecordedState] = [:]
+        for row in rows {
+            let name: String = row["name"]
+            let stateName: String = row["state"]
+            guard let app = try? AppName(name), let state = AppState(rawValue: stateName) else {
+                throw StoreError("\(self.path) is damaged (app \(name) has the state \(stateName)); move it aside to start with an empty store")
+            }
+            let pid: Int64? = row["pid"]
+            states[app] = RecordedState(
+                state: state, interrupted: row["interrupted"], pid: pid.flatMap { Int32(exactly: $0) }, process: row["process"]
+            )
+        }
+        return states
+    }
+
+    /// Records the state the app is in now. Unhurried and not waited for (it goes with the next write, or within a
+    /// tenth of a second); of the states one batch records for an app only the last is written. A crash loses at
+    /// most that tenth of a second of an app's states: the one recorded before is taken up.
+    public func record(_ state: RecordedState, of app: AppName) {
+        self.commits.submit(StateWrite(app: app, state: state), unhurried: true)
+    }
+
     // MARK: Saved state
 
     /// What the app last saved, if anything.
@@ -355,6 +410,31 @@ extension StoreTransaction {
         try self.run(
             "INSERT INTO baseline (app, kind, payload) VALUES (?, ?, ?) ON CONFLICT(app, kind) DO UPDATE SET payload = excluded.payload",
             [app.value, kind, payload]
+        )
+    }
+}
+
+/// An app's state written to its row: nobody waits for it, and a failure leaves the state recorded before, which the
+/// next write replaces.
+final class StateWrite: StoreOperation {
+    let app: AppName
+    let state: Store.RecordedState
+
+    init(app: AppName, state: Store.RecordedState) {
+        self.app = app
+        self.state = state
+    }
+
+    var runsOneStatement: Bool { true }
+    var row: StoreRow? { .app(self.app) }
+    func perform(_ transaction: StoreTransaction) throws {}
+    func undo() {}
+    func finish(_ failure: (any Error)?) {}
+
+    func writeRow(_ transaction: StoreTransaction) throws {
+        try transaction.run(
+            "UPDATE app SET state = ?, interrupted = ?, pid = ?, process = ? WHERE name = ?",
+            [self.state.state.rawValue, self.state.interrupted, self.state.pid.map { Int64($0) }, self.state.process, self.app.value]
         )
     }
 }

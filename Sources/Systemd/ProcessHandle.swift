@@ -56,10 +56,16 @@ public final class ProcessHandle: Sendable {
     /// A small file of /proc/PID, read while the process is known to be alive (after a pid's reuse it would
     /// describe another process).
     private func procFile(_ name: String) -> String? {
-        let fd = open("/proc/\(self.pid)/\(name)", O_RDONLY | O_CLOEXEC)
+        guard let contents = Self.readFile("/proc/\(self.pid)/\(name)"), self.isAlive else { return nil }
+        return contents
+    }
+
+    /// A small file read to its end (a status with many groups is longer than one read's worth); `nil` when it
+    /// cannot be read or is empty.
+    private static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        // Read to the end: a status with many groups is longer than one read's worth.
         var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -69,8 +75,7 @@ public final class ProcessHandle: Sendable {
             if count == 0 { break }
             contents.append(contentsOf: chunk[..<count])
         }
-        guard !contents.isEmpty, self.isAlive else { return nil }
-        return String(decoding: contents, as: UTF8.self)
+        return contents.isEmpty ? nil : String(decoding: contents, as: UTF8.self)
     }
 
     /// Sends `signal`. Returns whether it was delivered: `false` once the process has exited.
@@ -84,6 +89,24 @@ public final class ProcessHandle: Sendable {
         var poll = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
         return Glibc.poll(&poll, 1, 0) == 0
     }
+
+    /// What tells this process from any other that had or will have its pid, in this boot or another: the boot's
+    /// id and the process's start time (field 22 of /proc/PID/stat, clock ticks since boot); `nil` once it is
+    /// gone. Kept across a restart of the daemon to find the same process again.
+    public var identity: String? {
+        guard let boot = Self.bootID, let stat = self.procFile("stat"), let end = stat.lastIndex(of: ")") else { return nil }
+        // After the command name (which may hold spaces), the state is field 3: the start time is the 20th on.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 19, UInt64(fields[19]) != nil else { return nil }
+        return "\(boot) \(fields[19])"
+    }
+
+    /// This boot's id, from the kernel.
+    private static let bootID: String? = {
+        guard let text = ProcessHandle.readFile("/proc/sys/kernel/random/boot_id") else { return nil }
+        let id = text.split(separator: "\n").first.map(String.init) ?? ""
+        return id.isEmpty ? nil : id
+    }()
 
     /// Resident memory in bytes, from /proc; `nil` once the process is gone.
     public var residentBytes: Int? {

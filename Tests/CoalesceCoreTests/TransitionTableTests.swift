@@ -134,4 +134,31 @@ import Testing
         #expect(app.processExited(now: self.t0) == [.transition(from: .active, to: .notRunning, reason: .processExited)])
         #expect(app.processExited(now: self.t0) == [])
     }
+
+    /// A state an earlier run of the daemon recorded, taken up without a callback; what lived only in that run's
+    /// memory (tasks) is gone, so a background app without a mode is suspended. The app goes on from there.
+    @Test func aRecordedStateIsTakenUpWithoutCallbacks() throws {
+        var active = Lifecycle()
+        #expect(active.restore(.active, interrupted: false) == .active)
+        let home = try active.deactivate(now: self.t0)
+        #expect(home.callbacks == [.willResignActive, .didEnterBackground])
+
+        var background = Lifecycle()
+        #expect(background.restore(.background, interrupted: false) == .suspended)
+        #expect(try background.activate(now: self.t0).callbacks == [.willEnterForeground, .didBecomeActive])
+
+        var audio = Lifecycle(traits: AppTraits(backgroundModes: ["audio"]))
+        #expect(audio.restore(.background, interrupted: false) == .background)
+
+        var called = Lifecycle()
+        #expect(called.restore(.inactive, interrupted: true) == .inactive)
+        #expect(try called.interruptionEnded(now: self.t0).callbacks == [.didBecomeActive])
+
+        var stopped = Lifecycle()
+        #expect(stopped.restore(.notRunning, interrupted: false) == nil)
+        #expect(stopped.state == .notRunning)
+        var running = try self.activeApp()
+        #expect(running.restore(.suspended, interrupted: false) == nil, "only a lifecycle that has not started takes one up")
+        #expect(running.state == .active)
+    }
 }

@@ -113,12 +113,15 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Where it keeps its state (its predecessor's, for a restarted daemon).
     public var stateDirectory: String { self.predecessor?.stateDirectory ?? self.directory.file("state") }
 
-    /// Kills this daemon with SIGKILL, waits for it to end, and starts another on the same socket and state
-    /// directory; not yet ready when this returns. It blocks: call it off the test's task (``onThread``).
-    public func restarted() throws -> DaemonProcess {
+    /// Kills this daemon with SIGKILL (unless it ended already), waits for it to end, and starts another on the same
+    /// socket and state directory, with `configuration`; not yet ready when this returns. It blocks: call it off
+    /// the test's task (``onThread``).
+    public func restarted(configuration: String = "") throws -> DaemonProcess {
         self.signal(SIGKILL)
         _ = self.waitForExit()
-        return try DaemonProcess(configuration: "", environment: [:], arguments: [], stateFiles: [:], wrapper: [], continuing: self)
+        return try DaemonProcess(
+            configuration: configuration, environment: [:], arguments: [], stateFiles: [:], wrapper: [], continuing: self
+        )
     }
 
     /// ``restarted()``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.

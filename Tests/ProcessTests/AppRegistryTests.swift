@@ -18,7 +18,7 @@ import Varlink
         #expect(
             app == [
                 "name": "org.example.mail", "state": "notRunning", "owner": 0, "backgroundModes": ["audio", "voip"],
-                "exitsOnSuspend": false, "launchUnit": "mail.service", "tasks": 0,
+                "exitsOnSuspend": false, "launchUnit": "mail.service", "tasks": 0, "attached": false,
             ]
         )
         _ = try client.call("io.coalesced.App.Register", ["name": "org.example.alarm", "exitsOnSuspend": true])

@@ -206,6 +206,113 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    /// Events sent to an app that runs on through a restart of the daemon (kill -9) and not acknowledged come again
+    /// once its process attaches again, numbered past everything sent before, with no launch in front of them;
+    /// acknowledged ones never do.
+    @Test func unacknowledgedEventsComeAgainWhenTheProcessAttachesAfterARestart() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        // The app is attached from this test's process, which outlives each daemon: it reads what comes and
+        // acknowledges only what the test says.
+        @Sendable func attach() throws -> VarlinkClient {
+            let stream = try testClient(socket)
+            try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
+            return stream
+        }
+        @Sendable func next(_ stream: VarlinkClient) throws -> (kind: String, seq: Int64) {
+            let callback = try stream.receiveReply().parameters["callback"]
+            return (callback?["kind"]?.stringValue ?? "-", callback?["seq"]?.intValue ?? -1)
+        }
+        @Sendable func acknowledge(_ client: VarlinkClient, _ seq: Int64) throws {
+            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": .int(seq)])
+        }
+        // The first stream stays open until that daemon is killed, as the app's process keeps it.
+        let firstStream = OpenConnection()
+        let old = try await onThread { () throws -> [Int64] in
+            let client = try testClient(socket)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            let stream = try attach()
+            firstStream.client = stream
+            #expect(try stream.receiveReply().parameters["state"] == "notRunning")
+            #expect(try next(stream).kind == "lifecycle.didFinishLaunching")
+            let active = try next(stream)
+            #expect(active.kind == "lifecycle.didBecomeActive")
+            try acknowledge(client, active.seq)
+            #expect(try self.post(client, "mail.received", ["id": 1]) == true)
+            #expect(try self.post(client, "badge", ["unread": 2]) == true)
+            let events = [try next(stream), try next(stream)]
+            #expect(events.map(\.kind) == ["mail.received", "badge"])
+            usleep(300_000)
+            return events.map(\.seq)
+        }
+        let second = try await onThread { try first.restartedWhenReady() }
+        firstStream.client = nil
+        let again = try await onThread { () throws -> [Int64] in
+            let client = try testClient(socket)
+            #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "active")
+            let stream = try attach()
+            #expect(try stream.receiveReply().parameters["state"] == "active", "taken up as it was: no launch")
+            let events = [try next(stream), try next(stream)]
+            #expect(events.map(\.kind) == ["mail.received", "badge"], "both come again, in order")
+            try acknowledge(client, events[1].seq)
+            // Acknowledged: on disk with the next commit, which this post makes.
+            #expect(try self.post(client, "weather", ["sky": "clear"]) == true)
+            #expect(try next(stream).kind == "weather")
+            return events.map(\.seq)
+        }
+        #expect(again.allSatisfy { seq in old.allSatisfy { $0 < seq } }, "numbers never go backwards: \(old) then \(again)")
+        let third = try await onThread { try second.restartedWhenReady() }
+        try await onThread {
+            let client = try testClient(socket)
+            let stream = try attach()
+            #expect(try stream.receiveReply().parameters["state"] == "active")
+            // Only the event never acknowledged comes again; a new post follows it.
+            #expect(try next(stream).kind == "weather")
+            #expect(try self.post(client, "mail.received", ["id": 3]) == true)
+            #expect(try next(stream).kind == "mail.received")
+        }
+        third.signal(SIGKILL)
+    }
+
+    /// What was held for a suspended app survives a restart of the daemon, and what is posted while its process has
+    /// not attached again is held with it: on waking, after the callbacks, one event per kind for all of it.
+    @Test func aSuspendedAppStaysSuspendedAcrossARestartAndWakesWithEverythingHeld() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        let app = try await onThread { () throws -> ExampleApp in
+            let client = try testClient(socket)
+            let app = try self.suspendedApp(first, client)
+            _ = try client.call("io.coalesced.System.Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try self.waitFor(client, "suspended")
+            #expect(try self.post(client, "mail.received", ["id": 1]) == false)
+            #expect(try self.post(client, "badge", ["unread": 2]) == false)
+            usleep(300_000)
+            return app
+        }
+        let second = try await onThread { try first.restartedWhenReady() }
+        try await onThread {
+            let client = try testClient(socket)
+            #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "suspended")
+            // Posted before its process attached again, or after: held either way, while it is suspended.
+            #expect(try self.post(client, "badge", ["unread": 3]) == false)
+            for _ in 0..<1000 where try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["attached"] != true {
+                usleep(10_000)
+            }
+            #expect(try self.post(client, "mail.received", ["id": 4]) == false)
+            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(
+                try app.events(atLeast: 2) == [
+                    #"event mail.received count=2 payload={"id":4}"#, #"event badge count=2 payload={"unread":5}"#,
+                ]
+            )
+        }
+        second.signal(SIGKILL)
+    }
+
     /// Producers on several connections (served by different event loops) posting to one active app at once: the
     /// app gets every event, and each producer's in the order it posted them.
     @Test func concurrentProducersReachAnActiveAppEachInItsOwnOrder() async throws {
@@ -607,4 +714,10 @@ import Varlink
         #expect(withoutGroup.stderr.contains("NotAllowedToPost"), "\(withoutGroup.stderr)")
         daemon.signal(SIGKILL)
     }
+}
+
+/// A connection kept open across the test's threads: an app's stream that must outlive the daemon it attached to,
+/// as the app's process keeps it.
+final class OpenConnection: @unchecked Sendable {
+    var client: VarlinkClient?
 }

@@ -340,17 +340,87 @@ import Varlink
         }
     }
 
-    @Test func theClientLibraryReconnectsAfterADaemonRestart() async throws {
+    /// A restart of the daemon (kill -9) costs running apps nothing: each is taken up in the state it was in, its
+    /// process attaches again on its own (the client library reconnects) and hears no launch; an app whose process
+    /// ended while the daemon was down is not running.
+    @Test func appsKeepTheirStatesAcrossARestartOfTheDaemon() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
-        let app = try ExampleApp(socket: first.socketPath, name: Self.mail)
-        #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
+        let socket = first.socketPath
+        let (mail, maps) = try await onThread {
+            let system = try testClient(socket)
+            let mail = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            _ = try system.call("io.coalesced.System.Deactivate")
+            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            let maps = try ExampleApp(socket: socket, name: Self.maps)
+            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            for _ in 0..<500 where try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] != "suspended" {
+                usleep(10_000)
+            }
+            // States go to disk with the next commit, or a tenth of a second later.
+            usleep(500_000)
+            return (mail, maps)
+        }
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+        maps.kill()  // ends while no daemon runs
         let second = try await onThread { try first.restartedWhenReady() }
-        // States are not kept across a daemon restart yet: the app, attaching again, is launched anew.
-        #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
-        let info = try await onThread { try testClient(first.socketPath).call("io.coalesced.System.GetApp", ["app": .string(Self.mail)]) }
-        #expect(info["app"]?["state"] == "active")
-        #expect(info["app"]?["pid"] == .int(Int64(app.child.pid)))
+        try await onThread {
+            let system = try testClient(socket)
+            func app(_ name: String) throws -> JSONValue {
+                try system.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"] ?? .null
+            }
+            #expect(try app(Self.maps)["state"] == "notRunning")
+            #expect(try app(Self.mail)["state"] == "suspended")
+            #expect(try app(Self.mail)["pid"] == .int(Int64(mail.child.pid)))
+            for _ in 0..<1000 where try app(Self.mail)["attached"] != true { usleep(10_000) }
+            #expect(try app(Self.mail)["attached"] == true, "the client library attaches again")
+            #expect(mail.unreadCallbacks.isEmpty, "no launch: the app was running all along")
+
+            // It goes on from where it was.
+            _ = try system.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(try app(Self.mail)["state"] == "active")
+        }
+        #expect(second.output.contains("suspended as before the restart, waiting for pid \(mail.child.pid) to attach again"))
+        #expect(second.output.contains("\(Self.maps): active → notRunning (processExited), while the daemon was not running"))
+        second.signal(SIGKILL)
+    }
+
+    /// A process that outlived the daemon but never attaches again stops counting as the app after
+    /// `LaunchTimeoutSec=`; one attaching in its place is launched.
+    @Test func aProcessThatDoesNotAttachAgainAfterARestartNoLongerCountsAsTheApp() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        // The app attached from this test's own process, which will not attach again.
+        let stream = try testClient(socket)
+        _ = try stream.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
+        #expect(try stream.receiveReply().parameters["state"] == "notRunning")
+        #expect(try stream.receiveReply().parameters["callback"]?["kind"] == "lifecycle.didFinishLaunching")
+        usleep(500_000)
+        let second = try await onThread { () throws -> DaemonProcess in
+            let next = try first.restarted(configuration: "[Apps]\nLaunchTimeoutSec=3s\n")
+            try next.waitUntilReady()
+            return next
+        }
+        withExtendedLifetime(stream) {}  // open until the first daemon was killed, as the app's process keeps it
+        try await onThread {
+            let system = try testClient(socket)
+            let info = try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]
+            #expect(info?["state"] == "active")
+            #expect(info?["attached"] == false)
+            for _ in 0..<2000 {
+                if try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning" { break }
+                usleep(10_000)
+            }
+            #expect(try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning")
+            let relaunched = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try relaunched.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        }
+        #expect(second.output.contains("did not attach again within 3.0 s of the restart"))
         second.signal(SIGKILL)
     }
 
