@@ -176,14 +176,17 @@ struct EventDeclarations: Sendable, Hashable {
         ]
     }
 
-    /// From the store; a group that no longer exists is dropped.
-    init(stored text: String) {
-        let value = try? JSONParser.parse(text)
-        let groups = value?["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { getgrnam($0) } != nil }
-        var posters = value?["posters"]?.objectValue ?? [:]
+    /// From the store; a group that no longer exists is dropped. `nil` for text that is not declarations as the
+    /// daemon writes them: a damaged store, which the daemon does not start on (it would lose the app's policies,
+    /// posters and topics).
+    init?(stored text: String) {
+        guard let value = try? JSONParser.parse(text), value.objectValue != nil else { return nil }
+        let groups = value["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { getgrnam($0) } != nil }
+        var posters = value["posters"]?.objectValue ?? [:]
         posters["groups"] = .array(groups ?? [])
-        self = (try? EventDeclarations(kinds: value?["kinds"], posters: .object(posters), topics: value?["topics"]))
-            ?? EventDeclarations()
+        guard let declarations = try? EventDeclarations(kinds: value["kinds"], posters: .object(posters), topics: value["topics"])
+        else { return nil }
+        self = declarations
     }
 
     init() {}

@@ -11,6 +11,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         self.description = description
     }
 
+    /// The store at `path` holds what this daemon cannot read (`what`, named): it refuses to start rather than
+    /// leave it out.
+    public static func damaged(_ path: String, _ what: String) -> StoreError {
+        StoreError("\(path) is damaged (\(what)); move it aside to start with an empty store")
+    }
+
     /// A failed write to the store at `path`; a full disk says so, since that is what a person can act on.
     init(writing path: String, _ error: any Error) {
         if let error = error as? StoreError {
@@ -66,7 +72,7 @@ public final class Store: Sendable {
             let check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
             guard check == "ok" else { throw StoreError("integrity check: \(check ?? "no answer")") }
         } catch let error as StoreError {
-            throw StoreError("\(self.path) is damaged (\(error)); move it aside to start with an empty store")
+            throw StoreError.damaged(self.path, "\(error)")
         } catch {
             throw StoreError("\(self.path) cannot be used (\(error)); move it aside to start with an empty store")
         }
@@ -328,7 +334,7 @@ public final class Store: Sendable {
             let name: String = row["name"]
             let stateName: String = row["state"]
             guard let app = try? AppName(name), let state = AppState(rawValue: stateName) else {
-                throw StoreError("\(self.path) is damaged (app \(name) has the state \(stateName)); move it aside to start with an empty store")
+                throw StoreError.damaged(self.path, "app \(name) has the state \(stateName)")
             }
             let pid: Int64? = row["pid"]
             states[app] = RecordedState(

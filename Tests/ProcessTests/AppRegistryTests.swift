@@ -77,6 +77,30 @@ import Varlink
         #expect(try String(contentsOfFile: directory.file("state/coalesced.db"), encoding: .utf8) == garbage, "left as it was")
     }
 
+    /// A row the daemon cannot read (here a held kind's text cut short, as a torn or tampered page leaves it) stops
+    /// start-up, naming the file and what the row held, rather than starting without it.
+    @Test func aDamagedRowStopsStartUpAndSaysWhatItHeld() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let client = try testClient(first.socketPath)
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        _ = try client.call("io.coalesced.App.Post", ["target": "org.example.mail", "kind": "badge", "payload": ["unread": 1]])
+        first.signal(SIGTERM)
+        #expect(try await onThread { first.waitForExit() } == 0)
+        let database = first.stateDirectory + "/coalesced.db"
+        let cut = try await onThread {
+            try runProcess(
+                "/usr/bin/python3",
+                ["-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('UPDATE held SET slot = substr(slot, 1, 10)'); c.commit()", database]
+            )
+        }
+        #expect(cut.status == 0, "\(cut.stderr)")
+        let second = try await onThread { try first.restarted() }
+        #expect(try await onThread { second.waitForExit() } == 1)
+        #expect(second.output.contains("\(database) is damaged (what org.example.mail holds of badge cannot be read)"), "\(second.output)")
+        #expect(second.output.contains("move it aside"))
+    }
+
     @Test func theRegistryFileOfEarlierVersionsIsImportedOnce() async throws {
         let directory = try TemporaryDirectory()
         try directory.write(
