@@ -313,6 +313,120 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    /// A producer that writes posts without reading its replies is slowed down: once the replies it owes pile up
+    /// unread, the daemon stops reading from it, so its writes block rather than the daemon's memory growing; when
+    /// it reads again, every post is answered and held.
+    @Test func aProducerThatDoesNotReadItsRepliesIsSlowedDownAndLosesNothing() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            var frame: [UInt8] = []
+            VarlinkCall(
+                method: "io.coalesced.App.Post",
+                parameters: ["target": .string(Self.mail), "kind": "tick", "payload": ["text": .string(String(repeating: "x", count: 100))]]
+            ).message.write(to: &frame)
+            frame.append(0)
+            let posts = 100_000
+            let total = frame.count * posts  // about 18 MB
+            var chunk: [UInt8] = []
+            for _ in 0..<64 { chunk += frame }
+            let flood = try testClient(daemon.socketPath)
+            let fd = flood.descriptor
+            let residentBefore = daemon.residentKiB ?? 0
+            var sent = 0
+            var replies = 0
+            var failed = 0
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            /// Writes what the socket takes now, from where the stream of identical frames stands.
+            func write() {
+                let start = sent % frame.count
+                let length = min(chunk.count - start, total - sent)
+                let count = chunk.withUnsafeBytes { send(fd, $0.baseAddress! + start, length, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                if count > 0 { sent += count }
+            }
+            // Two seconds of writing and no reading.
+            let deadline = ContinuousClock.now + .seconds(2)
+            while ContinuousClock.now < deadline, sent < total {
+                let before = sent
+                write()
+                if sent == before { usleep(10_000) }
+            }
+            #expect(sent < total / 4, "the daemon stopped reading: \(sent) of \(total) bytes taken")
+            let grown = (daemon.residentKiB ?? 0) - residentBefore
+            #expect(grown < 64 * 1024, "the daemon grew by \(grown) KiB")
+            // Now read the replies as they come, and write the rest.
+            while replies < posts {
+                if sent < total { write() }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                guard count > 0 else {
+                    usleep(1_000)
+                    continue
+                }
+                let read = buffer[..<count]
+                replies += read.filter { $0 == 0 }.count
+                if String(decoding: read, as: UTF8.self).contains(#""error""#) { failed += 1 }
+            }
+            #expect(failed == 0)
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue?.first
+            #expect(held?["kind"] == "tick" && held?["count"] == .int(Int64(posts)), "every post held: \(held ?? .null)")
+        }
+        daemon.signal(SIGKILL)
+    }
+
+    /// An app that does not acknowledge is sent at most 4,096 events; what is posted after that is held and
+    /// coalesced like a suspended app's, and sent once it acknowledges.
+    @Test func anAppThatDoesNotAcknowledgeHasItsEventsHeldPastTheBound() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            // The app, attached from this process: it reads its stream and acknowledges only its launch.
+            let stream = try testClient(daemon.socketPath)
+            try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
+            _ = try stream.receiveReply()
+            _ = try stream.receiveReply()
+            let active = try stream.receiveReply().parameters["callback"]?["seq"] ?? .null
+            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": active])
+            let reader = OpenConnection()
+            reader.client = stream
+            let events = Mutex<[(seq: Int64, count: Int64)]>([])
+            let reading = Thread {
+                while let reply = try? reader.client!.receiveReply(), let callback = reply.parameters["callback"] {
+                    events.withLock { $0.append((callback["seq"]?.intValue ?? -1, callback["count"]?.intValue ?? -1)) }
+                }
+            }
+            reading.start()
+            var sentAtOnce = 0
+            for window in 0..<50 {
+                var burst: [UInt8] = []
+                for number in 0..<100 {
+                    VarlinkCall(
+                        method: "io.coalesced.App.Post",
+                        parameters: ["target": .string(Self.mail), "kind": "tick", "payload": ["n": .int(Int64(window * 100 + number))]]
+                    ).message.write(to: &burst)
+                    burst.append(0)
+                }
+                try client.sendRaw(burst)
+                for _ in 0..<100 where try client.receiveReply().parameters["delivered"] == true { sentAtOnce += 1 }
+            }
+            #expect(sentAtOnce == 4096, "sent at once up to the bound")
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue?.first
+            #expect(held?["count"] == .int(5000 - 4096), "the rest held, one kind: \(held ?? .null)")
+            for _ in 0..<1000 where events.withLock({ $0.count }) < 4096 { usleep(10_000) }
+            let last = events.withLock { $0.last?.seq ?? 0 }
+            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": .int(last)])
+            for _ in 0..<1000 where events.withLock({ $0.count }) < 4097 { usleep(10_000) }
+            let received = events.withLock { $0 }
+            #expect(received.count == 4097)
+            #expect(received.last?.count == Int64(5000 - 4096), "what was held comes as one event for the kind")
+            #expect(zip(received, received.dropFirst()).allSatisfy { $0.seq < $1.seq })
+        }
+        daemon.signal(SIGKILL)
+    }
+
     /// Producers on several connections (served by different event loops) posting to one active app at once: the
     /// app gets every event, and each producer's in the order it posted them.
     @Test func concurrentProducersReachAnActiveAppEachInItsOwnOrder() async throws {
