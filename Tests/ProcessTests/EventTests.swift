@@ -427,6 +427,72 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    /// Every state that runs code receives at once: active, inactive (an interruption holds it), and background
+    /// (a background mode keeps it there); each event as posted, in order.
+    @Test func inactiveAndBackgroundAppsReceiveAtOnce() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail, arguments: ["--mode", "audio"])
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            _ = try client.call("io.coalesced.System.Interrupt", ["phase": "begin"])
+            #expect(try app.nextCallbacks(1) == ["willResignActive"])
+            #expect(try self.post(client, "call.started", ["n": 1]) == true, "inactive: sent at once")
+            _ = try client.call("io.coalesced.System.Interrupt", ["phase": "end"])
+            _ = try client.call("io.coalesced.System.Deactivate")
+            #expect(try app.nextCallbacks(3) == ["didBecomeActive", "willResignActive", "didEnterBackground"])
+            try self.waitFor(client, "background")
+            #expect(try self.post(client, "track.changed", ["n": 2]) == true, "background: sent at once")
+            #expect(try self.post(client, "track.changed", ["n": 3]) == true)
+            #expect(
+                try app.events(atLeast: 3) == [
+                    #"event call.started count=1 payload={"n":1}"#, #"event track.changed count=1 payload={"n":2}"#,
+                    #"event track.changed count=1 payload={"n":3}"#,
+                ]
+            )
+            #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "background")
+        }
+        daemon.signal(SIGKILL)
+    }
+
+    /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
+    /// in `GetQueue`.
+    @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            let start = Date().timeIntervalSince1970
+            #expect(try self.post(client, "mail.received", ["id": 1]) == false)
+            let afterFirst = Date().timeIntervalSince1970
+            usleep(200_000)
+            let beforeLast = Date().timeIntervalSince1970
+            #expect(try self.post(client, "mail.received", ["id": 2]) == false)
+            let end = Date().timeIntervalSince1970
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue?.first
+            // The app, attached from this process, launched by its attach: the held event follows the callbacks.
+            let stream = try testClient(daemon.socketPath)
+            try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
+            var callbacks: [JSONValue] = []
+            while callbacks.count < 3 {
+                if let callback = try stream.receiveReply().parameters["callback"] { callbacks.append(callback) }
+            }
+            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": callbacks[2]["seq"] ?? .null])
+            #expect(callbacks.map { $0["kind"]?.stringValue } == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive", "mail.received"])
+            let event = callbacks[2]
+            #expect(event["count"] == 2)
+            for source in [event, held ?? .null] {
+                let first = source["firstPosted"]?.doubleValue ?? 0
+                let last = source["lastPosted"]?.doubleValue ?? 0
+                #expect(first >= start - 0.001 && first <= afterFirst + 0.001, "first post at \(first), between \(start) and \(afterFirst)")
+                #expect(last >= beforeLast - 0.001 && last <= end + 0.001, "last post at \(last), between \(beforeLast) and \(end)")
+            }
+        }
+        daemon.signal(SIGKILL)
+    }
+
     /// Producers on several connections (served by different event loops) posting to one active app at once: the
     /// app gets every event, and each producer's in the order it posted them.
     @Test func concurrentProducersReachAnActiveAppEachInItsOwnOrder() async throws {
