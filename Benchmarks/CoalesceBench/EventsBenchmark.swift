@@ -48,11 +48,13 @@ struct EventsBenchmark {
             }
         }
 
-        // coalesced: durable posts into apps that are not running (held, one row per kind).
+        // coalesced: durable posts into suspended apps (held, one row per kind).
         let daemon = try DaemonProcess(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n")
         try daemon.waitUntilReady()
         let client = try VarlinkClient(path: daemon.socketPath)
         for index in 0..<4 { _ = try client.call("io.coalesced.App.Register", ["name": .string("org.bench.target\(index)")]) }
+        let targets = try Self.suspended((0..<4).map { "org.bench.target\($0)" }, socket: daemon.socketPath, client: client)
+        defer { targets.stop() }
         let cpuBefore = Self.cpuMicroseconds(daemon.pid)
         let one = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: payload)
         let cpuDurable = (Self.cpuMicroseconds(daemon.pid) - cpuBefore) / Double(self.posts)
@@ -65,6 +67,8 @@ struct EventsBenchmark {
                 ["name": .string("org.bench.volatile\(index)"), "kinds": ["kind0": ["policy": "latest", "volatile": true]]]
             )
         }
+        let volatileTargets = try Self.suspended((0..<4).map { "org.bench.volatile\($0)" }, socket: daemon.socketPath, client: client)
+        defer { volatileTargets.stop() }
         let cpuVolatileBefore = Self.cpuMicroseconds(daemon.pid)
         let volatileOne = try Self.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
         let cpuVolatile = (Self.cpuMicroseconds(daemon.pid) - cpuVolatileBefore) / Double(self.posts)
@@ -83,9 +87,13 @@ struct EventsBenchmark {
                 ["name": .string("org.bench.volatile\(index)"), "kinds": ["kind0": ["policy": "latest", "volatile": true]]]
             )
         }
+        let loopsTargets = try Self.suspended(
+            (0..<4).flatMap { ["org.bench.target\($0)", "org.bench.volatile\($0)"] }, socket: loops.socketPath, client: loopsClient
+        )
         let loopsDurable = try Self.pipelined(loops.socketPath, producers: 4, posts: self.posts, payload: payload)
         let loopsVolatile = try Self.pipelined(loops.socketPath, producers: 4, posts: self.posts, payload: payload, appPrefix: "org.bench.volatile")
         print("| EventLoops=2: 4 producers pipelined, durable / volatile | \(Int(loopsDurable)) / \(Int(loopsVolatile)) posts/s |")
+        loopsTargets.stop()
         loops.signal(SIGTERM)
         _ = loops.waitForExit()
 
@@ -101,31 +109,33 @@ struct EventsBenchmark {
         )
         print("| Post round trip to an active app, volatile, p50 / p99 | \(Self.format(volatileTrip.p50)) / \(Self.format(volatileTrip.p99)) µs |")
 
-        // Wake: many posts across 100 kinds held for one app, then the time from Attach (its launch) to the last
-        // coalesced event; once per number of posts, to show it does not depend on it.
+        // Wake: an app suspended, many posts across 100 kinds held for it, then the time from System.Activate to
+        // its last coalesced event; once per number of posts, to show it does not depend on it.
         for (index, posts) in self.wakePosts.enumerated() {
             let sleeper = "org.bench.sleeper\(index)"
             _ = try client.call("io.coalesced.App.Register", ["name": .string(sleeper)])
+            let stream = try Self.suspendedWithOwnStream(sleeper, socket: daemon.socketPath, client: client)
             _ = try Self.pipelined(daemon.socketPath, producers: 4, posts: posts, payload: payload, target: sleeper, kinds: 100)
-            let waker = try VarlinkClient(path: daemon.socketPath)
             let start = ContinuousClock.now
-            try waker.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(sleeper)], more: true))
+            _ = try client.call("io.coalesced.System.Activate", ["app": .string(sleeper)])
             var events = 0
             while events < 100 {
-                let reply = try waker.receiveReply()
+                let reply = try stream.receiveReply()
                 if let kind = reply.parameters["callback"]?["kind"]?.stringValue, !kind.hasPrefix("lifecycle.") { events += 1 }
             }
             let wake = (ContinuousClock.now - start).milliseconds
-            print("| wake: \(posts) posts across 100 kinds held, Attach to the 100th event | \(Self.format(wake)) ms |")
+            print("| wake: \(posts) posts across 100 kinds held, Activate to the 100th event | \(Self.format(wake)) ms |")
         }
         daemon.signal(SIGTERM)
         _ = daemon.waitForExit()
 
         // Memory: suspended apps holding nothing, then after each total of posts to them.
-        let memory = try DaemonProcess()
+        let memory = try DaemonProcess(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n")
         try memory.waitUntilReady()
         let registrar = try VarlinkClient(path: memory.socketPath)
         for index in 0..<self.suspendedApps { _ = try registrar.call("io.coalesced.App.Register", ["name": .string("org.bench.app\(index)")]) }
+        let sleepers = try Self.suspended((0..<self.suspendedApps).map { "org.bench.app\($0)" }, socket: memory.socketPath, client: registrar)
+        defer { sleepers.stop() }
         var resident = ["\((memory.residentKiB ?? 0) / 1024)"]
         var posted = 0
         for total in self.memoryPosts where total > posted {
@@ -142,10 +152,57 @@ struct EventsBenchmark {
             resident.append("\((memory.residentKiB ?? 0) / 1024)")
         }
         let totals = self.memoryPosts.map(String.init).joined(separator: " / ")
-        print("| RSS, \(self.suspendedApps) apps (10 kinds each) holding nothing / after \(totals) posts to them | \(resident.joined(separator: " / ")) MiB |")
+        print("| RSS, \(self.suspendedApps) suspended apps (10 kinds each) holding nothing / after \(totals) posts to them | \(resident.joined(separator: " / ")) MiB |")
         memory.signal(SIGTERM)
         _ = memory.waitForExit()
         print("")
+    }
+
+    /// Attaches each of `names` (registered) from the benchmark's process, as its apps' processes would, has their
+    /// callbacks read and acknowledged, and sends them home until every one is suspended: what posts are held for.
+    /// Returns the drain that keeps reading their streams.
+    static func suspended(_ names: [String], socket: String, client: VarlinkClient) throws -> StreamDrain {
+        var streams: [VarlinkClient] = []
+        for name in names {
+            let stream = try VarlinkClient(path: socket)
+            try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(name)], more: true))
+            _ = try stream.receiveReply()
+            streams.append(stream)
+        }
+        let drain = try StreamDrain(streams, acknowledging: names)
+        // Each launch to the foreground sent the app before it home; the last one goes home now.
+        _ = try client.call("io.coalesced.System.Deactivate")
+        try Self.waitUntilSuspended(names, client: client)
+        return drain
+    }
+
+    /// One app attached and suspended, its stream left for the caller to read.
+    static func suspendedWithOwnStream(_ name: String, socket: String, client: VarlinkClient) throws -> VarlinkClient {
+        let stream = try VarlinkClient(path: socket)
+        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(name)], more: true))
+        func acknowledgeUntil(_ kind: String) throws {
+            while true {
+                let callback = try stream.receiveReply().parameters["callback"]
+                guard callback?["kind"]?.stringValue == kind, let seq = callback?["seq"] else { continue }
+                _ = try client.call("io.coalesced.App.Ack", ["app": .string(name), "seq": seq])
+                return
+            }
+        }
+        try acknowledgeUntil("lifecycle.didBecomeActive")
+        _ = try client.call("io.coalesced.System.Deactivate", ["app": .string(name)])
+        try acknowledgeUntil("lifecycle.didEnterBackground")
+        try Self.waitUntilSuspended([name], client: client)
+        return stream
+    }
+
+    static func waitUntilSuspended(_ names: [String], client: VarlinkClient) throws {
+        for name in names {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try client.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"]?["state"] != "suspended" {
+                guard ContinuousClock.now < deadline else { throw SupportError("\(name) was never suspended") }
+                usleep(1_000)
+            }
+        }
     }
 
     /// Registers `app`, attaches it (the bench reads its stream and acknowledges its events as the app would) and
