@@ -61,6 +61,8 @@ final class AppManager: Sendable {
         var identity: String
         /// When it no longer counts as the app unless it attached.
         var timeout: Scheduled<Void>?
+        /// Callbacks of what happened to the app meanwhile (a System request), in order: sent when it attaches.
+        var unsent: [JSONObject] = []
     }
 
     /// What a launch hands the app with didFinishLaunching.
@@ -426,13 +428,16 @@ final class AppManager: Sendable {
             var record = try self.appRecord(appName, uid: peer.uid, in: state)
             let id = state.nextID
             state.nextID += 1
+            var unsent: [JSONObject] = []
             if let waiting = record.restored {
-                // The process that ran the app before the daemon's restart: it goes on where it was. Any other: that
-                // process is not coming back, and this one is launched.
+                // The process that ran the app before the daemon's restart: it goes on where it was, and hears what
+                // happened meanwhile. Any other: that process is not coming back, and this one is launched.
                 waiting.timeout?.cancel()
                 record.restored = nil
                 state.records[appName] = record
-                if waiting.identity != identity {
+                if waiting.identity == identity {
+                    unsent = waiting.unsent
+                } else {
                     let now = Instant.now
                     self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: .notReattached) }
                 }
@@ -454,6 +459,7 @@ final class AppManager: Sendable {
             record.termination = nil  // a new process: the old one's end runs on its own timers
             record.redeliver = true
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
+            if !unsent.isEmpty { responder.send(all: unsent) }
             if record.lifecycle.receivesAtOnce { self.sendPending(appName, &record) }
             state.records[appName] = record
             state.attached[id] = appName
@@ -793,7 +799,7 @@ final class AppManager: Sendable {
             switch effect {
             case .deliver(let callback, let sequence, let task):
                 lastDelivered = sequence
-                guard let attachment = record.attachment else { continue }
+                guard record.attachment != nil || record.restored != nil else { continue }
                 var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
                 if let task { event["task"] = .int(Int64(task)) }
                 if callback == .didFinishLaunching {
@@ -803,7 +809,14 @@ final class AppManager: Sendable {
                     if let restored = launch?.restoredState { options["restoredState"] = .string(restored) }
                     event["launchOptions"] = .object(options)
                 }
-                attachment.responder.send(["state": .string(current.rawValue), "callback": .object(event)])
+                let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]
+                if let attachment = record.attachment {
+                    attachment.responder.send(reply)
+                } else {
+                    // The process of an app taken up after a restart has not attached again: it gets the callback
+                    // when it does (within its deadline, if it has one).
+                    record.restored?.unsent.append(reply)
+                }
                 if callback == .backgroundTaskWillExpire {
                     log.append(
                         LogEntry(

@@ -8,6 +8,8 @@ import Varlink
 /// a killed daemon, sent again until acknowledged.
 @Suite struct EventTests {
     static let mail = "org.example.mail"
+    /// For a daemon whose app is attached from the test's own process, which a missed deadline would kill.
+    static let noDeadlines = "[Apps]\nAcknowledgeTimeoutSec=1h\n"
 
     func post(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue, policy: JSONValue? = nil, to target: String = mail) throws -> Bool? {
         var parameters: JSONObject = ["target": .string(target), "kind": .string(kind), "payload": payload]
@@ -210,7 +212,8 @@ import Varlink
     /// once its process attaches again, numbered past everything sent before, with no launch in front of them;
     /// acknowledged ones never do.
     @Test func unacknowledgedEventsComeAgainWhenTheProcessAttachesAfterARestart() async throws {
-        let first = try DaemonProcess()
+        // The app is this test's process: no deadline may kill it, whatever happens.
+        let first = try DaemonProcess(configuration: Self.noDeadlines)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         // The app is attached from this test's process, which outlives each daemon: it reads what comes and
@@ -246,12 +249,18 @@ import Varlink
             usleep(300_000)
             return events.map(\.seq)
         }
-        let second = try await onThread { try first.restartedWhenReady() }
+        let second = try await onThread { () throws -> DaemonProcess in
+            let next = try first.restarted(configuration: Self.noDeadlines)
+            try next.waitUntilReady()
+            return next
+        }
         firstStream.client = nil
+        let secondStream = OpenConnection()
         let again = try await onThread { () throws -> [Int64] in
             let client = try testClient(socket)
             #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "active")
             let stream = try attach()
+            secondStream.client = stream
             #expect(try stream.receiveReply().parameters["state"] == "active", "taken up as it was: no launch")
             let events = [try next(stream), try next(stream)]
             #expect(events.map(\.kind) == ["mail.received", "badge"], "both come again, in order")
@@ -262,7 +271,12 @@ import Varlink
             return events.map(\.seq)
         }
         #expect(again.allSatisfy { seq in old.allSatisfy { $0 < seq } }, "numbers never go backwards: \(old) then \(again)")
-        let third = try await onThread { try second.restartedWhenReady() }
+        let third = try await onThread { () throws -> DaemonProcess in
+            let next = try second.restarted(configuration: Self.noDeadlines)
+            try next.waitUntilReady()
+            return next
+        }
+        secondStream.client = nil
         try await onThread {
             let client = try testClient(socket)
             let stream = try attach()
@@ -378,7 +392,8 @@ import Varlink
     /// An app that does not acknowledge is sent at most 4,096 events; what is posted after that is held and
     /// coalesced like a suspended app's, and sent once it acknowledges.
     @Test func anAppThatDoesNotAcknowledgeHasItsEventsHeldPastTheBound() async throws {
-        let daemon = try DaemonProcess()
+        // The app is this test's process: no deadline may kill it, whatever happens.
+        let daemon = try DaemonProcess(configuration: Self.noDeadlines)
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)
@@ -459,7 +474,8 @@ import Varlink
     /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
     /// in `GetQueue`.
     @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {
-        let daemon = try DaemonProcess()
+        // The app is this test's process: no deadline may kill it, whatever happens.
+        let daemon = try DaemonProcess(configuration: Self.noDeadlines)
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)

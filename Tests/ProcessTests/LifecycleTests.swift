@@ -391,7 +391,8 @@ import Varlink
     /// A process that outlived the daemon but never attaches again stops counting as the app after
     /// `LaunchTimeoutSec=`; one attaching in its place is launched.
     @Test func aProcessThatDoesNotAttachAgainAfterARestartNoLongerCountsAsTheApp() async throws {
-        let first = try DaemonProcess()
+        // No deadline kills this process whatever happens.
+        let first = try DaemonProcess(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n")
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         // The app attached from this test's own process, which will not attach again.
@@ -421,6 +422,47 @@ import Varlink
             #expect(try relaunched.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
         }
         #expect(second.output.contains("did not attach again within 3.0 s of the restart"))
+        second.signal(SIGKILL)
+    }
+
+    /// What happens to an app while its process has not attached again after a restart (here the home button)
+    /// changes its state at once, and its callbacks reach the process when it attaches, after the first reply.
+    @Test func callbacksOfAChangeBeforeTheProcessAttachesAgainReachItWhenItDoes() async throws {
+        // No deadline kills this process whatever happens.
+        let first = try DaemonProcess(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n")
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        // The app, attached from this test's process; its requests go on a connection of their own.
+        let requests = try testClient(socket)
+        _ = try requests.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+        let stream = try testClient(socket)
+        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
+        _ = try stream.receiveReply()
+        _ = try stream.receiveReply()
+        let active = try stream.receiveReply().parameters["callback"]?["seq"] ?? .null
+        _ = try requests.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": active])
+        usleep(500_000)
+        let second = try await onThread { () throws -> DaemonProcess in
+            let next = try first.restarted(configuration: "[Apps]\nAcknowledgeTimeoutSec=1h\n")
+            try next.waitUntilReady()
+            return next
+        }
+        withExtendedLifetime(stream) {}  // open until the first daemon was killed, as the app's process keeps it
+        try await onThread {
+            let system = try testClient(socket)
+            let home = try system.call("io.coalesced.System.Deactivate", ["app": .string(Self.mail)])
+            #expect(home["app"]?["state"] == "background")
+            let again = try testClient(socket)
+            try again.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
+            #expect(try again.receiveReply().parameters["state"] == "background")
+            let callbacks = [try again.receiveReply(), try again.receiveReply()].map { $0.parameters["callback"] }
+            #expect(callbacks.map { $0?["kind"] } == ["lifecycle.willResignActive", "lifecycle.didEnterBackground"])
+            _ = try system.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": callbacks[1]?["seq"] ?? .null])
+            for _ in 0..<500 where try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] != "suspended" {
+                usleep(10_000)
+            }
+            #expect(try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "suspended")
+        }
         second.signal(SIGKILL)
     }
 
