@@ -38,3 +38,23 @@ public func testClient(_ path: String, timeout: Duration = .seconds(30)) throws 
     client.setReceiveTimeout(timeout)
     return client
 }
+
+/// Configuration for a daemon whose app is the test's own process (``attachedFromThisProcess(_:app:)``): a missed
+/// deadline would kill the test run, so none can be missed.
+public let noDeadlines = "[Apps]\nAcknowledgeTimeoutSec=1h\n"
+
+/// Registers `app` and attaches it from the calling process, which the attach launches; returns its stream once the
+/// launch's callbacks are read and acknowledged (on a connection of their own: the stream's is taken by the
+/// Attach). Run the daemon with ``noDeadlines``.
+public func attachedFromThisProcess(_ socket: String, app: String) throws -> VarlinkClient {
+    let requests = try testClient(socket)
+    _ = try requests.call("io.coalesced.App.Register", ["name": .string(app)])
+    let stream = try testClient(socket)
+    try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(app)], more: true))
+    let kinds = try (0..<3).map { _ in try stream.receiveReply().parameters["callback"] }
+    guard kinds.map({ $0?["kind"]?.stringValue }) == [nil, "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"],
+        let active = kinds[2]?["seq"]
+    else { throw SupportError("\(app) was not launched by its attach: \(kinds)") }
+    _ = try requests.call("io.coalesced.App.Ack", ["app": .string(app), "seq": active])
+    return stream
+}

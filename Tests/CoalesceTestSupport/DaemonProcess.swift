@@ -124,9 +124,9 @@ public final class DaemonProcess: @unchecked Sendable {
         )
     }
 
-    /// ``restarted()``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.
-    public func restartedWhenReady() throws -> DaemonProcess {
-        let next = try self.restarted()
+    /// ``restarted(configuration:)``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.
+    public func restartedWhenReady(configuration: String = "") throws -> DaemonProcess {
+        let next = try self.restarted(configuration: configuration)
         try next.waitUntilReady()
         return next
     }

@@ -8,8 +8,6 @@ import Varlink
 /// a killed daemon, sent again until acknowledged.
 @Suite struct EventTests {
     static let mail = "org.example.mail"
-    /// For a daemon whose app is attached from the test's own process, which a missed deadline would kill.
-    static let noDeadlines = "[Apps]\nAcknowledgeTimeoutSec=1h\n"
 
     func post(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue, policy: JSONValue? = nil, to target: String = mail) throws -> Bool? {
         var parameters: JSONObject = ["target": .string(target), "kind": .string(kind), "payload": payload]
@@ -212,8 +210,7 @@ import Varlink
     /// once its process attaches again, numbered past everything sent before, with no launch in front of them;
     /// acknowledged ones never do.
     @Test func unacknowledgedEventsComeAgainWhenTheProcessAttachesAfterARestart() async throws {
-        // The app is this test's process: no deadline may kill it, whatever happens.
-        let first = try DaemonProcess(configuration: Self.noDeadlines)
+        let first = try DaemonProcess(configuration: noDeadlines)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         // The app is attached from this test's process, which outlives each daemon: it reads what comes and
@@ -234,14 +231,8 @@ import Varlink
         let firstStream = OpenConnection()
         let old = try await onThread { () throws -> [Int64] in
             let client = try testClient(socket)
-            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
-            let stream = try attach()
+            let stream = try attachedFromThisProcess(socket, app: Self.mail)
             firstStream.client = stream
-            #expect(try stream.receiveReply().parameters["state"] == "notRunning")
-            #expect(try next(stream).kind == "lifecycle.didFinishLaunching")
-            let active = try next(stream)
-            #expect(active.kind == "lifecycle.didBecomeActive")
-            try acknowledge(client, active.seq)
             #expect(try self.post(client, "mail.received", ["id": 1]) == true)
             #expect(try self.post(client, "badge", ["unread": 2]) == true)
             let events = [try next(stream), try next(stream)]
@@ -249,11 +240,7 @@ import Varlink
             usleep(300_000)
             return events.map(\.seq)
         }
-        let second = try await onThread { () throws -> DaemonProcess in
-            let next = try first.restarted(configuration: Self.noDeadlines)
-            try next.waitUntilReady()
-            return next
-        }
+        let second = try await onThread { try first.restartedWhenReady(configuration: noDeadlines) }
         firstStream.client = nil
         let secondStream = OpenConnection()
         let again = try await onThread { () throws -> [Int64] in
@@ -271,11 +258,7 @@ import Varlink
             return events.map(\.seq)
         }
         #expect(again.allSatisfy { seq in old.allSatisfy { $0 < seq } }, "numbers never go backwards: \(old) then \(again)")
-        let third = try await onThread { () throws -> DaemonProcess in
-            let next = try second.restarted(configuration: Self.noDeadlines)
-            try next.waitUntilReady()
-            return next
-        }
+        let third = try await onThread { try second.restartedWhenReady(configuration: noDeadlines) }
         secondStream.client = nil
         try await onThread {
             let client = try testClient(socket)
@@ -392,19 +375,12 @@ import Varlink
     /// An app that does not acknowledge is sent at most 4,096 events; what is posted after that is held and
     /// coalesced like a suspended app's, and sent once it acknowledges.
     @Test func anAppThatDoesNotAcknowledgeHasItsEventsHeldPastTheBound() async throws {
-        // The app is this test's process: no deadline may kill it, whatever happens.
-        let daemon = try DaemonProcess(configuration: Self.noDeadlines)
+        let daemon = try DaemonProcess(configuration: noDeadlines)
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)
-            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
             // The app, attached from this process: it reads its stream and acknowledges only its launch.
-            let stream = try testClient(daemon.socketPath)
-            try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
-            _ = try stream.receiveReply()
-            _ = try stream.receiveReply()
-            let active = try stream.receiveReply().parameters["callback"]?["seq"] ?? .null
-            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": active])
+            let stream = try attachedFromThisProcess(daemon.socketPath, app: Self.mail)
             let reader = OpenConnection()
             reader.client = stream
             let events = Mutex<[(seq: Int64, count: Int64)]>([])
@@ -474,8 +450,7 @@ import Varlink
     /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
     /// in `GetQueue`.
     @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {
-        // The app is this test's process: no deadline may kill it, whatever happens.
-        let daemon = try DaemonProcess(configuration: Self.noDeadlines)
+        let daemon = try DaemonProcess(configuration: noDeadlines)
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)
@@ -489,15 +464,9 @@ import Varlink
             let end = Date().timeIntervalSince1970
             let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue?.first
             // The app, attached from this process, launched by its attach: the held event follows the callbacks.
-            let stream = try testClient(daemon.socketPath)
-            try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.mail)], more: true))
-            var callbacks: [JSONValue] = []
-            while callbacks.count < 3 {
-                if let callback = try stream.receiveReply().parameters["callback"] { callbacks.append(callback) }
-            }
-            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": callbacks[2]["seq"] ?? .null])
-            #expect(callbacks.map { $0["kind"]?.stringValue } == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive", "mail.received"])
-            let event = callbacks[2]
+            let stream = try attachedFromThisProcess(daemon.socketPath, app: Self.mail)
+            let event = try stream.receiveReply().parameters["callback"] ?? .null
+            #expect(event["kind"] == "mail.received")
             #expect(event["count"] == 2)
             for source in [event, held ?? .null] {
                 let first = source["firstPosted"]?.doubleValue ?? 0
