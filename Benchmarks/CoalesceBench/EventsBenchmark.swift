@@ -113,7 +113,6 @@ struct EventsBenchmark {
         // its last coalesced event; once per number of posts, to show it does not depend on it.
         for (index, posts) in self.wakePosts.enumerated() {
             let sleeper = "org.bench.sleeper\(index)"
-            _ = try client.call("io.coalesced.App.Register", ["name": .string(sleeper)])
             let stream = try Self.suspendedWithOwnStream(sleeper, socket: daemon.socketPath, client: client)
             _ = try Self.pipelined(daemon.socketPath, producers: 4, posts: posts, payload: payload, target: sleeper, kinds: 100)
             let start = ContinuousClock.now
@@ -176,33 +175,23 @@ struct EventsBenchmark {
         return drain
     }
 
-    /// One app attached and suspended, its stream left for the caller to read.
+    /// One app registered, attached from the benchmark's process and suspended, its stream left for the caller to
+    /// read.
     static func suspendedWithOwnStream(_ name: String, socket: String, client: VarlinkClient) throws -> VarlinkClient {
-        let stream = try VarlinkClient(path: socket)
-        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(name)], more: true))
-        func acknowledgeUntil(_ kind: String) throws {
-            while true {
-                let callback = try stream.receiveReply().parameters["callback"]
-                guard callback?["kind"]?.stringValue == kind, let seq = callback?["seq"] else { continue }
-                _ = try client.call("io.coalesced.App.Ack", ["app": .string(name), "seq": seq])
-                return
-            }
-        }
-        try acknowledgeUntil("lifecycle.didBecomeActive")
+        let stream = try attachedFromThisProcess(socket, app: name)
         _ = try client.call("io.coalesced.System.Deactivate", ["app": .string(name)])
-        try acknowledgeUntil("lifecycle.didEnterBackground")
+        while true {
+            let callback = try stream.receiveReply().parameters["callback"]
+            guard callback?["kind"] == "lifecycle.didEnterBackground", let seq = callback?["seq"] else { continue }
+            _ = try client.call("io.coalesced.App.Ack", ["app": .string(name), "seq": seq])
+            break
+        }
         try Self.waitUntilSuspended([name], client: client)
         return stream
     }
 
     static func waitUntilSuspended(_ names: [String], client: VarlinkClient) throws {
-        for name in names {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while try client.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"]?["state"] != "suspended" {
-                guard ContinuousClock.now < deadline else { throw SupportError("\(name) was never suspended") }
-                usleep(1_000)
-            }
-        }
+        for name in names { try waitForApp(client, name, "state", "suspended", timeout: .seconds(60)) }
     }
 
     /// Registers `app`, attaches it (the bench reads its stream and acknowledges its events as the app would) and

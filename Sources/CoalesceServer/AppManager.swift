@@ -88,6 +88,14 @@ final class AppManager: Sendable {
         var termination: Termination?
         /// Running by the state recorded before a restart of the daemon, waiting for its process to attach again.
         var restored: RestoredProcess?
+
+        /// The process that runs the app: the attached one, or the one taken up after a restart that has not
+        /// attached again.
+        var process: (handle: ProcessHandle?, pid: Int32, identity: String?)? {
+            if let attachment { return (attachment.process, attachment.pid, attachment.identity) }
+            if let restored { return (restored.process, restored.process.pid, restored.identity) }
+            return nil
+        }
         /// Policies per kind and who may post.
         var declarations = EventDeclarations()
         /// What the app holds while it receives nothing (suspended or not running), one slot per kind.
@@ -839,18 +847,14 @@ final class AppManager: Sendable {
                 self.tellMonitors(app: app, from: from, to: to, reason: reason, time: record.since, state: &state)
             case .kill:
                 // The transition that follows is the journal entry, with the pid.
-                if let attachment = record.attachment {
-                    attachment.process?.signal(SIGKILL)
-                    self.endStream(attachment, in: &state)
-                } else {
-                    record.restored?.process.signal(SIGKILL)
-                }
+                record.process?.handle?.signal(SIGKILL)
+                if let attachment = record.attachment { self.endStream(attachment, in: &state) }
                 record.attachment = nil
             case .terminate:
                 if let attachment = record.attachment { self.endStream(attachment, in: &state) }
                 // An app waiting to attach again after a restart of the daemon hears nothing: it gets SIGTERM after
                 // the grace, as an app that does not acknowledge willTerminate does.
-                if let process = record.attachment?.process ?? record.restored?.process {
+                if let process = record.process?.handle {
                     let termination = Termination(
                         app: app,
                         process: process,
@@ -990,14 +994,9 @@ final class AppManager: Sendable {
     /// Records the app's state and the process running it, for a restart of the daemon to take up.
     private func recordState(_ appName: AppName, _ record: Record) {
         var recorded = Store.RecordedState(state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
-        if recorded.state.isRunning {
-            if let attachment = record.attachment {
-                recorded.pid = attachment.pid
-                recorded.process = attachment.identity
-            } else if let restored = record.restored {
-                recorded.pid = restored.process.pid
-                recorded.process = restored.identity
-            }
+        if recorded.state.isRunning, let process = record.process {
+            recorded.pid = process.pid
+            recorded.process = process.identity
         }
         self.store.record(recorded, of: appName)
     }
@@ -1101,7 +1100,7 @@ final class AppManager: Sendable {
         Snapshot(
             registration: record.registration,
             state: record.lifecycle.state,
-            pid: record.attachment?.pid ?? record.restored?.process.pid,
+            pid: record.process?.pid,
             attached: record.attachment != nil,
             tasks: record.lifecycle.tasks.count,
             since: record.since

@@ -58,3 +58,27 @@ public func attachedFromThisProcess(_ socket: String, app: String) throws -> Var
     _ = try requests.call("io.coalesced.App.Ack", ["app": .string(app), "seq": active])
     return stream
 }
+
+/// An app as `System.GetApp` describes it.
+public func appInfo(_ system: VarlinkClient, _ name: String) throws -> JSONValue {
+    try system.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"] ?? .null
+}
+
+/// Waits until `GetApp` shows the app's `member` (its state, whether it is attached) as `value`, and returns the
+/// app; fails with what it showed last after `timeout`.
+@discardableResult
+public func waitForApp(
+    _ system: VarlinkClient,
+    _ name: String,
+    _ member: String,
+    _ value: JSONValue,
+    timeout: Duration = .seconds(20)
+) throws -> JSONValue {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let app = try appInfo(system, name)
+        if app[member] == value { return app }
+        guard ContinuousClock.now < deadline else { throw SupportError("\(name): \(member) stayed \(app[member] ?? .null), not \(value)") }
+        usleep(5_000)
+    }
+}

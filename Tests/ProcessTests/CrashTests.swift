@@ -47,7 +47,7 @@ import Varlink
             }
             for name in Self.sleepers {
                 #expect(try apps[name]!.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-                try Self.waitFor(system, name, "suspended")
+                try waitForApp(system, name, "state", "suspended")
             }
             usleep(300_000)  // their states on disk
             return apps
@@ -119,9 +119,8 @@ import Varlink
             let system = try testClient(socket)
             // The apps never stopped: each attached again to the last daemon, in the state it had.
             for name in Self.sleepers + [Self.live] {
-                for _ in 0..<1000 where try Self.app(system, name)["attached"] != true { usleep(10_000) }
-                #expect(try Self.app(system, name)["attached"] == true, "\(name) attached again")
-                #expect(try Self.app(system, name)["pid"] == .int(Int64(apps[name]!.child.pid)), "\(name) is the same process")
+                let app = try waitForApp(system, name, "attached", true)
+                #expect(app["pid"] == .int(Int64(apps[name]!.child.pid)), "\(name) is the same process")
             }
             #expect(apps[Self.live]!.unreadCallbacks.isEmpty, "the live app was never launched again")
             let live = apps[Self.live]!.eventSequences
@@ -154,17 +153,5 @@ import Varlink
         }
         for app in apps.values { app.kill() }
         daemons.last!.signal(SIGKILL)
-    }
-
-    static func app(_ system: VarlinkClient, _ name: String) throws -> JSONValue {
-        try system.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"] ?? .null
-    }
-
-    static func waitFor(_ system: VarlinkClient, _ name: String, _ state: String) throws {
-        for _ in 0..<1000 {
-            if try Self.app(system, name)["state"] == .string(state) { return }
-            usleep(10_000)
-        }
-        throw SupportError("\(name) never became \(state)")
     }
 }

@@ -16,11 +16,7 @@ import Varlink
     }
 
     func waitFor(_ client: VarlinkClient, _ state: String) throws {
-        for _ in 0..<1000 {
-            if try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == .string(state) { return }
-            usleep(10_000)
-        }
-        throw SupportError("\(Self.mail) never became \(state)")
+        try waitForApp(client, Self.mail, "state", .string(state))
     }
 
     /// The app, registered and started on `daemon`, sent a post of `kind` at once, which it receives as `event` and
@@ -295,9 +291,7 @@ import Varlink
             #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "suspended")
             // Posted before its process attached again, or after: held either way, while it is suspended.
             #expect(try self.post(client, "badge", ["unread": 3]) == false)
-            for _ in 0..<1000 where try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["attached"] != true {
-                usleep(10_000)
-            }
+            try waitForApp(client, Self.mail, "attached", true)
             #expect(try self.post(client, "mail.received", ["id": 4]) == false)
             _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
             #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])

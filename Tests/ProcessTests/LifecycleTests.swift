@@ -355,9 +355,7 @@ import Varlink
             #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             let maps = try ExampleApp(socket: socket, name: Self.maps)
             #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            for _ in 0..<500 where try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] != "suspended" {
-                usleep(10_000)
-            }
+            try waitForApp(system, Self.mail, "state", "suspended")
             // States go to disk with the next commit, or a tenth of a second later.
             usleep(500_000)
             return (mail, maps)
@@ -368,20 +366,16 @@ import Varlink
         let second = try await onThread { try first.restartedWhenReady() }
         try await onThread {
             let system = try testClient(socket)
-            func app(_ name: String) throws -> JSONValue {
-                try system.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"] ?? .null
-            }
-            #expect(try app(Self.maps)["state"] == "notRunning")
-            #expect(try app(Self.mail)["state"] == "suspended")
-            #expect(try app(Self.mail)["pid"] == .int(Int64(mail.child.pid)))
-            for _ in 0..<1000 where try app(Self.mail)["attached"] != true { usleep(10_000) }
-            #expect(try app(Self.mail)["attached"] == true, "the client library attaches again")
+            #expect(try appInfo(system, Self.maps)["state"] == "notRunning")
+            #expect(try appInfo(system, Self.mail)["state"] == "suspended")
+            #expect(try appInfo(system, Self.mail)["pid"] == .int(Int64(mail.child.pid)))
+            try waitForApp(system, Self.mail, "attached", true)  // the client library attaches again
             #expect(mail.unreadCallbacks.isEmpty, "no launch: the app was running all along")
 
             // It goes on from where it was.
             _ = try system.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
             #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
-            #expect(try app(Self.mail)["state"] == "active")
+            #expect(try appInfo(system, Self.mail)["state"] == "active")
         }
         #expect(second.output.contains("suspended as before the restart, waiting for pid \(mail.child.pid) to attach again"))
         #expect(second.output.contains("\(Self.maps): active → notRunning (processExited), while the daemon was not running"))
@@ -410,11 +404,7 @@ import Varlink
         #expect(second.output.contains("\(Self.mail): active as before the restart, waiting for pid \(getpid()) to attach again"))
         try await onThread {
             let system = try testClient(socket)
-            for _ in 0..<2000 {
-                if try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning" { break }
-                usleep(10_000)
-            }
-            #expect(try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "notRunning")
+            try waitForApp(system, Self.mail, "state", "notRunning")
             let relaunched = try ExampleApp(socket: socket, name: Self.mail)
             #expect(try relaunched.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
         }
@@ -437,10 +427,7 @@ import Varlink
             let callbacks = [try again.receiveReply(), try again.receiveReply()].map { $0.parameters["callback"] }
             #expect(callbacks.map { $0?["kind"] } == ["lifecycle.willResignActive", "lifecycle.didEnterBackground"])
             _ = try system.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": callbacks[1]?["seq"] ?? .null])
-            for _ in 0..<500 where try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] != "suspended" {
-                usleep(10_000)
-            }
-            #expect(try system.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "suspended")
+            try waitForApp(system, Self.mail, "state", "suspended")
         }
         second.signal(SIGKILL)
     }
