@@ -21,8 +21,8 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private enum State {
         /// Ready for the next call.
         case idle
-        /// A streaming call is running as `task`; later input waits in `queue`.
-        case running(task: Task<Void, Never>)
+        /// A streaming call is running in `scope`; later input waits in `queue`.
+        case running(scope: VarlinkCallScope)
         /// Deferred calls are still owed replies and what came next must wait for them (a streaming call, a
         /// refusal); later input waits in `queue`.
         case waitingForReplies
@@ -41,7 +41,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     // against nothing here and cost about 1,100 instructions per post.
     private let service: VarlinkService
     private let statistics: VarlinkServerStatistics
-    private let tasks: VarlinkTaskRegistry
+    private let calls: VarlinkCalls
     private let maximumQueuedCalls: Int
     private let logger: Logger
     @exclusivity(unchecked) private var state = State.idle
@@ -93,13 +93,13 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     init(
         service: VarlinkService,
         statistics: VarlinkServerStatistics,
-        tasks: VarlinkTaskRegistry,
+        calls: VarlinkCalls,
         limits: VarlinkServerLimits,
         logger: Logger
     ) {
         self.service = service
         self.statistics = statistics
-        self.tasks = tasks
+        self.calls = calls
         self.maximumQueuedCalls = limits.maximumQueuedCalls
         self.maximumConcurrentCalls = limits.maximumConcurrentCalls
         self.logger = logger
@@ -140,7 +140,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     func channelInactive(context: ChannelHandlerContext) {
         // The peer is gone: what it asked for can no longer be answered.
-        if case .running(let task) = self.state { task.cancel() }
+        if case .running(let scope) = self.state { scope.cancel() }
         self.owed.removeAll()
         self.parked.removeAll()
         self.state = .closing
@@ -353,38 +353,47 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 eventLoop: context.eventLoop
             )
             let request = VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)
-            let task = Self.run(body, request: request, responder: responder, tasks: self.tasks, logger: self.logger) {
+            let scope = Self.run(body, request: request, responder: responder, calls: self.calls, logger: self.logger) {
                 finished.value()
             }
-            self.state = .running(task: task)
+            self.state = .running(scope: scope)
         }
     }
 
-    /// Runs a streaming method as a task that always ends the call with exactly one final reply, then hands
-    /// control back to the connection on its event loop.
+    /// Runs a streaming method as a child of the server's calls, which always ends the call with exactly one final
+    /// reply and then hands control back to the connection on its event loop. A server that has stopped runs no
+    /// more calls: the call fails at once.
     private static func run(
         _ body: @escaping @Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void,
         request: VarlinkRequest,
         responder: VarlinkResponder,
-        tasks: VarlinkTaskRegistry,
+        calls: VarlinkCalls,
         logger: Logger,
         onLoop finished: @escaping @Sendable () -> Void
-    ) -> Task<Void, Never> {
+    ) -> VarlinkCallScope {
         let eventLoop = responder.eventLoop
-        return tasks.start {
-            do {
-                try await body(request, responder)
-                if !responder.isFinished {
-                    logger.error("Method returned without a final reply", metadata: ["method": "\(request.call.method)"])
-                    responder.fail(
-                        VarlinkProtocolError.internalError("\(request.call.method) returned without a final reply")
-                    )
+        let scope = VarlinkCallScope()
+        let started = calls.start {
+            await scope.run {
+                do {
+                    try await body(request, responder)
+                    if !responder.isFinished {
+                        logger.error("Method returned without a final reply", metadata: ["method": "\(request.call.method)"])
+                        responder.fail(
+                            VarlinkProtocolError.internalError("\(request.call.method) returned without a final reply")
+                        )
+                    }
+                } catch {
+                    responder.fail(Self.wireError(error, method: request.call.method, logger: logger))
                 }
-            } catch {
-                responder.fail(Self.wireError(error, method: request.call.method, logger: logger))
             }
             eventLoop.execute(finished)
         }
+        if !started {
+            responder.fail(VarlinkProtocolError.internalError("\(request.call.method): the server is stopping"))
+            eventLoop.execute(finished)
+        }
+        return scope
     }
 
     private func reply(context: ChannelHandlerContext, oneway: Bool, _ reply: VarlinkReply) {

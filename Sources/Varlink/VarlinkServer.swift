@@ -50,8 +50,10 @@ public enum VarlinkServerError: Error, Hashable, CustomStringConvertible {
 
 /// A Varlink server on a Unix stream socket, built from SwiftNIO channel handlers.
 ///
-/// Connections are served on the given event loop group; give it one thread to keep every connection, and the
-/// watchdog that the daemon schedules on the same loop, on one serving loop.
+/// ``start(_:socketMode:)`` binds the socket and accepts connections, which are served on the given event loop
+/// group; immediate methods answer there. Streaming methods run as child tasks of ``run()``, which must be running
+/// for them to start and returns once the server has stopped and every call it started has ended.
+/// ``stop()`` or ``shutdown()`` stop it.
 public final class VarlinkServer: Sendable {
     public let statistics: VarlinkServerStatistics
     private let service: VarlinkService
@@ -59,7 +61,7 @@ public final class VarlinkServer: Sendable {
     private let logger: Logger
     private let limitsBox: NIOLockedValueBox<VarlinkServerLimits>
     private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
-    private let tasks = VarlinkTaskRegistry()
+    private let calls = VarlinkCalls()
     private let listener = NIOLockedValueBox<(channel: any Channel, ownedPath: String?)?>(nil)
 
     public init(
@@ -143,7 +145,7 @@ public final class VarlinkServer: Sendable {
                 VarlinkConnectionHandler(
                     service: self.service,
                     statistics: self.statistics,
-                    tasks: self.tasks,
+                    calls: self.calls,
                     limits: limits,
                     logger: self.logger
                 )
@@ -151,18 +153,34 @@ public final class VarlinkServer: Sendable {
         }
     }
 
-    /// Stops accepting, closes every connection, waits for the streaming calls they ran to end, and removes the
-    /// socket file the server created.
+    /// Runs the streaming calls of every connection, each as a child task, until the server stops; then cancels
+    /// those still running and returns once all have ended. Call it once.
+    public func run() async {
+        await self.calls.run()
+    }
+
+    /// Begins to stop without waiting: stops accepting, closes every connection, and lets ``run()`` end once the
+    /// streaming calls have. ``shutdown()`` completes it.
+    public func stop() {
+        self.listener.withLockedValue { $0 }?.channel.close(promise: nil)
+        for channel in self.channels.withLockedValue({ Array($0.values) }) {
+            channel.close(promise: nil)
+        }
+        self.calls.finish()
+    }
+
+    /// Stops accepting, closes every connection, ends ``run()`` (which returns once the streaming calls have
+    /// ended), and removes the socket file the server created.
     public func shutdown() async {
         guard let (listener, ownedPath) = self.listener.withLockedValue({ state in defer { state = nil }; return state })
-        else { return }
+        else { return self.calls.finish() }
         // Errors closing an already closed channel mean it is gone, which is what we want.
         try? await listener.close()
         let open = self.channels.withLockedValue { Array($0.values) }
         for channel in open {
             try? await channel.close()
         }
-        await self.tasks.cancelAndWait()
+        self.calls.finish()
         if let ownedPath {
             unlink(ownedPath)
         }

@@ -110,6 +110,7 @@ import Varlink
         )
         let socket = directory.file("socket")
         try await server.start(.path(socket))
+        async let serving: Void = server.run()
         let root = VarlinkPeer(pid: getpid(), uid: 0, gid: 0)
         let answers = Mutex<[String: AppManager.PostResult]>([:])
         let answered = DispatchSemaphore(value: 0)
@@ -174,6 +175,7 @@ import Varlink
             #expect(events == ["earlier", "later"])
         }
         await server.shutdown()
+        await serving
         try await group.shutdownGracefully()
     }
 }

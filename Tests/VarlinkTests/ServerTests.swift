@@ -146,14 +146,17 @@ import Varlink
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         )
         try await server.start(.path(path))
+        async let serving: Void = server.run()
         do {
             try await onThread { try body(path, server) }
         } catch {
             await server.shutdown()
+            await serving
             try await group.shutdownGracefully()
             throw error
         }
         await server.shutdown()
+        await serving
         try await group.shutdownGracefully()
         #expect(access(path, F_OK) != 0, "the socket file is removed on shutdown")
     }

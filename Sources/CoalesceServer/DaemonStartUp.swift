@@ -1,0 +1,192 @@
+import CoalesceStore
+import Logging
+import NIOCore
+import NIOPosix
+import Systemd
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The steps from a loaded configuration to a bound socket, in order: the state directory, the socket systemd passed
+/// (or the directory of the one to create), the store and everything accepted before (recovered before READY=1),
+/// the interfaces, the socket bound. A step that fails is logged with what to do, and the daemon exits with the
+/// status that says what kind of failure it was.
+struct DaemonStartUp {
+    /// What the services run.
+    struct Started {
+        var state: DaemonState
+        var apps: AppManager
+        var server: VarlinkServer
+        var address: VarlinkListenAddress
+    }
+
+    /// A step failed and was logged; the daemon exits with `status`.
+    struct Failure: Error {
+        var status: Int32
+    }
+
+    let options: DaemonOptions
+    let configuration: Configuration
+    let group: MultiThreadedEventLoopGroup
+    let logger: Logger
+
+    func start() async -> Result<Started, Failure> {
+        let options = self.options
+        let logger = self.logger
+        // From here on failures are logged: as one readable line on a terminal, as an entry under systemd.
+        if let failure = createDirectory(options.stateDirectory, mode: 0o700) {
+            logger.critical(
+                "Cannot create the state directory; pass --state-dir or fix permissions",
+                metadata: ["path": "\(options.stateDirectory)", "reason": "\(failure)", "message_id": "\(MessageID.startFailed)"]
+            )
+            return .failure(Failure(status: DaemonExit.cannotCreate))
+        }
+
+        let address: VarlinkListenAddress
+        do {
+            address = try self.listenAddress()
+        } catch {
+            logger.critical(
+                "Cannot use the sockets passed by systemd",
+                metadata: ["reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
+            )
+            return .failure(Failure(status: DaemonExit.failure))
+        }
+
+        if case .path(let path) = address, let slash = path.lastIndex(of: "/"), slash != path.startIndex,
+            let failure = createDirectory(String(path[..<slash]), mode: 0o755)
+        {
+            logger.critical(
+                "Cannot create the socket's directory; pass --socket or fix permissions",
+                metadata: ["reason": "\(failure)", "message_id": "\(MessageID.startFailed)"]
+            )
+            return .failure(Failure(status: DaemonExit.cannotCreate))
+        }
+
+        let state = DaemonState(configuration: self.configuration)
+        let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
+        let apps: AppManager
+        do {
+            // Everything accepted before is recovered before READY=1; a large store may take a while.
+            SystemdNotifier().extendTimeout(by: .seconds(90), status: "Recovering the store in \(options.stateDirectory)")
+            // A commit's answers wake each connection once, after the last of them.
+            let store = try Store(stateDirectory: options.stateDirectory) { finish in VarlinkAnswerGathering.gather(finish) }
+            try await importRegistryFile(stateDirectory: options.stateDirectory, into: store, logger: logger)
+            apps = try AppManager(
+                store: store,
+                daemon: state,
+                eventLoop: self.group.next(),
+                logger: logger,
+                startUnit: { unit in try startUnit(unit, on: busScope) }
+            )
+        } catch {
+            logger.critical(
+                "Cannot open the store",
+                metadata: ["reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
+            )
+            return .failure(Failure(status: DaemonExit.failure))
+        }
+        let statistics = VarlinkServerStatistics()
+        let service = VarlinkService(
+            info: VarlinkServiceInfo(
+                vendor: "coalesced",
+                product: "coalesced",
+                version: CoalescedVersion.string,
+                url: "https://github.com/coalesced/coalesced"
+            ),
+            interfaces: [
+                SystemInterface.make(daemon: state, statistics: statistics, apps: apps),
+                AppInterface.make(apps: apps, daemon: state),
+                ProtocolInterface.make(),
+            ]
+        )
+        let server = VarlinkServer(
+            service: service,
+            limits: Daemon.limits(self.configuration),
+            statistics: statistics,
+            group: self.group,
+            logger: logger
+        )
+
+        do {
+            // The system instance serves apps of every user and decides per call, from the peer's credentials, who
+            // may do what; a user instance is its user's alone, as the user unit's SocketMode=0600 makes it.
+            try await server.start(address, socketMode: options.instance == .system ? 0o666 : 0o600)
+        } catch {
+            logger.critical(
+                "Cannot serve the socket",
+                metadata: ["socket": "\(address)", "reason": "\(error)", "message_id": "\(MessageID.startFailed)"]
+            )
+            await server.shutdown()
+            return .failure(Failure(status: DaemonExit.failure))
+        }
+        return .success(Started(state: state, apps: apps, server: server, address: address))
+    }
+
+    /// The socket systemd passed, or the path to create.
+    private func listenAddress() throws -> VarlinkListenAddress {
+        let sockets = try ListenFDs.take()
+        guard !sockets.isEmpty else { return .path(self.options.socketPath) }
+        // One socket is expected; when several are passed, the one named io.coalesced (FileDescriptorName=) wins.
+        let chosen = sockets.first { $0.name == "io.coalesced" } ?? sockets[0]
+        for unused in sockets where unused.descriptor != chosen.descriptor {
+            close(unused.descriptor)
+        }
+        return .descriptor(chosen.descriptor, path: chosen.path)
+    }
+}
+
+/// Imports `apps.json`, the registry of versions before the store, once: into the store in one transaction, then
+/// renamed to `apps.json.imported`.
+func importRegistryFile(stateDirectory: String, into store: Store, logger: Logger) async throws {
+    let file = AppRegistryFile(stateDirectory: stateDirectory)
+    guard file.exists else { return }
+    let registrations = try file.load()
+    try await store.save(all: registrations)
+    try file.markImported()
+    logger.notice(
+        "Imported the app registry into the store",
+        metadata: ["apps": "\(registrations.count)", "from": "\(file.path)", "store": "\(store.path)"]
+    )
+}
+
+/// Asks systemd to start a unit (StartUnit, mode "replace") and returns once the job is queued; the app it starts
+/// then attaches on its own.
+func startUnit(_ unit: String, on scope: SystemBus.Scope) throws(SystemdError) {
+    let bus = try SystemBus(scope)
+    _ = try bus.callReturningString(
+        destination: "org.freedesktop.systemd1",
+        path: "/org/freedesktop/systemd1",
+        interface: "org.freedesktop.systemd1.Manager",
+        member: "StartUnit",
+        arguments: [unit, "replace"],
+        replyType: "o"
+    )
+}
+
+/// Every connection and every attached app holds a descriptor; the soft limit (often 1,024) is lifted to the hard
+/// limit, as systemd's own daemons do, so that MaxConnections= is what bounds them.
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)  // the old limit stays if this fails
+}
+
+/// Creates a directory, and its missing parents with mode 0755, giving the directory itself `mode` when it creates
+/// it; an existing directory keeps the mode it has. `nil` on success, the reason otherwise.
+func createDirectory(_ path: String, mode: mode_t) -> String? {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    let components = path.split(separator: "/")
+    for (index, component) in components.enumerated() {
+        prefix += "/" + component
+        let isLast = index == components.count - 1
+        if mkdir(prefix, isLast ? mode : 0o755) != 0, errno != EEXIST {
+            return "\(prefix): \(String(cString: strerror(errno)))"
+        }
+    }
+    return nil
+}
+
