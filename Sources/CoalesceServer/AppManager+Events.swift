@@ -7,13 +7,14 @@ import NIOPosix
 import Synchronization
 import Varlink
 
-/// Events: posts, held and coalesced for an app that receives nothing, sent at once to one that runs code.
+/// Events: the shell around each app's ``Inbox``, which decides what is sent, held, written and answered. Here posts
+/// are checked and handed to it, and its actions carried out: rows to the store, events to the app's stream,
+/// answers to the posters, a retry timer.
 ///
-/// Every change to what an app holds or is sent goes through the store in the order it was decided (an
-/// ``EventWrite``): the store's writer applies it to memory and writes it in the same step, and takes it back from
-/// memory if the write fails. Events go out on the app's stream only once they are on disk, in the order they were
-/// written, and are numbered on the stream as they go out. So an app never receives an event whose post was
-/// refused, memory never holds what the disk does not, and the events of a wake follow the wake's callbacks.
+/// Posts that come together (one pass of an event loop) are handed to the store together: the apps they touched
+/// make their writes at the end of the pass (``flushInboxes()``), one transaction and one fsync for all of them.
+/// Events go out on the stream under the manager's lock, so that an app's callbacks and events leave in the order
+/// they were numbered.
 extension AppManager {
     /// Targets naming a topic start with this.
     static let topicPrefix: StaticString = "topic:"
@@ -164,13 +165,18 @@ extension AppManager {
         }
     }
 
-    /// One app's part of a post: sent or held, decided and handed to the store under the lock, so that the store
-    /// applies posts in the order they were decided. A volatile kind with nothing of the app's on its way through
-    /// the store is applied here and now. `finished` is called once it is, unless it was not taken. A held post
-    /// of a kind that wakes the app launches it.
-    ///
-    /// With `posterUID`, who posts is checked first, in the same look at the app's record: one lookup and one lock
-    /// for a post to one app.
+    /// How the inbox answers one post: the poster's callback, told whether the app was sent it and what failed.
+    struct PostTicket: Sendable {
+        let finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
+    }
+
+    typealias AppInbox = Inbox<EventPayload, Double, PostTicket>
+    typealias InboxAction = AppInbox.Action
+
+    /// One app's part of a post, under the lock: checked (with `posterUID`, who posts is checked first, in the same
+    /// look at the app's record: one lookup and one lock for a post to one app) and handed to its inbox. `finished`
+    /// is called once the inbox answers, unless the post was not taken. A post of a kind that wakes the app into
+    /// the background launches a stopped app.
     @discardableResult
     private func enqueuePost(
         _ appName: AppName,
@@ -178,181 +184,233 @@ extension AppManager {
         checking posterUID: UInt32? = nil,
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
-        var refusal: PostRefusal?
-        var sent = false
+        var actions: [InboxAction] = []
         var launches = false
-        let (outcome, write) = self.state.withLock { state -> (Enqueued, EventWrite?) in
-            var counted: (sent: Int, held: Int) = (0, 0)
-            defer {
-                state.postsSent += counted.sent
-                state.postsHeld += counted.held
-            }
-            return state.update(appName) { record -> (Enqueued, EventWrite?) in
+        var flushes = false
+        let outcome = self.state.withLock { state -> Enqueued in
+            let outcome = state.update(appName) { record -> Enqueued in
                 if let posterUID {
                     let recipient = Recipient(record, appName, uid: posterUID)
                     switch recipient.permission {
                     case .allowed: break
-                    case .denied: return (.notAllowed, nil)
-                    case .byGroup: return (.groupsDecide(recipient), nil)
+                    case .denied: return .notAllowed
+                    case .byGroup: return .groupsDecide(recipient)
                     }
                 }
                 // The kind's declaration, looked up once for its policy, its volatility and the mode it wakes into.
                 let declared = record.declarations.kinds[post.kind]
-                let write: EventWrite?
-                (sent, write) = self.enqueue(
-                    appName, post, declared, &record, counted: &counted, refusal: &refusal, finished: finished
+                let accepted = AppInbox.Post(
+                    kind: post.kind,
+                    payload: post.payload,
+                    policy: post.policy ?? declared?.policy ?? .latest,
+                    durable: !(declared?.volatile ?? false),
+                    posted: wallClock(),
+                    ticket: PostTicket(finished: finished)
                 )
-                launches = !sent && declared?.backgroundMode != nil
-                return (.enqueued, write)
-            } ?? (.unknownApp, nil)
+                actions = self.inboxInput(&record) { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }
+                flushes = record.inbox.needsFlush
+                launches = declared?.backgroundMode != nil && record.lifecycle.state == .notRunning
+                return .enqueued
+            } ?? .unknownApp
+            if flushes { state.unflushed.append(appName) }
+            self.count(actions, in: &state)
+            return outcome
         }
         guard case .enqueued = outcome else { return outcome }
-        if write == nil { finished(sent, refusal) }
+        self.carryOut(actions, of: appName, failure: nil)
+        if flushes { self.scheduleFlush() }
         if launches { self.launchForEvent(appName) }
         return outcome
     }
 
-    /// The part of ``enqueuePost(_:_:checking:finished:)`` done on the app's record, under the lock: whether the
-    /// post is sent at once, and the write it went into (`nil`: applied already, or refused with `refusal`).
-    private func enqueue(
-        _ appName: AppName,
-        _ post: Post,
-        _ declared: EventDeclarations.KindDeclaration?,
-        _ record: inout Record,
-        counted: inout (sent: Int, held: Int),
-        refusal: inout PostRefusal?,
-        finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
-    ) -> (Bool, EventWrite?) {
-        let posted = wallClock()
-        let durable = !(declared?.volatile ?? false)
-        let policy = post.policy ?? declared?.policy ?? .latest
-        // An app that does not keep up (too much unread or unacknowledged) gets its events held and
-        // coalesced like a suspended one until it catches up, rather than growing the daemon's memory.
-        let outstanding = record.unacked.count + record.undelivered.count + record.sendsInFlight
-        // While a refused wake's delivery waits to be tried again, posts are held behind what it held.
-        let sendsNow =
-            record.lifecycle.receivesAtOnce && record.attachment != nil && !record.drainFailed
-            && outstanding < Self.maximumUnacknowledged
-            && (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
-        // What it held while it lagged goes first (what a refused wake left is tried again on its own).
-        if sendsNow { self.deliverHeld(appName, &record) }
-        let inFlight = record.sendsInFlight > 0 || record.holdsInFlight > 0 || record.drainInFlight
-        if !durable, !inFlight {
-            if sendsNow {
-                if policy == .netChange { record.queue.setBaseline(post.kind, post.payload) }
-                record.undelivered.append((nil, Self.event(post.kind, post.payload, posted: posted)))
-                self.sendUndelivered(&record)
-                counted.sent = 1
-            } else {
-                do throws(PostRefusal) {
-                    try record.queue.post(post.kind, post.payload, policy: policy, at: posted)
-                    counted.held = 1
-                } catch {
-                    refusal = error
+    /// What the inbox needs to know of the app now.
+    static func reception(_ record: borrowing Record) -> Reception {
+        Reception(
+            runs: record.lifecycle.receivesAtOnce,
+            attached: record.attachment != nil,
+            keepsUp: (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
+        )
+    }
+
+    /// Feeds one input to an app's inbox, numbering what it sends from the app's one counter; the events it sends
+    /// go out now, under the lock, and are taken out of the actions.
+    func inboxInput(_ record: inout Record, _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]) -> [InboxAction] {
+        let reception = Self.reception(record)
+        var next = record.lifecycle.nextSequence
+        var actions = body(&record.inbox, reception, &next)
+        record.lifecycle.nextSequence = next
+        Self.send(&actions, to: record.attachment?.responder, state: record.lifecycle.state)
+        return actions
+    }
+
+    /// Sends the events among `actions` on the app's stream, in order, and removes them from the list.
+    private static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
+        guard !actions.isEmpty else { return }
+        actions.removeAll { action in
+            guard case .send(let burst) = action else { return false }
+            // One write for them all: a wake's events reach the app as one burst (its library acknowledges a burst
+            // once).
+            stream?.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
+            return true
+        }
+    }
+
+    /// Counts the posts the actions answer: sent at once, or held.
+    func count(_ actions: [InboxAction], in state: inout State) {
+        for case .answer(_, let answer) in actions {
+            switch answer {
+            case .sent: state.postsSent += 1
+            case .held: state.postsHeld += 1
+            case .refused, .storeFailed: break
+            }
+        }
+    }
+
+    /// Carries out what an inbox decided, outside the lock: writes to the store, answers to the posters,
+    /// acknowledged events forgotten, a retry armed. `failure` is the store's error of the write being answered.
+    /// - Parameter together: its write waits for ``Store/hurry()`` to go with the others of the event loop's pass.
+    func carryOut(_ actions: [InboxAction], of appName: AppName, failure: StoreError?, together: Bool = false) {
+        for action in actions {
+            switch action {
+            case .write(let rows): self.write(rows, of: appName, together: together)
+            case .answer(let ticket, let answer):
+                switch answer {
+                case .sent: ticket.finished(true, nil)
+                case .held: ticket.finished(false, nil)
+                case .refused(let refusal): ticket.finished(false, refusal)
+                case .storeFailed: ticket.finished(false, failure ?? StoreError("the store refused the write"))
                 }
+            case .forget(let ids):
+                // Not waited for: an acknowledgement lost in a crash only means the events come again.
+                _ = self.store.acknowledge(app: appName, ids: ids)
+            case .retryLater:
+                self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDelivery(appName) }
+            case .send:
+                break  // sent under the lock (``send(_:_:)``)
             }
-            return (sendsNow, nil)
         }
-        let write: EventWrite
-        if sendsNow {
-            write = EventWrite(
-                manager: self, app: appName, durable: durable, finished: finished,
-                .send(post.kind, post.payload, policy: policy, posted: posted)
+    }
+
+    /// Hands an inbox's write to the store; the store's answer goes back to the inbox.
+    private func write(_ rows: [AppInbox.Row], of appName: AppName, together: Bool) {
+        self.store.write(rows.map(Self.storeRow), of: appName, together: together) { result in self.written(appName, result) }
+    }
+
+    private static func storeRow(_ row: AppInbox.Row) -> EventRow {
+        switch row {
+        case .hold(let kind, let position, let slot): .hold(kind: kind.value, position: position, slot: EventCoding.encode(slot))
+        case .clearHeld: .clearHeld
+        case .delivery(let event): .delivery(event: EventCoding.event(event).jsonText)
+        case .baseline(let kind, let payload): .baseline(kind: kind.value, payload: payload.value.jsonText)
+        }
+    }
+
+    /// Makes the writes of the apps whose posts wait, once the posts that came together are in: at the end of the
+    /// event loop's pass, or at once off a loop.
+    private func scheduleFlush() {
+        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return self.flushInboxes() }
+        let first = self.state.withLock { state in
+            defer { state.flushScheduled = true }
+            return !state.flushScheduled
+        }
+        guard first else { return }
+        loop.execute { self.flushInboxes() }
+    }
+
+    /// Each app with posts waiting makes its write (unless one is with the store already: then it makes it when
+    /// that one is answered), and the writes go to the store in one transaction.
+    func flushInboxes() {
+        var decided: [(AppName, [InboxAction])] = []
+        self.state.withLock { state in
+            state.flushScheduled = false
+            let apps = state.unflushed
+            state.unflushed.removeAll(keepingCapacity: true)
+            for appName in apps {
+                let flushed = state.update(appName) { record in
+                    self.inboxInput(&record) { inbox, reception, next in inbox.flush(reception, next: &next) }
+                }
+                guard let actions = flushed,
+                    !actions.isEmpty
+                else { continue }
+                self.count(actions, in: &state)
+                decided.append((appName, actions))
+            }
+        }
+        let onLoop = MultiThreadedEventLoopGroup.currentEventLoop != nil
+        for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil, together: onLoop) }
+        if onLoop { self.store.hurry() }
+    }
+
+    /// The store answered an app's write: the inbox applies it (or drops it), and what waited makes the next one.
+    /// The first write the store refuses, and the first one after that it keeps, are logged; so is a refused
+    /// delivery of what an app held, and its success when tried again.
+    private func written(_ appName: AppName, _ result: Result<[Int64], StoreError>) {
+        let failure: StoreError?
+        if case .failure(let error) = result { failure = error } else { failure = nil }
+        var refusalLog: DeliveryLog?
+        let (actions, storeLog) = self.state.withLock { state -> ([InboxAction], StoreLog?) in
+            let actions = state.update(appName) { record -> [InboxAction] in
+                let drained = record.inbox.draining
+                let actions = self.inboxInput(&record) { inbox, reception, next in
+                    switch result {
+                    case .success(let ids): inbox.written(ids: ids, reception, next: &next)
+                    case .failure: inbox.writeFailed(reception, next: &next)
+                    }
+                }
+                if drained, failure != nil, !record.deliveryRefused {
+                    record.deliveryRefused = true
+                    refusalLog = .refused
+                } else if drained, failure == nil, record.deliveryRefused {
+                    record.deliveryRefused = false
+                    refusalLog = .deliveredAgain
+                }
+                return actions
+            } ?? []
+            self.count(actions, in: &state)
+            let failing = failure != nil
+            defer { state.storeFailing = failing }
+            guard failing != state.storeFailing else { return (actions, nil) }
+            return (actions, failing ? .failing : .writingAgain)
+        }
+        self.carryOut(actions, of: appName, failure: failure)
+        switch refusalLog {
+        case .refused?:
+            self.logger.error(
+                "\(appName): could not deliver what it held: \(failure.map { "\($0)" } ?? ""); trying again every second",
+                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
             )
-            record.sendsInFlight += 1
-        } else {
-            let hold = EventWrite.Hold(payload: post.payload, policy: policy, posted: posted, finished: finished)
-            record.holdsInFlight += 1
-            // Nothing of the app's comes between: the post goes into that write, in the same order.
-            if let last = record.lastWrite, last.join(post.kind, durable: durable, hold) { return (false, last) }
-            write = EventWrite(manager: self, app: appName, durable: durable, .hold(post.kind), holding: hold)
+        case .deliveredAgain?: self.logger.notice("\(appName): delivered what it held", metadata: ["app": "\(appName)"])
+        case nil: break
         }
-        record.lastWrite = write
-        self.submit(write)
-        return (sendsNow, write)
-    }
-
-    /// Hands an event write to the store. On an event loop, the writes decided in one pass of the loop (a read's
-    /// pipelined posts) go to the store together at the end of the pass: one transaction and one fsync for all of
-    /// them, rather than one for the first and another for the rest.
-    private func submit(_ write: EventWrite) {
-        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return self.store.submit(write) }
-        self.store.submitTogether(write)
-        let store = self.store
-        loop.execute { store.hurry() }
-    }
-
-    /// The event a post sends at once.
-    fileprivate static func event(_ kind: EventKind, _ payload: EventPayload, posted: Double) -> JSONValue {
-        EventCoding.event(CoalescedEvent(kind: kind, payload: payload, count: 1, firstPosted: posted, lastPosted: posted))
-    }
-
-    /// Once an app receives at once again (woken, launched, or a new stream attached): first what it has not
-    /// acknowledged (after a new attach), renumbered, then what was written for it and not sent, then what it held,
-    /// coalesced.
-    func wake(_ appName: AppName, _ record: inout Record, wasReceiving: Bool) {
-        guard record.lifecycle.receivesAtOnce, record.attachment != nil, !wasReceiving || record.redeliver else { return }
-        self.sendPending(appName, &record)
-    }
-
-    func sendPending(_ appName: AppName, _ record: inout Record) {
-        guard let attachment = record.attachment else { return }
-        if record.redeliver {
-            record.redeliver = false
-            let unacked = record.unacked
-            record.unacked = []
-            var burst: [JSONObject] = []
-            for (_, id, event) in unacked {
-                let seq = record.lifecycle.reserveSequence()
-                burst.append(Self.reply(event, seq: seq, state: record.lifecycle.state))
-                record.unacked.append((seq, id, event))
-            }
-            attachment.responder.send(all: burst)
+        switch storeLog {
+        case .failing?:
+            self.logger.error(
+                "Cannot write events to the store: \(failure.map { "\($0)" } ?? "")",
+                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
+            )
+        case .writingAgain?: self.logger.notice("Writing events to the store again", metadata: ["app": "\(appName)"])
+        case nil: break
         }
-        self.sendUndelivered(&record)
-        self.deliverHeld(appName, &record)
     }
 
-    /// Sends what was written for the app and not yet sent, if it receives now.
-    private func sendUndelivered(_ record: inout Record) {
-        guard record.lifecycle.receivesAtOnce, let attachment = record.attachment, !record.redeliver, !record.drainFailed
-        else { return }
-        // One write for them all: a wake's events reach the app as one burst (its library acknowledges a burst once).
-        var burst: [JSONObject] = []
-        for (id, event) in record.undelivered {
-            let seq = record.lifecycle.reserveSequence()
-            burst.append(Self.reply(event, seq: seq, state: record.lifecycle.state))
-            if id != nil { record.unacked.append((seq, id, event)) }
+    private enum DeliveryLog { case refused, deliveredAgain }
+    private enum StoreLog { case failing, writingAgain }
+
+    /// How long after a refused delivery of what an app held it is tried again.
+    static let drainRetryDelay = TimeAmount.seconds(1)
+
+    /// Tries again to deliver what an app held, after the store refused it; an app that no longer receives gets it
+    /// with its next wake instead.
+    private func retryDelivery(_ appName: AppName) {
+        let actions = self.state.withLock { state -> [InboxAction] in
+            let actions =
+                state.update(appName) { record in
+                    self.inboxInput(&record) { inbox, reception, next in inbox.retry(reception, next: &next) }
+                } ?? []
+            self.count(actions, in: &state)
+            return actions
         }
-        attachment.responder.send(all: burst)
-        record.undelivered.removeAll()
-    }
-
-    /// Hands what the app holds (and what posts on their way will add) to the store to be delivered, unless that
-    /// is already on its way.
-    private func deliverHeld(_ appName: AppName, _ record: inout Record) {
-        // After a refused delivery, even with nothing held: one that succeeds lets what waits behind it go.
-        guard !record.drainInFlight, !record.queue.isEmpty || record.holdsInFlight > 0 || record.drainFailed else { return }
-        record.drainInFlight = true
-        let write = EventWrite(manager: self, app: appName, durable: true, .drain)
-        record.lastWrite = write
-        self.submit(write)
-    }
-
-    /// The app has handled what it was sent up to `sequence`: those events leave the store. An app that had fallen
-    /// behind and caught up gets what was held meanwhile.
-    func acknowledgeEvents(_ appName: AppName, upTo sequence: UInt64, in state: inout State) {
-        _ = state.update(appName) { record in
-            guard record.unacked.first.map({ $0.seq <= sequence }) == true else { return }
-            let handled = record.unacked.prefix { $0.seq <= sequence }
-            let ids = handled.compactMap(\.id)
-            record.unacked.removeFirst(handled.count)
-            // Not waited for: an acknowledgement lost in a crash only means the events come again.
-            if !ids.isEmpty { _ = self.store.acknowledge(app: appName, ids: ids) }
-            if record.lifecycle.receivesAtOnce, record.unacked.count < Self.maximumUnacknowledged / 2, !record.drainFailed {
-                self.deliverHeld(appName, &record)
-            }
-        }
+        self.carryOut(actions, of: appName, failure: nil)
     }
 
     /// The stream reply that sends an event numbered `seq`.
@@ -362,402 +420,15 @@ extension AppManager {
         return ["state": .string(state.rawValue), "callback": .object(callback)]
     }
 
-    /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.
+    /// What an app holds (on disk, and of volatile kinds in memory only), kind by kind in order of first post, and
+    /// how many events it has not acknowledged.
     func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
         let appName = try Self.systemAppName(name)
         return try self.state.withLock { state throws(AppError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
-            return (
-                record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) },
-                record.unacked.count + record.undelivered.count
-            )
+            let held = record.inbox.held
+            return (held.kinds.map { ($0, held.slot(of: $0)!) }, record.inbox.outstanding)  // a kind held has a slot
         }
-    }
-
-    private enum DrainLog { case failed, recovered }
-
-    /// How long after a failed delivery of what an app held it is tried again.
-    static let drainRetryDelay = TimeAmount.seconds(1)
-
-    /// Tries again to deliver what an app held, after the store refused it; an app that no longer receives gets it
-    /// with its next wake instead.
-    private func retryDrain(_ appName: AppName) {
-        self.state.withLock { state in
-            _ = state.update(appName) { record in
-                guard record.drainFailed, !record.drainInFlight, record.lifecycle.receivesAtOnce, record.attachment != nil
-                else { return }
-                if record.queue.isEmpty, record.holdsInFlight == 0 {
-                    record.drainFailed = false
-                    self.sendUndelivered(&record)
-                } else {
-                    self.deliverHeld(appName, &record)
-                }
-            }
-        }
-    }
-
-    // MARK: What an EventWrite does to memory (on the store's writer thread)
-
-    /// Folds posts of one kind into what the app holds, in order; returns the kind's slot as it was (for undo) and
-    /// each post's refusal (a refused post changes nothing).
-    fileprivate func fold(
-        _ appName: AppName,
-        _ kind: EventKind,
-        _ holds: [EventWrite.Hold]
-    ) -> (before: EventCoding.Queue.Slot?, refusals: [PostRefusal?])? {
-        self.state.withLock { state in
-            state.update(appName) { record in
-                let before = record.queue.slot(of: kind)
-                var refusals: [PostRefusal?] = []
-                for (index, hold) in holds.enumerated() {
-                    do throws(PostRefusal) {
-                        try record.queue.post(kind, hold.payload, policy: hold.policy, at: hold.posted)
-                    } catch {
-                        if refusals.isEmpty { refusals = Array(repeating: nil, count: holds.count) }
-                        refusals[index] = error
-                    }
-                }
-                return (before, refusals)
-            }
-        }
-    }
-
-    /// What the app holds of a kind, with the kind's position among those it holds (which orders a new kind's row).
-    fileprivate func held(_ appName: AppName, _ kind: EventKind) -> (slot: EventCoding.Queue.Slot, position: Int)? {
-        self.state.withLock { state in
-            state.update(appName) { record in
-                guard let slot = record.queue.slot(of: kind), let position = record.queue.kinds.firstIndex(of: kind) else {
-                    return nil
-                }
-                return (slot, position)
-            } ?? nil
-        }
-    }
-
-    fileprivate func unfold(_ appName: AppName, _ kind: EventKind, to slot: EventCoding.Queue.Slot?) {
-        self.state.withLock { $0.records[appName]?.queue.reset(kind, to: slot) }
-    }
-
-    /// Sets the baseline of a netChange kind to what the app is sent; returns what it was before.
-    fileprivate func setBaseline(_ appName: AppName, _ kind: EventKind, _ payload: EventPayload) -> EventPayload? {
-        self.state.withLock { state in
-            let before = state.records[appName]?.queue.lastDelivered[kind]
-            state.records[appName]?.queue.setBaseline(kind, payload)
-            return before
-        }
-    }
-
-    fileprivate func resetBaseline(_ appName: AppName, _ kind: EventKind, _ payload: EventPayload?) {
-        self.state.withLock { $0.records[appName]?.queue.setBaseline(kind, payload) }
-    }
-
-    /// Takes everything the app holds, coalesced; returns the queue as it was (for undo), the events, and which
-    /// kinds are volatile.
-    fileprivate func drain(_ appName: AppName) -> (before: EventCoding.Queue, events: [EventCoding.Queue.Event], volatile: Set<EventKind>)? {
-        self.state.withLock { state in
-            state.update(appName) { record in
-                let before = record.queue
-                let volatile = Set(record.declarations.kinds.lazy.filter(\.value.volatile).map(\.key))
-                return (before, record.queue.drain(), volatile)
-            }
-        }
-    }
-
-    /// Puts back what a refused drain took, and marks the app's delivery refused at once, so that a send after it
-    /// in the same batch is held behind it. Returns whether it was not marked already.
-    fileprivate func restore(_ appName: AppName, queue: EventCoding.Queue) -> Bool {
-        self.state.withLock { state in
-            state.update(appName) { record in
-                record.queue = queue
-                defer { record.drainFailed = true }
-                return !record.drainFailed
-            } ?? false
-        }
-    }
-
-    /// Whether the app's last wake's delivery of what it held was refused and waits to be tried again.
-    fileprivate func drainRefused(_ appName: AppName) -> Bool {
-        self.state.withLock { $0.records[appName]?.drainFailed ?? false }
-    }
-
-    /// A write finished: its events go out in the order they were written, if the app receives now; otherwise
-    /// they wait for it. The first write the store refuses, and the first one after that it keeps, are logged.
-    fileprivate func finished(
-        _ write: EventWrite,
-        _ appName: AppName,
-        _ action: EventWrite.Action,
-        sending events: [(id: Int64?, event: JSONValue)],
-        held: Int = 0,
-        keptHeld: Int = 0,
-        failure: (any Error)?
-    ) {
-        let storeFailure = failure as? StoreError
-        var retry = false
-        var drainLog: DrainLog?
-        let change = self.state.withLock { state -> Bool in
-            let succeeded = state.update(appName) { record -> Bool in
-                // Done with: nothing joins it any more, and the record need not keep it (nor, through it, us).
-                if record.lastWrite === write { record.lastWrite = nil }
-                switch action {
-                case .send:
-                    record.sendsInFlight -= 1
-                    record.undelivered.append(contentsOf: events)
-                case .hold: record.holdsInFlight -= held
-                case .drain:
-                    record.drainInFlight = false
-                    if failure != nil {
-                        // The held events stay held, in memory and on disk (its undo marked the delivery refused);
-                        // logged the first time, tried again.
-                        if write.refusedFirst || !record.drainFailed { drainLog = .failed }
-                        record.drainFailed = true
-                        retry = true
-                    } else {
-                        if record.drainFailed {
-                            drainLog = .recovered  // a retry
-                            record.drainFailed = false
-                        }
-                        // What waits to be sent was written before this delivery: a send carried out after a
-                        // refused one was held instead (see ``EventWrite/Action/send(_:_:policy:posted:)``).
-                        record.undelivered.append(contentsOf: events)
-                    }
-                }
-                self.sendUndelivered(&record)
-                return failure == nil
-            }
-            guard succeeded != nil else { return false }
-            if failure == nil, case .send = action {
-                if write.heldInstead { state.postsHeld += 1 } else { state.postsSent += 1 }
-            }
-            if case .hold = action { state.postsHeld += keptHeld }
-            let failing = storeFailure != nil || (state.storeFailing && failure != nil)
-            defer { state.storeFailing = failing }
-            return failing != state.storeFailing
-        }
-        if retry {
-            self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDrain(appName) }
-        }
-        switch drainLog {
-        case .failed?:
-            self.logger.error(
-                "\(appName): could not deliver what it held: \(failure.map { "\($0)" } ?? ""); trying again every second",
-                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
-            )
-        case .recovered?: self.logger.notice("\(appName): delivered what it held", metadata: ["app": "\(appName)"])
-        case nil: break
-        }
-        guard change else { return }
-        if let storeFailure {
-            self.logger.error(
-                "Cannot write events to the store: \(storeFailure)",
-                metadata: ["app": "\(appName)", "reason": "\(storeFailure)"]
-            )
-        } else {
-            self.logger.notice("Writing events to the store again", metadata: ["app": "\(appName)"])
-        }
-    }
-}
-
-/// One change to what an app holds or is sent, carried out by the store's writer thread in the order it was
-/// decided (see ``StoreOperation``): memory and disk change together, or neither does.
-///
-/// A hold takes in later posts to the same kind while it is still the app's last write and the store has not
-/// taken it: a producer's burst to one kind costs the writer one operation and one fold pass, not one of each per
-/// post. Each post keeps its own answer (a refusal of one, say a sum without its number, leaves the others); if
-/// the write fails, every post in it fails and memory goes back to before the first.
-final class EventWrite: StoreOperation, @unchecked Sendable {
-    enum Action {
-        /// Sent to the app at once (stored until acknowledged, unless volatile); held instead (with `policy`) when
-        /// the wake's delivery before it was refused by the time the store carries it out.
-        case send(EventKind, EventPayload, policy: CoalescingPolicy, posted: Double)
-        /// Posts folded into what the app holds of a kind (one stored row per kind, unless volatile).
-        case hold(EventKind)
-        /// Everything held, coalesced and handed to the app (stored until acknowledged).
-        case drain
-    }
-
-    /// One post a hold folds in.
-    struct Hold {
-        var payload: EventPayload
-        var policy: CoalescingPolicy
-        var posted: Double
-        var finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
-    }
-
-    /// What perform changed in memory, for undo.
-    private enum Undo {
-        case slot(EventKind, EventCoding.Queue.Slot?)
-        case baseline(EventKind, EventPayload?)
-        case queue(EventCoding.Queue)
-    }
-
-    /// A hold's posts: more join until the store takes the write (``perform(_:)`` closes it).
-    private struct Joined {
-        var holds: [Hold] = []
-        var closed = false
-    }
-
-    private let manager: AppManager
-    private let app: AppName
-    private let durable: Bool
-    private let action: Action
-    private let joined: Mutex<Joined>
-    // Written by perform, read by undo and finish: all on the store's writer thread, one after the other.
-    private var undoing: Undo?
-    private var events: [(id: Int64?, event: JSONValue)] = []
-    private var holds: [Hold] = []
-    private var refusals: [PostRefusal?] = []
-    /// A send that was held instead (see ``Action/send(_:_:policy:posted:)``).
-    fileprivate private(set) var heldInstead = false
-    /// A drain whose undo was the first to mark the app's delivery refused (logged once).
-    fileprivate private(set) var refusedFirst = false
-    /// Told, once the write is on disk or failed, whether it sends the event and the outcome: `nil`, a
-    /// ``PostRefusal`` or a ``StoreError``.
-    private let finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)?
-
-    init(
-        manager: AppManager,
-        app: AppName,
-        durable: Bool,
-        finished: (@Sendable (_ sent: Bool, (any Error)?) -> Void)? = nil,
-        _ action: Action,
-        holding hold: Hold? = nil
-    ) {
-        self.manager = manager
-        self.app = app
-        self.durable = durable
-        self.finished = finished
-        self.action = action
-        self.joined = Mutex(Joined(holds: hold.map { [$0] } ?? []))
-    }
-
-    /// Adds a post to this hold unless the store has taken it, or it holds another kind (or is not a hold).
-    func join(_ kind: EventKind, durable: Bool, _ hold: Hold) -> Bool {
-        guard case .hold(let held) = self.action, held == kind, durable == self.durable else { return false }
-        return self.joined.withLock { joined in
-            guard !joined.closed else { return false }
-            joined.holds.append(hold)
-            return true
-        }
-    }
-
-    func perform(_ transaction: StoreTransaction) throws {
-        let manager = self.manager
-        let app = self.app
-        switch self.action {
-        case .send(let kind, let payload, let policy, let posted):
-            // Decided while the wake's delivery of what the app held was on its way, which has since been refused:
-            // sent, it would be stored as a delivery ahead of those older held events, and after a restart go out
-            // before them. Held behind them instead, it keeps its place.
-            if manager.drainRefused(app) {
-                let hold = Hold(payload: payload, policy: policy, posted: posted) { _, _ in }
-                guard let folded = manager.fold(app, kind, [hold]) else { return }
-                if let refusal = folded.refusals.first ?? nil { throw refusal }
-                self.undoing = .slot(kind, folded.before)
-                self.heldInstead = true
-                if self.durable { try self.writeHeld(kind, transaction) }
-                return
-            }
-            let netChange = policy == .netChange
-            let event = AppManager.event(kind, payload, posted: posted)
-            if netChange {
-                self.undoing = .baseline(kind, manager.setBaseline(app, kind, payload))
-            }
-            var id: Int64?
-            if self.durable {
-                id = try transaction.addDelivery(app: app, event: event.jsonText)
-                if netChange { try transaction.setBaseline(app: app, kind: kind.value, payload: payload.value.jsonText) }
-            }
-            self.events = [(id, event)]
-        case .hold(let kind):
-            self.holds = self.joined.withLock { joined in
-                joined.closed = true
-                defer { joined.holds = [] }
-                return joined.holds
-            }
-            // Memory only: the kind's row is written once for the batch's posts to it (``writeRow(_:)``).
-            guard let folded = manager.fold(app, kind, self.holds) else { return }
-            self.refusals = folded.refusals
-            self.undoing = .slot(kind, folded.before)
-        case .drain:
-            guard let drained = manager.drain(app) else { return }
-            self.undoing = .queue(drained.before)
-            var storedHeld = false
-            for kind in drained.before.kinds where !drained.volatile.contains(kind) { storedHeld = true }
-            if storedHeld { try transaction.clearHeld(app: app) }
-            for coalesced in drained.events {
-                let event = EventCoding.event(coalesced)
-                guard !drained.volatile.contains(coalesced.kind) else {
-                    self.events.append((nil, event))
-                    continue
-                }
-                let id = try transaction.addDelivery(app: app, event: event.jsonText)
-                if coalesced.payload != nil, drained.before.policy(of: coalesced.kind) == .netChange {
-                    try transaction.setBaseline(app: app, kind: coalesced.kind.value, payload: coalesced.payload!.value.jsonText)
-                }
-                self.events.append((id, event))
-            }
-        }
-    }
-
-    var row: StoreRow? {
-        guard self.durable, case .hold(let kind) = self.action else { return nil }
-        return StoreRow(app: self.app, kind: kind.value)
-    }
-
-    func writeRow(_ transaction: StoreTransaction) throws {
-        guard case .hold(let kind) = self.action else { return }
-        try self.writeHeld(kind, transaction)
-    }
-
-    /// Writes the kind's row as memory holds it now.
-    private func writeHeld(_ kind: EventKind, _ transaction: StoreTransaction) throws {
-        guard let held = self.manager.held(self.app, kind) else { return }
-        try transaction.hold(app: self.app, kind: kind.value, position: held.position, slot: EventCoding.encode(held.slot))
-    }
-
-    var runsOneStatement: Bool {
-        switch self.action {
-        case .hold: return true
-        case .send(_, _, let policy, _): return policy != .netChange
-        case .drain: return false
-        }
-    }
-
-    func undo() {
-        switch self.undoing {
-        case .slot(let kind, let slot)?: self.manager.unfold(self.app, kind, to: slot)
-        case .baseline(let kind, let payload)?: self.manager.resetBaseline(self.app, kind, payload)
-        case .queue(let queue)?: self.refusedFirst = self.manager.restore(self.app, queue: queue)
-        case nil: break
-        }
-        self.undoing = nil
-        self.events = []
-        self.refusals = []
-        self.heldInstead = false
-    }
-
-    func finish(_ failure: (any Error)?) {
-        guard case .hold = self.action else {
-            self.manager.finished(self, self.app, self.action, sending: failure == nil ? self.events : [], failure: failure)
-            if case .send = self.action { self.finished?(!self.heldInstead, failure) } else { self.finished?(false, failure) }
-            return
-        }
-        // Each post's own refusal, or the write's failure, or kept. A write whose batch failed before reaching it
-        // was never performed: the posts that joined it are still in `joined`, and fail with it.
-        let unperformed = self.joined.withLock { joined in
-            joined.closed = true
-            defer { joined.holds = [] }
-            return joined.holds
-        }
-        // Nearly always none joined unperformed: the holds are then answered where they are, not copied.
-        let holds = unperformed.isEmpty ? self.holds : self.holds + unperformed
-        self.holds = []
-        func outcome(_ index: Int) -> (any Error)? {
-            failure ?? (index < self.refusals.count ? self.refusals[index] : nil)
-        }
-        let kept = holds.indices.count { outcome($0) == nil }
-        self.manager.finished(self, self.app, self.action, sending: [], held: holds.count, keptHeld: kept, failure: failure)
-        for (index, hold) in holds.enumerated() { hold.finished(false, outcome(index)) }
     }
 }
 

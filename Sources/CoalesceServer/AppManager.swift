@@ -98,27 +98,10 @@ final class AppManager: Sendable {
         }
         /// Policies per kind and who may post.
         var declarations = EventDeclarations()
-        /// What the app holds while it receives nothing (suspended or not running), one slot per kind.
-        var queue: EventCoding.Queue
-        /// Events sent and not yet acknowledged: their sequence numbers on the stream, and their numbers in the store
-        /// (`nil` for a volatile kind's, which are never sent again).
-        var unacked: [(seq: UInt64, id: Int64?, event: JSONValue)] = []
-        /// Events written (or volatile) that the app has not been sent: it stopped receiving before they were on
-        /// disk, or they were stored by an earlier run of the daemon. They go out first when it receives again.
-        var undelivered: [(id: Int64?, event: JSONValue)] = []
-        /// A new stream attached: what was not acknowledged goes out again once the app runs.
-        var redeliver = false
-        /// Posts on their way through the store: to be sent, to be held; and whether a wake's delivery of what is
-        /// held is on its way.
-        var sendsInFlight = 0
-        var holdsInFlight = 0
-        var drainInFlight = false
-        /// The app's write handed to the store last, until it finishes: a hold of the same kind joins it while the
-        /// store has not taken it yet, so a producer's run of posts to one kind costs one write, not one each.
-        var lastWrite: EventWrite?
-        /// A wake's delivery of what is held failed (the store refused it): until a retry succeeds, what is written
-        /// for the app waits behind it, so that nothing posted later overtakes what it held.
-        var drainFailed = false
+        /// Its events: held, sent and not acknowledged, stored and not sent, and its write with the store.
+        var inbox: AppInbox
+        /// A refused delivery of what the app held was logged; its success is logged when it comes.
+        var deliveryRefused = false
     }
 
     /// A parked stream's task, waiting for its end.
@@ -146,6 +129,12 @@ final class AppManager: Sendable {
         var postsHeld = 0
         /// The store refused the last event write: logged once, and once more when it keeps one again.
         var storeFailing = false
+        /// Apps with posts waiting for their inbox's next write, in the order they came; and whether the flush that
+        /// makes those writes is scheduled.
+        var unflushed: [AppName] = []
+        var flushScheduled = false
+        /// What inboxes decided under the lock, carried out once it is released (``AppManager/locked(_:)``).
+        var inboxActions: [(AppName, [AppManager.InboxAction])] = []
 
         /// Runs `body` on one app's record where it lies in the dictionary (reading `records[app]` copies the whole
         /// record, on the hot paths of posting); `nil` when there is no such app.
@@ -200,7 +189,7 @@ final class AppManager: Sendable {
                 registration: registration,
                 lifecycle: AppLifecycle(traits: registration.traits, timings: timings, firstSequence: self.firstSequence),
                 since: now,
-                queue: EventCoding.Queue(kindLimit: daemon.configuration.maxKindsPerApp)
+                inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp)
             )
             guard let stored = EventDeclarations(stored: declarations) else {
                 throw .damaged(store.path, "the event declarations of \(registration.name) cannot be read")
@@ -214,18 +203,18 @@ final class AppManager: Sendable {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let slot = EventCoding.decodeSlot(row.slot)
             else { throw .damaged(store.path, "what \(row.app) holds of \(row.kind) cannot be read") }
-            state.records[app]?.queue.restore(kind, slot)
+            state.records[app]?.inbox.restore(kind, slot)
         }
         for row in try store.deliveryRows() {
-            guard let app = try? AppName(row.app), let event = try? JSONParser.parse(row.event), event.objectValue != nil
+            guard let app = try? AppName(row.app), let event = EventCoding.decodeEvent(row.event)
             else { throw .damaged(store.path, "event \(row.id) sent to \(row.app) cannot be read") }
-            state.records[app]?.undelivered.append((row.id, event))
+            state.records[app]?.inbox.restore(AppInbox.Stored(id: row.id, event: event))
         }
         for row in try store.baselineRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let payload = try? JSONParser.parse(row.payload)
             else { throw .damaged(store.path, "what \(row.app) last received of \(row.kind) cannot be read") }
-            state.records[app]?.queue.setBaseline(kind, EventPayload(payload))
+            state.records[app]?.inbox.restoreBaseline(kind, EventPayload(payload))
         }
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
         self.state = Mutex(state)
@@ -288,8 +277,8 @@ final class AppManager: Sendable {
             var kinds = 0
             var unacknowledged = 0
             for name in state.records.keys {
-                kinds += state.records[name]!.queue.kinds.count
-                unacknowledged += state.records[name]!.unacked.count + state.records[name]!.undelivered.count
+                kinds += state.records[name]!.inbox.held.kinds.count
+                unacknowledged += state.records[name]!.inbox.outstanding
             }
             return (state.postsSent, state.postsHeld, kinds, unacknowledged)
         }
@@ -385,7 +374,7 @@ final class AppManager: Sendable {
                     firstSequence: self.firstSequence
                 ),
                 since: wallClock(),
-                queue: EventCoding.Queue(kindLimit: self.daemon.configuration.maxKindsPerApp)
+                inbox: AppInbox(kindLimit: self.daemon.configuration.maxKindsPerApp)
             )
         for topic in record.declarations.topics.subtracting(declarations.topics) {
             state.subscribers[topic]?.remove(registration.name)
@@ -465,10 +454,12 @@ final class AppManager: Sendable {
             }
             record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid, identity: identity)
             record.termination = nil  // a new process: the old one's end runs on its own timers
-            record.redeliver = true
+            record.inbox.attached()
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
             if !unsent.isEmpty { responder.send(all: unsent) }
-            if record.lifecycle.receivesAtOnce { self.sendPending(appName, &record) }
+            if record.lifecycle.receivesAtOnce {
+                state.inboxActions.append((appName, self.inboxInput(&record) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+            }
             state.records[appName] = record
             state.attached[id] = appName
             state.parks[id] = Park()
@@ -509,7 +500,10 @@ final class AppManager: Sendable {
                 state.records[appName]!.termination = nil
                 termination.acknowledged()
             }
-            self.acknowledgeEvents(appName, upTo: sequence, in: &state)
+            let decided = state.update(appName) { record in
+                self.inboxInput(&record) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
+            }
+            if let decided { state.inboxActions.append((appName, decided)) }
             let now = Instant.now
             self.input(appName, in: &state, log: &log) { lifecycle in
                 lifecycle.acknowledge(upTo: sequence, now: now)
@@ -723,15 +717,24 @@ final class AppManager: Sendable {
 
     // MARK: Carrying out the core's effects
 
-    /// Runs `body` under the lock and writes what it logged afterwards.
+    /// Runs `body` under the lock; afterwards writes what it logged and carries out what the inboxes decided.
     private func locked<T, Failure: Error>(
         _ body: (inout State, inout [LogEntry]) throws(Failure) -> T
     ) throws(Failure) -> T {
         var log: [LogEntry] = []
+        var decided: [(AppName, [InboxAction])] = []
         defer {
             for entry in log { self.logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata) }
+            for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
         }
-        return try self.state.withLock { state throws(Failure) in try body(&state, &log) }
+        return try self.state.withLock { state throws(Failure) in
+            defer {
+                decided = state.inboxActions
+                state.inboxActions.removeAll()
+                for (_, actions) in decided { self.count(actions, in: &state) }
+            }
+            return try body(&state, &log)
+        }
     }
 
     /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the side's
@@ -768,7 +771,10 @@ final class AppManager: Sendable {
             return
         }
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
-        self.wake(appName, &record, wasReceiving: wasReceiving)
+        if !wasReceiving, record.lifecycle.receivesAtOnce {
+            // After the callbacks the effects sent: a wake's events follow them.
+            state.inboxActions.append((appName, self.inboxInput(&record) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+        }
         self.reschedule(appName, &record, now: .now)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {

@@ -247,6 +247,22 @@ enum EventCoding {
         return Queue.Slot(policy: policy, count: Int(count), first: first, last: last, held: held)
     }
 
+    /// An event as the store keeps it; `nil` when the text is not one.
+    static func decodeEvent(_ text: String) -> Queue.Event? {
+        guard let value = try? JSONParser.parse(text), let kindName = value["kind"]?.stringValue,
+            let kind = try? EventKind(kindName), let count = value["count"]?.intValue,
+            let first = value["firstPosted"]?.doubleValue, let last = value["lastPosted"]?.doubleValue
+        else { return nil }
+        return Queue.Event(
+            kind: kind,
+            payload: value["payload"].map(EventPayload.init),
+            count: Int(count),
+            firstPosted: first,
+            lastPosted: last,
+            dropped: value["dropped"]?.intValue.map { Int($0) }
+        )
+    }
+
     /// An event as the app's stream carries it (its `seq` added when sent).
     static func event(_ event: Queue.Event) -> JSONValue {
         var object: JSONObject = [

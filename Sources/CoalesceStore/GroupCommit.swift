@@ -3,31 +3,28 @@ import Foundation
 import GRDB
 import Synchronization
 
-/// One write the daemon hands to the store, with what it changes in the daemon's memory.
+/// One write handed to the store: data to write, and whom to tell how it went. It touches nothing but the store.
 ///
 /// The store runs ``perform(_:)`` on its writer thread, inside a transaction with the writes submitted around it,
 /// in the order they were submitted; ``finish(_:)`` is called once that transaction is on disk or has failed, again
-/// in submission order. When a write fails (its own statements, or the transaction it went into), ``undo()`` is
-/// called, so that what it changed in memory goes back to what is on disk: memory never gets ahead of the store.
+/// in submission order. A write that failed (its own statements, or the transaction it went into) left nothing on
+/// disk; its owner drops the change it was waiting to apply.
 public protocol StoreOperation: AnyObject, Sendable {
-    /// Applies the change: in memory first, then its statements in `transaction`.
-    /// - Throws: whatever makes the write fail; ``undo()`` is called after.
+    /// Runs the write's statements in `transaction`.
+    /// - Throws: whatever makes the write fail.
     func perform(_ transaction: StoreTransaction) throws
-    /// Takes back what ``perform(_:)`` changed in memory; a no-op if it changed nothing.
-    func undo()
     /// The write is on disk (`nil`) or failed (the error ``perform(_:)`` threw, or a ``StoreError``).
     func finish(_ failure: (any Error)?)
     /// Whether ``perform(_:)`` runs at most one statement: SQLite undoes a failed statement by itself, so such a
     /// write needs no savepoint of its own (two statements fewer for each post).
     var runsOneStatement: Bool { get }
-    /// For a write whose only statement sets one row to what memory holds for it (a kind's held slot): that row.
-    /// Of the writes of one row in a batch, the store runs the statement once, through the last of them
-    /// (``writeRow(_:)``, after its ``perform(_:)`` changed memory only), at the end of the batch or before the next
-    /// write that is not of this sort, whichever comes first. If that statement fails, every write of the row since
-    /// it was last written fails and is undone, newest first. So a thousand posts of one kind to a suspended app in
-    /// one batch cost one row write, and a write that reads or deletes such rows sees them written first.
+    /// For a write whose only statement sets one row to a value (an app's recorded state): that row. Of the
+    /// writes of one row in a batch, the store runs the statement once, through the last of them (``writeRow(_:)``;
+    /// their ``perform(_:)`` runs nothing), at the end of the batch or before the next write that is not of this
+    /// sort, whichever comes first. If that statement fails, every write of the row since it was last written
+    /// fails. So an app's states in one batch cost one row write.
     var row: StoreRow? { get }
-    /// Writes ``row`` as memory holds it now; called on the last write of the row in a run of such writes.
+    /// Writes ``row``; called on the last write of the row in a run of such writes.
     func writeRow(_ transaction: StoreTransaction) throws
 }
 
@@ -44,7 +41,7 @@ public struct StoreRow: Hashable, Sendable {
     public var kind: String
     private var isAppRow = false
 
-    /// What an app holds of one kind.
+    /// A row of an app's for one kind.
     public init(app: AppName, kind: String) {
         self.app = app
         self.kind = kind
@@ -132,7 +129,6 @@ final class StatementWrite: StoreOperation {
     }
 
     func perform(_ transaction: StoreTransaction) throws { try self.body(transaction) }
-    func undo() {}
     func finish(_ failure: (any Error)?) {
         guard let failure else { return self.commit.finish(.success(())) }
         self.commit.finish(.failure(failure as? StoreError ?? StoreError("\(failure)")))
@@ -245,11 +241,10 @@ final class GroupCommit: Sendable {
         finishing: (() -> Void) -> Void
     ) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
-        var applied = [Bool](repeating: false, count: batch.count)
         do {
             try pool.write { db in
                 let transaction = StoreTransaction(db: db, path: pool.path)
-                // Rows set in memory and not yet written, in the order first set, each with the writes that set it.
+                // Rows set and not yet written, in the order first set, each with the writes that set it.
                 var unwritten: [StoreRow: [Int]] = [:]
                 var unwrittenOrder: [StoreRow] = []
                 func writeRows() throws {
@@ -262,11 +257,7 @@ final class GroupCommit: Sendable {
                         do {
                             try batch[writes.last!].writeRow(transaction)  // a row is listed once a write sets it
                         } catch {
-                            for index in writes.reversed() {
-                                batch[index].undo()
-                                applied[index] = false
-                                failures[index] = error
-                            }
+                            for index in writes { failures[index] = error }
                             if !db.isInsideTransaction { throw error }
                         }
                     }
@@ -280,13 +271,11 @@ final class GroupCommit: Sendable {
                         } else {
                             try transaction.savepoint { try operation.perform(transaction) }
                         }
-                        applied[index] = true
                         if let row {
                             if unwritten[row] == nil { unwrittenOrder.append(row) }
                             unwritten[row, default: []].append(index)
                         }
                     } catch {
-                        operation.undo()
                         failures[index] = error
                         // SQLite rolls the whole transaction back on some errors (a full disk among them): nothing
                         // of the batch is left to commit.
@@ -296,7 +285,6 @@ final class GroupCommit: Sendable {
                 try writeRows()
             }
         } catch {
-            for index in batch.indices.reversed() where applied[index] { batch[index].undo() }
             let failure = StoreError(writing: pool.path, error)
             failures = failures.map { $0 ?? failure }
         }

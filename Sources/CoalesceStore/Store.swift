@@ -387,39 +387,6 @@ public final class Store: Sendable {
     }
 }
 
-/// The event statements, for operations to run in ``StoreOperation/perform(_:)``.
-extension StoreTransaction {
-    /// Stores what is held for one kind (replacing what was).
-    public func hold(app: AppName, kind: String, position: Int, slot: String) throws(StoreError) {
-        try self.run(
-            """
-            INSERT INTO held (app, kind, position, slot) VALUES (?, ?, ?, ?)
-            ON CONFLICT(app, kind) DO UPDATE SET slot = excluded.slot
-            """,
-            [app.value, kind, position, slot]
-        )
-    }
-
-    /// Forgets what the app held (it was delivered).
-    public func clearHeld(app: AppName) throws(StoreError) {
-        try self.run("DELETE FROM held WHERE app = ?", [app.value])
-    }
-
-    /// Stores an event until the app acknowledges it; returns its number.
-    public func addDelivery(app: AppName, event: String) throws(StoreError) -> Int64 {
-        try self.run("INSERT INTO delivery (app, event) VALUES (?, ?)", [app.value, event])
-        return self.db.lastInsertedRowID
-    }
-
-    /// Keeps what the app last received of a netChange kind.
-    public func setBaseline(app: AppName, kind: String, payload: String) throws(StoreError) {
-        try self.run(
-            "INSERT INTO baseline (app, kind, payload) VALUES (?, ?, ?) ON CONFLICT(app, kind) DO UPDATE SET payload = excluded.payload",
-            [app.value, kind, payload]
-        )
-    }
-}
-
 /// An app's state written to its row: nobody waits for it, and a failure leaves the state recorded before, which the
 /// next write replaces.
 final class StateWrite: StoreOperation {
@@ -434,7 +401,6 @@ final class StateWrite: StoreOperation {
     var runsOneStatement: Bool { true }
     var row: StoreRow? { .app(self.app) }
     func perform(_ transaction: StoreTransaction) throws {}
-    func undo() {}
     func finish(_ failure: (any Error)?) {}
 
     func writeRow(_ transaction: StoreTransaction) throws {

@@ -53,7 +53,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// The app is inactive because of an interruption (alert, call, sleep, lock), not a transition.
     public private(set) var interrupted = false
 
-    private var nextSequence: UInt64 = 1
+    /// The number the app's stream gives next, to a callback or an event (the app's ``Inbox`` numbers its events
+    /// from it): one counter, so that an acknowledgement up to a number covers both.
+    public var nextSequence: UInt64 = 1
     private var nextTaskID = 1
     /// Callbacks that must be acknowledged, with their deadline.
     private var awaiting: [(sequence: UInt64, callback: LifecycleCallback, deadline: Instant)] = []

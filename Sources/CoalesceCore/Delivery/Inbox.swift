@@ -1,0 +1,395 @@
+/// What an app's inbox needs to know of the app to decide whether an event goes out now.
+public struct Reception: Sendable, Hashable {
+    /// The app runs code and is not suspended (``AppLifecycle/receivesAtOnce``).
+    public var runs: Bool
+    /// Its process has a stream attached.
+    public var attached: Bool
+    /// The stream's unread replies are under their bound: an app that does not read gets its events held.
+    public var keepsUp: Bool
+
+    public init(runs: Bool, attached: Bool, keepsUp: Bool = true) {
+        self.runs = runs
+        self.attached = attached
+        self.keepsUp = keepsUp
+    }
+
+    /// Whether events can go out on the stream now.
+    public var receives: Bool { self.runs && self.attached }
+}
+
+/// One app's events, as a pure state machine: what it holds while it receives nothing, what it was sent and has
+/// not acknowledged, what is stored and not yet sent, and the one write of the app's the store is carrying out.
+/// Each input returns what to do, as values (write these rows, send these events, answer these posts); it knows
+/// nothing of sockets, clocks or disks.
+///
+/// The rules, each decided here and nowhere else:
+/// - A post is sent at once to an app that runs, is attached, keeps up with its stream, has fewer than
+///   ``maximumUnacknowledged`` events outstanding and no refused delivery waiting to be tried again; otherwise it
+///   is held, coalesced by its kind's policy.
+/// - What the app holds goes out before anything sent after it. The shell sends a wake's callbacks before it
+///   carries out ``woke(_:next:)``'s actions, so a wake's events follow its callbacks.
+/// - An event goes out only once the write that stores it is on disk, in the order the writes were decided, and is
+///   numbered as it goes out. A volatile kind's events are never stored.
+/// - At most one write of the app's is with the store at a time. Posts that come meanwhile wait and are decided
+///   when the next write is made (``flush(_:next:)``), from what is on disk: a refused write never leaves memory
+///   ahead of the store, and nothing decided after it depends on it.
+/// - A refused delivery of what the app held leaves it held (tried again later, ``retry(_:next:)``); posts
+///   decided meanwhile are held behind it.
+/// - A new stream gets what was sent and not acknowledged again, renumbered, before anything else.
+/// - An app that acknowledges again after it fell behind gets what was held meanwhile, once it is under half of
+///   ``maximumUnacknowledged``.
+///
+/// Sequence numbers come from the app's one counter (``AppLifecycle/nextSequence``), passed in as `next`.
+///
+/// - `Ticket`: how the shell answers one post; the inbox hands it back in ``Action/answer(_:_:)``.
+public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, Ticket: Sendable>: Sendable {
+    public typealias Queue = EventQueue<Payload, Stamp>
+    public typealias Event = CoalescedEvent<Payload, Stamp>
+
+    /// Events sent to an app and not acknowledged, past which its posts are held until it catches up.
+    public static var maximumUnacknowledged: Int { 4096 }
+
+    /// One post to this app.
+    public struct Post: Sendable {
+        public var kind: EventKind
+        public var payload: Payload
+        public var policy: CoalescingPolicy
+        /// Stored (durable), or kept in memory only (a volatile kind).
+        public var durable: Bool
+        public var posted: Stamp
+        public var ticket: Ticket
+
+        public init(kind: EventKind, payload: Payload, policy: CoalescingPolicy, durable: Bool, posted: Stamp, ticket: Ticket) {
+            self.kind = kind
+            self.payload = payload
+            self.policy = policy
+            self.durable = durable
+            self.posted = posted
+            self.ticket = ticket
+        }
+    }
+
+    /// An event stored and not yet sent: `id` is its number in the store, `nil` for a volatile kind's.
+    public struct Stored: Sendable {
+        public var id: Int64?
+        public var event: Event
+
+        public init(id: Int64?, event: Event) {
+            self.id = id
+            self.event = event
+        }
+    }
+
+    /// An event sent on the app's stream as `seq`.
+    public struct Sent: Sendable {
+        public var seq: UInt64
+        /// Its number in the store; `nil` for a volatile kind's, which is never sent again.
+        public var id: Int64?
+        public var event: Event
+    }
+
+    /// One change the store makes for this app.
+    public enum Row: Sendable {
+        /// What the app holds of a kind, as the slot says (replacing what was); `position` orders a new kind's row.
+        case hold(EventKind, position: Int, Queue.Slot)
+        /// Forget everything held: it was delivered.
+        case clearHeld
+        /// Keep the event until it is acknowledged; the store answers with its number.
+        case delivery(Event)
+        /// What the app last received of a netChange kind.
+        case baseline(EventKind, Payload)
+    }
+
+    /// What a post came to.
+    public enum Answer: Sendable, Hashable {
+        /// Sent to the app (and on disk, unless volatile).
+        case sent
+        /// Held for the app.
+        case held
+        /// Refused by the kind's policy; nothing was held.
+        case refused(PostRefusal)
+        /// The store refused the write it went into; nothing of it was kept.
+        case storeFailed
+    }
+
+    /// What the shell does, in the order given.
+    public enum Action: Sendable {
+        /// Hand these rows to the store as one write, answered by ``written(ids:_:next:)`` or
+        /// ``writeFailed(_:next:)``. A write with no rows (volatile posts behind a stored one) still goes through
+        /// the store, so that it is answered in its turn.
+        case write([Row])
+        /// Send these events on the app's stream, as one burst.
+        case send([Sent])
+        case answer(Ticket, Answer)
+        /// Forget these stored events: they were acknowledged.
+        case forget([Int64])
+        /// Try the refused delivery of what the app held again a little later, through ``retry(_:next:)``.
+        case retryLater
+    }
+
+    /// The write with the store, and what it changes once it is on disk.
+    private struct Flight: Sendable {
+        /// What the app holds once the write is on disk.
+        var held: Queue
+        var storedKinds: Set<EventKind>
+        /// Events it decided to send, in order, and whether each is stored (ids come with the store's answer).
+        var events: [(stored: Bool, event: Event)] = []
+        var answers: [(ticket: Ticket, answer: Answer)] = []
+        /// It delivers what the app held.
+        var drains = false
+    }
+
+    /// What the app holds: what is on disk, and, of volatile kinds, what is in memory only.
+    public private(set) var held: Queue
+    /// The held kinds that have a row in the store (a kind only ever posted volatile has none).
+    private var storedKinds: Set<EventKind> = []
+    /// Sent and not acknowledged, in order.
+    public private(set) var unacknowledged: [Sent] = []
+    /// Stored and not sent: the app stopped receiving before they were on disk, or an earlier run of the daemon
+    /// stored them. They go out first when it receives again.
+    public private(set) var undelivered: [Stored] = []
+    /// Posts accepted and not yet in a write, in order.
+    private var waiting: [Post] = []
+    /// What the app holds is to go out with the next write (a wake, a retry, an app that caught up).
+    private var drainWanted = false
+    /// The last delivery of what the app held was refused and waits to be tried again: posts are held behind it.
+    public private(set) var drainRefused = false
+    /// A new stream attached: what was not acknowledged goes out again, renumbered, once the app receives.
+    private var redeliver = false
+    private var flight: Flight?
+
+    public init(kindLimit: Int) {
+        self.held = Queue(kindLimit: kindLimit)
+    }
+
+    /// A write of the app's is with the store.
+    public var writing: Bool { self.flight != nil }
+    /// That write delivers what the app held.
+    public var draining: Bool { self.flight?.drains ?? false }
+    /// Posts or a delivery wait for ``flush(_:next:)``, and no write is with the store.
+    public var needsFlush: Bool { self.flight == nil && (!self.waiting.isEmpty || self.drainWanted) }
+    /// Events sent or stored for the app and not acknowledged.
+    public var outstanding: Int { self.unacknowledged.count + self.undelivered.count }
+
+    // MARK: What the store kept
+
+    /// Puts back a held slot read from the store; slots come back in the order they were first posted.
+    public mutating func restore(_ kind: EventKind, _ slot: Queue.Slot) {
+        self.held.restore(kind, slot)
+        self.storedKinds.insert(kind)
+    }
+
+    /// Puts back a stored event not yet acknowledged.
+    public mutating func restore(_ stored: Stored) { self.undelivered.append(stored) }
+
+    /// Puts back what the app last received of a netChange kind.
+    public mutating func restoreBaseline(_ kind: EventKind, _ payload: Payload) { self.held.setBaseline(kind, payload) }
+
+    // MARK: Inputs
+
+    /// A post to the app. A volatile post with nothing of the app's waiting or with the store is decided now; any
+    /// other waits for ``flush(_:next:)``, which the shell calls once it has taken in the posts that came together.
+    public mutating func posted(_ post: Post, _ reception: Reception, next: inout UInt64) -> [Action] {
+        guard !post.durable, self.flight == nil, self.waiting.isEmpty, !self.drainWanted else {
+            self.waiting.append(post)
+            return []
+        }
+        if self.sendsNow(reception, besides: 0) {
+            guard self.held.isEmpty else {
+                self.waiting.append(post)  // what it held goes first, through the store
+                return []
+            }
+            if post.policy == .netChange { self.held.setBaseline(post.kind, post.payload) }
+            self.undelivered.append(Stored(id: nil, event: Self.event(post)))
+            return [.answer(post.ticket, .sent)] + self.sendUndelivered(reception, next: &next)
+        }
+        do throws(PostRefusal) {
+            try self.held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
+            return [.answer(post.ticket, .held)]
+        } catch {
+            return [.answer(post.ticket, .refused(error))]
+        }
+    }
+
+    /// Makes the next write from what waits, unless one is with the store: each waiting post is sent or held as
+    /// the app is now, and what the app holds goes out first when it receives.
+    public mutating func flush(_ reception: Reception, next: inout UInt64) -> [Action] {
+        guard self.needsFlush else { return [] }
+        var flight = Flight(held: self.held, storedKinds: self.storedKinds)
+        var rows: [Row] = []
+        var refusals: [Action] = []
+        // A delivery asked for while the app does not receive waits for its next wake.
+        let attempt = self.drainWanted && reception.receives
+        self.drainWanted = false
+        if attempt, !flight.held.isEmpty { Self.drain(&flight, &rows) }
+        let posts = self.waiting
+        self.waiting.removeAll(keepingCapacity: true)
+        for post in posts {
+            if self.sendsNow(reception, besides: flight.events.count, drainAttempted: attempt) {
+                if !flight.held.isEmpty { Self.drain(&flight, &rows) }
+                if post.policy == .netChange {
+                    flight.held.setBaseline(post.kind, post.payload)
+                    if post.durable { rows.append(.baseline(post.kind, post.payload)) }
+                }
+                let event = Self.event(post)
+                if post.durable { rows.append(.delivery(event)) }
+                flight.events.append((post.durable, event))
+                flight.answers.append((post.ticket, .sent))
+                continue
+            }
+            do throws(PostRefusal) {
+                try flight.held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
+            } catch {
+                refusals.append(.answer(post.ticket, .refused(error)))
+                continue
+            }
+            flight.answers.append((post.ticket, .held))
+            guard post.durable else { continue }
+            flight.storedKinds.insert(post.kind)
+            // One row per kind in a write, set to what the kind holds after the last of its posts.
+            if let index = rows.lastIndex(where: { if case .hold(post.kind, _, _) = $0 { true } else { false } }) {
+                rows.remove(at: index)
+            }
+            let position = flight.held.kinds.firstIndex(of: post.kind) ?? 0
+            rows.append(.hold(post.kind, position: position, flight.held.slot(of: post.kind)!))  // just posted
+        }
+        if attempt { self.drainRefused = false }
+        guard !flight.answers.isEmpty || flight.drains else {
+            // Nothing to write: each post was refused, or a wake found nothing held.
+            return refusals + self.sendUndelivered(reception, next: &next)
+        }
+        self.flight = flight
+        return refusals + [.write(rows)]
+    }
+
+    /// The write is on disk; `ids` are the numbers the store gave its deliveries, in order.
+    public mutating func written(ids: [Int64], _ reception: Reception, next: inout UInt64) -> [Action] {
+        guard let flight = self.flight else { return [] }
+        self.flight = nil
+        self.held = flight.held
+        self.storedKinds = flight.storedKinds
+        var ids = ids[...]
+        for (stored, event) in flight.events {
+            self.undelivered.append(Stored(id: stored ? ids.popFirst() : nil, event: event))
+        }
+        var actions = flight.answers.map { Action.answer($0.ticket, $0.answer) }
+        actions += self.sendUndelivered(reception, next: &next)
+        actions += self.flush(reception, next: &next)
+        return actions
+    }
+
+    /// The store refused the write: nothing of it was kept and every post in it fails. A delivery of what the app
+    /// held is tried again later; what waits is decided now, behind it.
+    public mutating func writeFailed(_ reception: Reception, next: inout UInt64) -> [Action] {
+        guard let flight = self.flight else { return [] }
+        self.flight = nil
+        var actions = flight.answers.map { Action.answer($0.ticket, .storeFailed) }
+        if flight.drains {
+            self.drainRefused = true
+            actions.append(.retryLater)
+        }
+        actions += self.flush(reception, next: &next)
+        return actions
+    }
+
+    /// Time to try a refused delivery again. An app that does not receive now gets it with its next wake.
+    public mutating func retry(_ reception: Reception, next: inout UInt64) -> [Action] {
+        guard self.drainRefused, self.flight == nil, reception.receives else { return [] }
+        self.drainWanted = true
+        return self.flush(reception, next: &next)
+    }
+
+    /// The app receives at once again (woken, launched, or a new stream attached): first what it has not
+    /// acknowledged (after a new attach), renumbered, then what was stored for it and not sent, then what it held,
+    /// coalesced, once that delivery is on disk.
+    public mutating func woke(_ reception: Reception, next: inout UInt64) -> [Action] {
+        guard reception.receives else { return [] }
+        var actions: [Action] = []
+        if self.redeliver {
+            self.redeliver = false
+            if !self.unacknowledged.isEmpty {
+                self.unacknowledged = self.unacknowledged.map { Self.numbered($0.id, $0.event, &next) }
+                actions.append(.send(self.unacknowledged))
+            }
+        }
+        actions += self.sendUndelivered(reception, next: &next)
+        if !self.held.isEmpty || self.drainRefused || self.flight != nil || !self.waiting.isEmpty {
+            self.drainWanted = true
+            actions += self.flush(reception, next: &next)
+        }
+        return actions
+    }
+
+    /// A new stream attached for the app: what was sent and not acknowledged goes out again once it receives.
+    public mutating func attached() {
+        self.redeliver = true
+    }
+
+    /// The app has handled everything up to `seq`: those events are forgotten. An app that had fallen behind and
+    /// caught up gets what was held meanwhile.
+    public mutating func acknowledged(upTo seq: UInt64, _ reception: Reception, next: inout UInt64) -> [Action] {
+        guard let first = self.unacknowledged.first, first.seq <= seq else { return [] }
+        let handled = self.unacknowledged.prefix { $0.seq <= seq }
+        let ids = handled.compactMap(\.id)
+        self.unacknowledged.removeFirst(handled.count)
+        var actions: [Action] = ids.isEmpty ? [] : [.forget(ids)]
+        if reception.receives, self.unacknowledged.count < Self.maximumUnacknowledged / 2, !self.drainRefused,
+            !self.held.isEmpty || self.flight != nil
+        {
+            self.drainWanted = true
+            actions += self.flush(reception, next: &next)
+        }
+        return actions
+    }
+
+    // MARK: Rules
+
+    /// Whether a post goes out now, `besides` the events already decided to go out in the write being made. A
+    /// refused delivery holds posts back, unless this write tries it again.
+    private func sendsNow(_ reception: Reception, besides: Int, drainAttempted: Bool = false) -> Bool {
+        reception.receives && reception.keepsUp && (!self.drainRefused || drainAttempted)
+            && self.outstanding + besides < Self.maximumUnacknowledged
+    }
+
+    /// Everything held, coalesced, into the write being made: the held rows go, each event is stored (a volatile
+    /// kind's is not), and a netChange kind's baseline moves to what it delivers.
+    private static func drain(_ flight: inout Flight, _ rows: inout [Row]) {
+        flight.drains = true
+        let before = flight.held
+        if !flight.storedKinds.isEmpty { rows.append(.clearHeld) }
+        for event in flight.held.drain() {
+            let stored = flight.storedKinds.contains(event.kind)
+            if stored {
+                rows.append(.delivery(event))
+                if let payload = event.payload, before.policy(of: event.kind) == .netChange {
+                    rows.append(.baseline(event.kind, payload))
+                }
+            }
+            flight.events.append((stored, event))
+        }
+        flight.storedKinds.removeAll()
+    }
+
+    /// Sends what was stored for the app and not yet sent, as one burst, if it receives now.
+    private mutating func sendUndelivered(_ reception: Reception, next: inout UInt64) -> [Action] {
+        guard reception.receives, !self.redeliver, !self.drainRefused, !self.undelivered.isEmpty else { return [] }
+        var burst: [Sent] = []
+        burst.reserveCapacity(self.undelivered.count)
+        for stored in self.undelivered {
+            let sent = Self.numbered(stored.id, stored.event, &next)
+            burst.append(sent)
+            if stored.id != nil { self.unacknowledged.append(sent) }
+        }
+        self.undelivered.removeAll(keepingCapacity: true)
+        return [.send(burst)]
+    }
+
+    private static func numbered(_ id: Int64?, _ event: Event, _ next: inout UInt64) -> Sent {
+        defer { next += 1 }
+        return Sent(seq: next, id: id, event: event)
+    }
+
+    private static func event(_ post: Post) -> Event {
+        Event(kind: post.kind, payload: post.payload, count: 1, firstPosted: post.posted, lastPosted: post.posted)
+    }
+}
