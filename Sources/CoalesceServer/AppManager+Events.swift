@@ -184,7 +184,7 @@ extension AppManager {
         checking posterUID: UInt32? = nil,
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
-        var actions: [InboxAction] = []
+        var answered: AppInbox.Answer?
         var launches = false
         var flushes = false
         let outcome = self.state.withLock { state -> Enqueued in
@@ -207,17 +207,38 @@ extension AppManager {
                     posted: wallClock(),
                     ticket: PostTicket(finished: finished)
                 )
-                actions = self.inboxInput(&record) { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }
-                flushes = record.inbox.needsFlush
+                let reception = Self.reception(record)
+                var next = record.lifecycle.nextSequence
+                let intake = record.inbox.posted(accepted, reception, next: &next)
+                record.lifecycle.nextSequence = next
+                switch intake {
+                case .waits:
+                    if record.inbox.needsFlush, !record.flushQueued {
+                        record.flushQueued = true
+                        flushes = true
+                    }
+                case .answered(let answer, let burst):
+                    if !burst.isEmpty { Self.send(burst, to: record.attachment?.responder, state: record.lifecycle.state) }
+                    answered = answer
+                }
                 launches = declared?.backgroundMode != nil && record.lifecycle.state == .notRunning
                 return .enqueued
             } ?? .unknownApp
             if flushes { state.unflushed.append(appName) }
-            self.count(actions, in: &state)
+            switch answered {
+            case .sent?: state.postsSent += 1
+            case .held?: state.postsHeld += 1
+            default: break
+            }
             return outcome
         }
         guard case .enqueued = outcome else { return outcome }
-        self.carryOut(actions, of: appName, failure: nil)
+        switch answered {
+        case .sent?: finished(true, nil)
+        case .held?: finished(false, nil)
+        case .refused(let refusal)?: finished(false, refusal)
+        case .storeFailed?, nil: break  // a post answered at once never went to the store
+        }
         if flushes { self.scheduleFlush() }
         if launches { self.launchForEvent(appName) }
         return outcome
@@ -245,23 +266,29 @@ extension AppManager {
 
     /// Sends the events among `actions` on the app's stream, in order, and removes them from the list.
     private static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
-        guard !actions.isEmpty else { return }
+        guard actions.contains(where: { if case .send = $0 { true } else { false } }) else { return }
         actions.removeAll { action in
             guard case .send(let burst) = action else { return false }
-            // One write for them all: a wake's events reach the app as one burst (its library acknowledges a burst
-            // once).
-            stream?.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
+            Self.send(burst, to: stream, state: state)
             return true
         }
     }
 
+    /// Sends one burst of events. One write for them all: a wake's events reach the app as one burst (its library
+    /// acknowledges a burst once).
+    private static func send(_ burst: [AppInbox.Sent], to stream: VarlinkResponder?, state: AppState) {
+        stream?.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
+    }
+
     /// Counts the posts the actions answer: sent at once, or held.
     func count(_ actions: [InboxAction], in state: inout State) {
-        for case .answer(_, let answer) in actions {
-            switch answer {
-            case .sent: state.postsSent += 1
-            case .held: state.postsHeld += 1
-            case .refused, .storeFailed: break
+        for case .answer(let answers) in actions {
+            for (_, answer) in answers {
+                switch answer {
+                case .sent: state.postsSent += 1
+                case .held: state.postsHeld += 1
+                case .refused, .storeFailed: break
+                }
             }
         }
     }
@@ -273,12 +300,14 @@ extension AppManager {
         for action in actions {
             switch action {
             case .write(let rows): self.write(rows, of: appName, together: together)
-            case .answer(let ticket, let answer):
-                switch answer {
-                case .sent: ticket.finished(true, nil)
-                case .held: ticket.finished(false, nil)
-                case .refused(let refusal): ticket.finished(false, refusal)
-                case .storeFailed: ticket.finished(false, failure ?? StoreError("the store refused the write"))
+            case .answer(let answers):
+                for (ticket, answer) in answers {
+                    switch answer {
+                    case .sent: ticket.finished(true, nil)
+                    case .held: ticket.finished(false, nil)
+                    case .refused(let refusal): ticket.finished(false, refusal)
+                    case .storeFailed: ticket.finished(false, failure ?? StoreError("the store refused the write"))
+                    }
                 }
             case .forget(let ids):
                 // Not waited for: an acknowledgement lost in a crash only means the events come again.
@@ -327,7 +356,8 @@ extension AppManager {
             state.unflushed.removeAll(keepingCapacity: true)
             for appName in apps {
                 let flushed = state.update(appName) { record in
-                    self.inboxInput(&record) { inbox, reception, next in inbox.flush(reception, next: &next) }
+                    record.flushQueued = false
+                    return self.inboxInput(&record) { inbox, reception, next in inbox.flush(reception, next: &next) }
                 }
                 guard let actions = flushed,
                     !actions.isEmpty

@@ -102,6 +102,8 @@ final class AppManager: Sendable {
         var inbox: AppInbox
         /// A refused delivery of what the app held was logged; its success is logged when it comes.
         var deliveryRefused = false
+        /// The app is among those whose inbox makes its write at the end of the event loop's pass.
+        var flushQueued = false
     }
 
     /// A parked stream's task, waiting for its end.

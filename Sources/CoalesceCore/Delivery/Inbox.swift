@@ -59,6 +59,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         public var posted: Stamp
         public var ticket: Ticket
 
+        @inlinable
         public init(kind: EventKind, payload: Payload, policy: CoalescingPolicy, durable: Bool, posted: Stamp, ticket: Ticket) {
             self.kind = kind
             self.payload = payload
@@ -74,6 +75,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         public var id: Int64?
         public var event: Event
 
+        @inlinable
         public init(id: Int64?, event: Event) {
             self.id = id
             self.event = event
@@ -86,6 +88,13 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         /// Its number in the store; `nil` for a volatile kind's, which is never sent again.
         public var id: Int64?
         public var event: Event
+
+        @inlinable
+        init(seq: UInt64, id: Int64?, event: Event) {
+            self.seq = seq
+            self.id = id
+            self.event = event
+        }
     }
 
     /// One change the store makes for this app.
@@ -120,113 +129,153 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         case write([Row])
         /// Send these events on the app's stream, as one burst.
         case send([Sent])
-        case answer(Ticket, Answer)
+        /// Answer these posts, in order.
+        case answer([(ticket: Ticket, answer: Answer)])
         /// Forget these stored events: they were acknowledged.
         case forget([Int64])
         /// Try the refused delivery of what the app held again a little later, through ``retry(_:next:)``.
         case retryLater
     }
 
+    /// What became of a post at once (``posted(_:_:next:)``).
+    public enum Intake: Sendable {
+        /// It waits for the next write (``flush(_:next:)``), which answers it.
+        case waits
+        /// Answered now, without the store (a volatile post); `sending` goes out on the stream first.
+        case answered(Answer, sending: [Sent])
+    }
+
     /// The write with the store, and what it changes once it is on disk.
-    private struct Flight: Sendable {
+    @usableFromInline
+    struct Flight: Sendable {
         /// What the app holds once the write is on disk.
-        var held: Queue
-        var storedKinds: Set<EventKind>
+        @usableFromInline var held: Queue
+        @usableFromInline var storedKinds: Set<EventKind>
         /// Events it decided to send, in order, and whether each is stored (ids come with the store's answer).
-        var events: [(stored: Bool, event: Event)] = []
-        var answers: [(ticket: Ticket, answer: Answer)] = []
+        @usableFromInline var events: [(stored: Bool, event: Event)] = []
+        @usableFromInline var answers: [(ticket: Ticket, answer: Answer)] = []
         /// It delivers what the app held.
-        var drains = false
+        @usableFromInline var drains = false
+
+        @inlinable
+        init(held: Queue, storedKinds: Set<EventKind>) {
+            self.held = held
+            self.storedKinds = storedKinds
+        }
     }
 
     /// What the app holds: what is on disk, and, of volatile kinds, what is in memory only.
-    public private(set) var held: Queue
+    public var held: Queue { self._held }
+    @usableFromInline var _held: Queue
     /// The held kinds that have a row in the store (a kind only ever posted volatile has none).
-    private var storedKinds: Set<EventKind> = []
+    @usableFromInline var storedKinds: Set<EventKind> = []
     /// Sent and not acknowledged, in order.
-    public private(set) var unacknowledged: [Sent] = []
+    public var unacknowledged: [Sent] { self._unacknowledged }
+    @usableFromInline var _unacknowledged: [Sent] = []
     /// Stored and not sent: the app stopped receiving before they were on disk, or an earlier run of the daemon
     /// stored them. They go out first when it receives again.
-    public private(set) var undelivered: [Stored] = []
+    public var undelivered: [Stored] { self._undelivered }
+    @usableFromInline var _undelivered: [Stored] = []
     /// Posts accepted and not yet in a write, in order.
-    private var waiting: [Post] = []
+    @usableFromInline var waiting: [Post] = []
     /// What the app holds is to go out with the next write (a wake, a retry, an app that caught up).
-    private var drainWanted = false
+    @usableFromInline var drainWanted = false
     /// The last delivery of what the app held was refused and waits to be tried again: posts are held behind it.
-    public private(set) var drainRefused = false
+    public var drainRefused: Bool { self._drainRefused }
+    @usableFromInline var _drainRefused: Bool = false
     /// A new stream attached: what was not acknowledged goes out again, renumbered, once the app receives.
-    private var redeliver = false
-    private var flight: Flight?
+    @usableFromInline var redeliver = false
+    @usableFromInline var flight: Flight?
 
+    @inlinable
     public init(kindLimit: Int) {
-        self.held = Queue(kindLimit: kindLimit)
+        self._held = Queue(kindLimit: kindLimit)
     }
 
     /// A write of the app's is with the store.
-    public var writing: Bool { self.flight != nil }
+    @inlinable public var writing: Bool { self.flight != nil }
     /// That write delivers what the app held.
-    public var draining: Bool { self.flight?.drains ?? false }
+    @inlinable public var draining: Bool { self.flight?.drains ?? false }
     /// Posts or a delivery wait for ``flush(_:next:)``, and no write is with the store.
-    public var needsFlush: Bool { self.flight == nil && (!self.waiting.isEmpty || self.drainWanted) }
+    @inlinable public var needsFlush: Bool { self.flight == nil && (!self.waiting.isEmpty || self.drainWanted) }
     /// Events sent or stored for the app and not acknowledged.
-    public var outstanding: Int { self.unacknowledged.count + self.undelivered.count }
+    @inlinable public var outstanding: Int { self._unacknowledged.count + self._undelivered.count }
 
     // MARK: What the store kept
 
     /// Puts back a held slot read from the store; slots come back in the order they were first posted.
+    @inlinable
     public mutating func restore(_ kind: EventKind, _ slot: Queue.Slot) {
-        self.held.restore(kind, slot)
+        self._held.restore(kind, slot)
         self.storedKinds.insert(kind)
     }
 
     /// Puts back a stored event not yet acknowledged.
-    public mutating func restore(_ stored: Stored) { self.undelivered.append(stored) }
+    @inlinable
+    public mutating func restore(_ stored: Stored) { self._undelivered.append(stored) }
 
     /// Puts back what the app last received of a netChange kind.
-    public mutating func restoreBaseline(_ kind: EventKind, _ payload: Payload) { self.held.setBaseline(kind, payload) }
+    @inlinable
+    public mutating func restoreBaseline(_ kind: EventKind, _ payload: Payload) { self._held.setBaseline(kind, payload) }
 
     // MARK: Inputs
 
     /// A post to the app. A volatile post with nothing of the app's waiting or with the store is decided now; any
     /// other waits for ``flush(_:next:)``, which the shell calls once it has taken in the posts that came together.
-    public mutating func posted(_ post: Post, _ reception: Reception, next: inout UInt64) -> [Action] {
+    /// (An ``Intake`` rather than a list of actions: this is the path of every post.)
+    @inlinable
+    public mutating func posted(_ post: Post, _ reception: Reception, next: inout UInt64) -> Intake {
         guard !post.durable, self.flight == nil, self.waiting.isEmpty, !self.drainWanted else {
             self.waiting.append(post)
-            return []
+            return .waits
         }
         if self.sendsNow(reception, besides: 0) {
-            guard self.held.isEmpty else {
+            guard self._held.isEmpty else {
                 self.waiting.append(post)  // what it held goes first, through the store
-                return []
+                return .waits
             }
-            if post.policy == .netChange { self.held.setBaseline(post.kind, post.payload) }
-            self.undelivered.append(Stored(id: nil, event: Self.event(post)))
-            return [.answer(post.ticket, .sent)] + self.sendUndelivered(reception, next: &next)
+            if post.policy == .netChange { self._held.setBaseline(post.kind, post.payload) }
+            self._undelivered.append(Stored(id: nil, event: Self.event(post)))
+            guard case .send(let burst)? = self.sendUndelivered(reception, next: &next).first else {
+                return .answered(.sent, sending: [])  // a new stream gets what it missed first
+            }
+            return .answered(.sent, sending: burst)
         }
         do throws(PostRefusal) {
-            try self.held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
-            return [.answer(post.ticket, .held)]
+            try self._held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
+            return .answered(.held, sending: [])
         } catch {
-            return [.answer(post.ticket, .refused(error))]
+            return .answered(.refused(error), sending: [])
         }
     }
 
     /// Makes the next write from what waits, unless one is with the store: each waiting post is sent or held as
     /// the app is now, and what the app holds goes out first when it receives.
+    @inlinable
     public mutating func flush(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard self.needsFlush else { return [] }
-        var flight = Flight(held: self.held, storedKinds: self.storedKinds)
+        var flight = Flight(held: self._held, storedKinds: self.storedKinds)
         var rows: [Row] = []
-        var refusals: [Action] = []
+        var refusals: [(ticket: Ticket, answer: Answer)] = []
+        /// Stored kinds held by this write's posts, in the order first posted, since the last delivery in it.
+        var touched: [EventKind] = []
         // A delivery asked for while the app does not receive waits for its next wake.
         let attempt = self.drainWanted && reception.receives
         self.drainWanted = false
         if attempt, !flight.held.isEmpty { Self.drain(&flight, &rows) }
-        let posts = self.waiting
-        self.waiting.removeAll(keepingCapacity: true)
+        // Taken by a swap, so that the posts are not copied; the array goes back empty, keeping its capacity.
+        var posts: [Post] = []
+        swap(&posts, &self.waiting)
+        defer {
+            posts.removeAll(keepingCapacity: true)
+            swap(&posts, &self.waiting)
+        }
         for post in posts {
             if self.sendsNow(reception, besides: flight.events.count, drainAttempted: attempt) {
-                if !flight.held.isEmpty { Self.drain(&flight, &rows) }
+                if !flight.held.isEmpty {
+                    Self.drain(&flight, &rows)
+                    touched.removeAll()
+                }
                 if post.policy == .netChange {
                     flight.held.setBaseline(post.kind, post.payload)
                     if post.durable { rows.append(.baseline(post.kind, post.payload)) }
@@ -240,39 +289,42 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             do throws(PostRefusal) {
                 try flight.held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
             } catch {
-                refusals.append(.answer(post.ticket, .refused(error)))
+                refusals.append((post.ticket, .refused(error)))
                 continue
             }
             flight.answers.append((post.ticket, .held))
-            guard post.durable else { continue }
-            flight.storedKinds.insert(post.kind)
-            // One row per kind in a write, set to what the kind holds after the last of its posts.
-            if let index = rows.lastIndex(where: { if case .hold(post.kind, _, _) = $0 { true } else { false } }) {
-                rows.remove(at: index)
+            if post.durable, flight.storedKinds.insert(post.kind).inserted || !touched.contains(post.kind) {
+                touched.append(post.kind)
             }
-            let position = flight.held.kinds.firstIndex(of: post.kind) ?? 0
-            rows.append(.hold(post.kind, position: position, flight.held.slot(of: post.kind)!))  // just posted
         }
-        if attempt { self.drainRefused = false }
+        // One row per kind held now, as the kind stands after the last of its posts. Held kinds are always at the
+        // end of a write: a post sent after them delivers them first, and a delivery clears the rows.
+        let kinds = flight.held.kinds
+        for kind in touched {
+            guard let slot = flight.held.slot(of: kind), let position = kinds.firstIndex(of: kind) else { continue }
+            rows.append(.hold(kind, position: position, slot))
+        }
+        if attempt { self._drainRefused = false }
         guard !flight.answers.isEmpty || flight.drains else {
             // Nothing to write: each post was refused, or a wake found nothing held.
-            return refusals + self.sendUndelivered(reception, next: &next)
+            return (refusals.isEmpty ? [] : [.answer(refusals)]) + self.sendUndelivered(reception, next: &next)
         }
         self.flight = flight
-        return refusals + [.write(rows)]
+        return (refusals.isEmpty ? [] : [.answer(refusals)]) + [.write(rows)]
     }
 
     /// The write is on disk; `ids` are the numbers the store gave its deliveries, in order.
+    @inlinable
     public mutating func written(ids: [Int64], _ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
-        self.held = flight.held
+        self._held = flight.held
         self.storedKinds = flight.storedKinds
         var ids = ids[...]
         for (stored, event) in flight.events {
-            self.undelivered.append(Stored(id: stored ? ids.popFirst() : nil, event: event))
+            self._undelivered.append(Stored(id: stored ? ids.popFirst() : nil, event: event))
         }
-        var actions = flight.answers.map { Action.answer($0.ticket, $0.answer) }
+        var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers)]
         actions += self.sendUndelivered(reception, next: &next)
         actions += self.flush(reception, next: &next)
         return actions
@@ -280,12 +332,13 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
 
     /// The store refused the write: nothing of it was kept and every post in it fails. A delivery of what the app
     /// held is tried again later; what waits is decided now, behind it.
+    @inlinable
     public mutating func writeFailed(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
-        var actions = flight.answers.map { Action.answer($0.ticket, .storeFailed) }
+        var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers.map { ($0.ticket, .storeFailed) })]
         if flight.drains {
-            self.drainRefused = true
+            self._drainRefused = true
             actions.append(.retryLater)
         }
         actions += self.flush(reception, next: &next)
@@ -293,8 +346,9 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     }
 
     /// Time to try a refused delivery again. An app that does not receive now gets it with its next wake.
+    @inlinable
     public mutating func retry(_ reception: Reception, next: inout UInt64) -> [Action] {
-        guard self.drainRefused, self.flight == nil, reception.receives else { return [] }
+        guard self._drainRefused, self.flight == nil, reception.receives else { return [] }
         self.drainWanted = true
         return self.flush(reception, next: &next)
     }
@@ -302,18 +356,19 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// The app receives at once again (woken, launched, or a new stream attached): first what it has not
     /// acknowledged (after a new attach), renumbered, then what was stored for it and not sent, then what it held,
     /// coalesced, once that delivery is on disk.
+    @inlinable
     public mutating func woke(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard reception.receives else { return [] }
         var actions: [Action] = []
         if self.redeliver {
             self.redeliver = false
-            if !self.unacknowledged.isEmpty {
-                self.unacknowledged = self.unacknowledged.map { Self.numbered($0.id, $0.event, &next) }
-                actions.append(.send(self.unacknowledged))
+            if !self._unacknowledged.isEmpty {
+                self._unacknowledged = self._unacknowledged.map { Self.numbered($0.id, $0.event, &next) }
+                actions.append(.send(self._unacknowledged))
             }
         }
         actions += self.sendUndelivered(reception, next: &next)
-        if !self.held.isEmpty || self.drainRefused || self.flight != nil || !self.waiting.isEmpty {
+        if !self._held.isEmpty || self._drainRefused || self.flight != nil || !self.waiting.isEmpty {
             self.drainWanted = true
             actions += self.flush(reception, next: &next)
         }
@@ -321,20 +376,22 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     }
 
     /// A new stream attached for the app: what was sent and not acknowledged goes out again once it receives.
+    @inlinable
     public mutating func attached() {
         self.redeliver = true
     }
 
     /// The app has handled everything up to `seq`: those events are forgotten. An app that had fallen behind and
     /// caught up gets what was held meanwhile.
+    @inlinable
     public mutating func acknowledged(upTo seq: UInt64, _ reception: Reception, next: inout UInt64) -> [Action] {
-        guard let first = self.unacknowledged.first, first.seq <= seq else { return [] }
-        let handled = self.unacknowledged.prefix { $0.seq <= seq }
+        guard let first = self._unacknowledged.first, first.seq <= seq else { return [] }
+        let handled = self._unacknowledged.prefix { $0.seq <= seq }
         let ids = handled.compactMap(\.id)
-        self.unacknowledged.removeFirst(handled.count)
+        self._unacknowledged.removeFirst(handled.count)
         var actions: [Action] = ids.isEmpty ? [] : [.forget(ids)]
-        if reception.receives, self.unacknowledged.count < Self.maximumUnacknowledged / 2, !self.drainRefused,
-            !self.held.isEmpty || self.flight != nil
+        if reception.receives, self._unacknowledged.count < Self.maximumUnacknowledged / 2, !self._drainRefused,
+            !self._held.isEmpty || self.flight != nil
         {
             self.drainWanted = true
             actions += self.flush(reception, next: &next)
@@ -346,14 +403,16 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
 
     /// Whether a post goes out now, `besides` the events already decided to go out in the write being made. A
     /// refused delivery holds posts back, unless this write tries it again.
-    private func sendsNow(_ reception: Reception, besides: Int, drainAttempted: Bool = false) -> Bool {
-        reception.receives && reception.keepsUp && (!self.drainRefused || drainAttempted)
+    @inlinable
+    func sendsNow(_ reception: Reception, besides: Int, drainAttempted: Bool = false) -> Bool {
+        reception.receives && reception.keepsUp && (!self._drainRefused || drainAttempted)
             && self.outstanding + besides < Self.maximumUnacknowledged
     }
 
     /// Everything held, coalesced, into the write being made: the held rows go, each event is stored (a volatile
     /// kind's is not), and a netChange kind's baseline moves to what it delivers.
-    private static func drain(_ flight: inout Flight, _ rows: inout [Row]) {
+    @inlinable
+    static func drain(_ flight: inout Flight, _ rows: inout [Row]) {
         flight.drains = true
         let before = flight.held
         if !flight.storedKinds.isEmpty { rows.append(.clearHeld) }
@@ -371,25 +430,28 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     }
 
     /// Sends what was stored for the app and not yet sent, as one burst, if it receives now.
-    private mutating func sendUndelivered(_ reception: Reception, next: inout UInt64) -> [Action] {
-        guard reception.receives, !self.redeliver, !self.drainRefused, !self.undelivered.isEmpty else { return [] }
+    @inlinable
+    mutating func sendUndelivered(_ reception: Reception, next: inout UInt64) -> [Action] {
+        guard reception.receives, !self.redeliver, !self._drainRefused, !self._undelivered.isEmpty else { return [] }
         var burst: [Sent] = []
-        burst.reserveCapacity(self.undelivered.count)
-        for stored in self.undelivered {
+        burst.reserveCapacity(self._undelivered.count)
+        for stored in self._undelivered {
             let sent = Self.numbered(stored.id, stored.event, &next)
             burst.append(sent)
-            if stored.id != nil { self.unacknowledged.append(sent) }
+            if stored.id != nil { self._unacknowledged.append(sent) }
         }
-        self.undelivered.removeAll(keepingCapacity: true)
+        self._undelivered.removeAll(keepingCapacity: true)
         return [.send(burst)]
     }
 
-    private static func numbered(_ id: Int64?, _ event: Event, _ next: inout UInt64) -> Sent {
+    @inlinable
+    static func numbered(_ id: Int64?, _ event: Event, _ next: inout UInt64) -> Sent {
         defer { next += 1 }
         return Sent(seq: next, id: id, event: event)
     }
 
-    private static func event(_ post: Post) -> Event {
+    @inlinable
+    static func event(_ post: Post) -> Event {
         Event(kind: post.kind, payload: post.payload, count: 1, firstPosted: post.posted, lastPosted: post.posted)
     }
 }

@@ -1,0 +1,316 @@
+import CoalesceCore
+import Testing
+
+typealias TestInbox = Inbox<Fields, Int, String>
+
+/// An inbox with the store and the app around it played by the test: each input's actions are written down as short
+/// lines, so a case reads like a table of what goes in and what comes out.
+///
+/// - `write[...]`: the rows of a write (`hold kind×count@position`, `clear`, `deliver kind×count`, `baseline kind`)
+/// - `send[...]`: events sent as one burst (`seq:kind×count`, with `v` for a volatile one, never stored)
+/// - `p1 sent|held|refused|failed`: a post's answer; `forget[...]`: store ids acknowledged; `retry`
+struct InboxHarness {
+    var inbox = TestInbox(kindLimit: 8)
+    var reception = Reception(runs: true, attached: true)
+    /// The next number on the app's stream.
+    var next: UInt64 = 1
+    var clock = 0
+    /// What the store gave the last write's deliveries.
+    var nextID: Int64 = 1
+    /// The rows of the write with the store.
+    var pending: [TestInbox.Row] = []
+
+    static let suspended = Reception(runs: false, attached: true)
+    static let running = Reception(runs: true, attached: true)
+
+    mutating func post(
+        _ ticket: String,
+        _ kind: String,
+        _ value: Double = 0,
+        _ policy: CoalescingPolicy = .count,
+        durable: Bool = true
+    ) -> [String] {
+        self.clock += 1
+        let post = TestInbox.Post(
+            kind: try! EventKind(kind),
+            payload: Fields(["v": value]),
+            policy: policy,
+            durable: durable,
+            posted: self.clock,
+            ticket: ticket
+        )
+        switch self.inbox.posted(post, self.reception, next: &self.next) {
+        case .waits: return []
+        case .answered(let answer, let burst):
+            return self.record([.answer([(ticket, answer)])] + (burst.isEmpty ? [] : [.send(burst)]))
+        }
+    }
+
+    mutating func flush() -> [String] { self.record(self.inbox.flush(self.reception, next: &self.next)) }
+
+    /// The store keeps the write.
+    mutating func written() -> [String] {
+        let count = self.pending.count { if case .delivery = $0 { true } else { false } }
+        let ids = (0..<count).map { self.nextID + Int64($0) }
+        self.nextID += Int64(count)
+        self.pending = []
+        return self.record(self.inbox.written(ids: ids, self.reception, next: &self.next))
+    }
+
+    mutating func refused() -> [String] {
+        self.pending = []
+        return self.record(self.inbox.writeFailed(self.reception, next: &self.next))
+    }
+
+    mutating func woke() -> [String] { self.record(self.inbox.woke(self.reception, next: &self.next)) }
+    mutating func retry() -> [String] { self.record(self.inbox.retry(self.reception, next: &self.next)) }
+    mutating func ack(_ seq: UInt64) -> [String] {
+        self.record(self.inbox.acknowledged(upTo: seq, self.reception, next: &self.next))
+    }
+
+    private mutating func record(_ actions: [TestInbox.Action]) -> [String] {
+        actions.flatMap { action -> [String] in
+            switch action {
+            case .write(let rows):
+                self.pending = rows
+                return ["write[" + rows.map(Self.describe).joined(separator: ", ") + "]"]
+            case .send(let burst):
+                return ["send[" + burst.map { "\($0.seq):\($0.event.kind)×\($0.event.count)\($0.id == nil ? "v" : "")" }
+                    .joined(separator: ", ") + "]"]
+            case .answer(let answers):
+                return answers.map { ticket, answer in
+                    switch answer {
+                    case .sent: "\(ticket) sent"
+                    case .held: "\(ticket) held"
+                    case .refused: "\(ticket) refused"
+                    case .storeFailed: "\(ticket) failed"
+                    }
+                }
+            case .forget(let ids): return ["forget\(ids)"]
+            case .retryLater: return ["retry"]
+            }
+        }
+    }
+
+    static func describe(_ row: TestInbox.Row) -> String {
+        switch row {
+        case .hold(let kind, let position, let slot): "hold \(kind)×\(slot.count)@\(position)"
+        case .clearHeld: "clear"
+        case .delivery(let event): "deliver \(event.kind)×\(event.count)"
+        case .baseline(let kind, _): "baseline \(kind)"
+        }
+    }
+
+    /// Held kinds with their counts, as GetQueue shows them.
+    var held: [String] { self.inbox.held.kinds.map { "\($0)×\(self.inbox.held.count(of: $0))" } }
+}
+
+/// Every delivery rule of ``Inbox``, one short case each.
+@Suite struct InboxTests {
+    @Test func aPostToAnAppThatReceivesIsSentOnceItIsOnDisk() {
+        var app = InboxHarness()
+        #expect(app.post("p1", "mail") == [])
+        #expect(app.flush() == ["write[deliver mail×1]"])
+        #expect(app.written() == ["p1 sent", "send[1:mail×1]"])
+        #expect(app.inbox.outstanding == 1, "sent and not acknowledged")
+    }
+
+    @Test func aPostToASuspendedAppIsHeldAndCoalescedByItsPolicy() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        _ = app.post("p2", "mail")
+        _ = app.post("p3", "badge", 2, .sum(field: "v"))
+        #expect(app.flush() == ["write[hold mail×2@0, hold badge×1@1]"], "one row per kind, as the kind stands last")
+        #expect(app.held == [], "nothing is held before it is on disk")
+        #expect(app.written() == ["p1 held", "p2 held", "p3 held"])
+        #expect(app.held == ["mail×2", "badge×1"])
+    }
+
+    @Test func aPolicyRefusalIsAnsweredAtOnceAndWritesNothing() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "badge", 1, .sum(field: "unread"))
+        #expect(app.flush() == ["p1 refused"], "a sum needs a number in its field")
+        #expect(app.held == [])
+    }
+
+    @Test func aVolatilePostIsDecidedAtOnceWhenNothingWaits() {
+        var app = InboxHarness()
+        #expect(app.post("p1", "cursor", durable: false) == ["p1 sent", "send[1:cursor×1v]"])
+        app.reception = InboxHarness.suspended
+        #expect(app.post("p2", "cursor", durable: false) == ["p2 held"])
+        #expect(app.held == ["cursor×1"], "in memory only")
+    }
+
+    @Test func aVolatilePostWaitsBehindAStoredOne() {
+        var app = InboxHarness()
+        _ = app.post("p1", "mail")
+        _ = app.post("p2", "cursor", durable: false)
+        #expect(app.flush() == ["write[deliver mail×1]"], "the volatile one is not stored")
+        #expect(app.written() == ["p1 sent", "p2 sent", "send[1:mail×1, 2:cursor×1v]"], "in the order posted")
+    }
+
+    @Test func oneWriteAtATimePostsMeanwhileWaitForItsAnswer() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        #expect(app.flush() == ["write[hold mail×1@0]"])
+        _ = app.post("p2", "mail")
+        #expect(app.flush() == [], "the first is still with the store")
+        #expect(app.written() == ["p1 held", "write[hold mail×2@0]"], "answered, then the next write, made from disk")
+        #expect(app.written() == ["p2 held"])
+        #expect(app.held == ["mail×2"])
+    }
+
+    @Test func aRefusedWriteFailsItsPostsAndLeavesMemoryAsTheDisk() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.post("p2", "mail")
+        #expect(app.refused() == ["p1 failed", "write[hold mail×1@0]"], "the next write counts p2 alone")
+        #expect(app.held == [])
+        #expect(app.written() == ["p2 held"])
+        #expect(app.held == ["mail×1"])
+    }
+
+    @Test func aWakeDeliversWhatWasHeldOneEventPerKindAfterItIsOnDisk() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        for (index, kind) in ["mail", "badge", "mail"].enumerated() { _ = app.post("p\(index)", kind) }
+        _ = app.flush()
+        _ = app.written()
+        app.next = 10  // the wake's callbacks took numbers up to 9
+        app.reception = InboxHarness.running
+        #expect(app.woke() == ["write[clear, deliver mail×2, deliver badge×1]"])
+        #expect(app.held == ["mail×2", "badge×1"], "held until the delivery is on disk")
+        #expect(app.written() == ["send[10:mail×2, 11:badge×1]"], "numbered after the callbacks")
+        #expect(app.held == [])
+    }
+
+    @Test func whatWasHeldGoesBeforeAPostSentAfterIt() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.written()
+        app.reception = InboxHarness.running
+        _ = app.post("p2", "badge")
+        #expect(app.flush() == ["write[clear, deliver mail×1, deliver badge×1]"])
+        #expect(app.written() == ["p2 sent", "send[1:mail×1, 2:badge×1]"])
+    }
+
+    @Test func aRefusedWakeHoldsLaterPostsBehindItUntilARetryDeliversBoth() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("earlier", "earlier")
+        _ = app.flush()
+        _ = app.written()
+        app.reception = InboxHarness.running
+        #expect(app.woke() == ["write[clear, deliver earlier×1]"])
+        _ = app.post("later", "later")
+        #expect(app.refused() == ["retry", "write[hold later×1@1]"], "held behind what was held")
+        #expect(app.written() == ["later held"])
+        #expect(app.held == ["earlier×1", "later×1"])
+        #expect(app.retry() == ["write[clear, deliver earlier×1, deliver later×1]"])
+        #expect(app.written() == ["send[1:earlier×1, 2:later×1]"], "the earlier first")
+    }
+
+    @Test func aRefusedDeliveryWaitsForTheNextWakeOfAnAppThatStoppedReceiving() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.written()
+        app.reception = InboxHarness.running
+        _ = app.woke()
+        #expect(app.refused() == ["retry"])
+        app.reception = InboxHarness.suspended
+        #expect(app.retry() == [], "an app that does not receive gets it with its next wake")
+        app.reception = InboxHarness.running
+        #expect(app.woke() == ["write[clear, deliver mail×1]"])
+    }
+
+    @Test func aNewStreamGetsWhatWasNotAcknowledgedAgainRenumberedFirst() {
+        var app = InboxHarness()
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        #expect(app.written() == ["p1 sent", "send[1:mail×1]"])
+        app.inbox.attached()
+        app.next = 5
+        #expect(app.woke() == ["send[5:mail×1]"])
+        #expect(app.ack(4) == [], "the old number no longer counts")
+        #expect(app.ack(5) == ["forget[1]"])
+    }
+
+    @Test func anAppThatLagsHasItsPostsHeldAndGetsThemWhenItCatchesUp() {
+        var app = InboxHarness()
+        let bound = TestInbox.maximumUnacknowledged
+        for index in 0..<(bound + 2) { _ = app.post("p\(index)", "tick") }
+        let write = app.flush()
+        #expect(write.count == 1)
+        let answers = app.written()
+        #expect(answers.count { $0.hasSuffix(" sent") } == bound)
+        #expect(answers.count { $0.hasSuffix(" held") } == 2)
+        #expect(app.held == ["tick×2"])
+        #expect(app.ack(UInt64(bound / 2)) == ["forget\(Array(1...Int64(bound / 2)))"], "still at half or more")
+        #expect(app.ack(UInt64(bound / 2 + 1)) == ["forget[\(bound / 2 + 1)]", "write[clear, deliver tick×2]"])
+    }
+
+    @Test func anAppThatDoesNotReadItsStreamHasItsPostsHeld() {
+        var app = InboxHarness()
+        app.reception = Reception(runs: true, attached: true, keepsUp: false)
+        _ = app.post("p1", "mail")
+        #expect(app.flush() == ["write[hold mail×1@0]"])
+    }
+
+    @Test func netChangeStoresItsBaselineAndAWakeSkipsAnUnchangedValue() {
+        var app = InboxHarness()
+        _ = app.post("p1", "sky", 1, .netChange)
+        #expect(app.flush() == ["write[baseline sky, deliver sky×1]"])
+        _ = app.written()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p2", "sky", 2, .netChange)
+        _ = app.post("p3", "sky", 1, .netChange)
+        _ = app.flush()
+        _ = app.written()
+        app.reception = InboxHarness.running
+        #expect(app.woke() == ["write[clear]"], "back where it was: nothing to deliver")
+    }
+
+    @Test func aVolatileKindHeldIsDeliveredButNeverStored() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "cursor", durable: false)
+        _ = app.post("p2", "mail")
+        _ = app.flush()
+        _ = app.written()
+        app.reception = InboxHarness.running
+        #expect(app.woke() == ["write[clear, deliver mail×1]"])
+        #expect(app.written() == ["send[1:cursor×1v, 2:mail×1]"])
+        #expect(app.inbox.unacknowledged.map(\.seq) == [2], "a volatile event is never sent again")
+    }
+
+    @Test func eventsStoredByAnEarlierRunGoOutFirstOnWaking() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        app.inbox.restore(TestInbox.Stored(id: 7, event: Event(kind: try! EventKind("old"), payload: nil, count: 1, firstPosted: 0, lastPosted: 0)))
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.written()
+        app.reception = InboxHarness.running
+        #expect(app.woke() == ["send[1:old×1]", "write[clear, deliver mail×1]"])
+    }
+
+    @Test func aNewKindsRowIsPlacedAfterTheKindsHeld() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "a")
+        _ = app.flush()
+        _ = app.written()
+        _ = app.post("p2", "b")
+        _ = app.post("p3", "a")
+        #expect(app.flush() == ["write[hold b×1@1, hold a×2@0]"])
+    }
+}
