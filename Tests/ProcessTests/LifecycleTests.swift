@@ -36,16 +36,16 @@ import Varlink
         /// Starts a `System.Launch` of `name` on a connection of its own, and returns it once the daemon has taken
         /// the call: an app whose process attached before that would be running already, and refuse the Launch.
         func launchTaken(_ name: String, _ parameters: JSONObject = [:]) throws -> BackgroundCall<JSONObject> {
-            // The daemon counts each call as it takes it, the Stats calls of this wait included.
-            var statsCalls: Int64 = 1
             let before = try self.calls()
             let socket = self.daemon.socketPath
             let launch = BackgroundCall {
                 try testClient(socket).call("io.coalesced.System.Launch", parameters.merging(["app": .string(name)]) { _, new in new })
             }
+            // The daemon counts each call as it takes it, the Stats calls of this wait included.
+            var polls: Int64 = 0
             try waitUntil("the daemon to take the Launch of \(name)") {
-                statsCalls += 1
-                return try self.calls() - before - (statsCalls - 1) >= 1
+                polls += 1
+                return try self.calls() - before - polls >= 1
             }
             return launch
         }
