@@ -36,9 +36,8 @@ import Varlink
     }
 
     @Test func postsBehindARefusedWriteAreAnsweredAndKeptAfterIt() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coalesced-events-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryDirectory()
+        defer { withExtendedLifetime(directory) {} }  // the store's files are in it until the end
         let store = try Store(stateDirectory: directory.path)
         let mail = try AppName("org.example.mail")
         try await store.save(AppRegistration(name: mail, owner: 0))
@@ -147,11 +146,9 @@ import Varlink
             _ = try app.receiveReply()  // its state
             // The launch that queues the delivery of what it held may still be on its way after that reply: the
             // delivery must be queued behind the failing write before the writer is let go.
-            let queued = Date(timeIntervalSinceNow: 10)
-            while !manager.state.withLock({ $0.records[mail]?.inbox.draining == true }), Date() < queued {
-                usleep(1000)
+            try waitUntil("the delivery to be queued", timeout: .seconds(10), poll: .milliseconds(1)) {
+                manager.state.withLock { $0.records[mail]?.inbox.draining == true }
             }
-            #expect(manager.state.withLock { $0.records[mail]?.inbox.draining == true }, "the delivery is queued")
             first.release.signal()
             second.entered.wait()
             // The delivery is in the batch the writer is carrying out: this post, decided now, would be sent.

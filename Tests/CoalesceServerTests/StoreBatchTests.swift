@@ -1,5 +1,6 @@
 import CoalesceCore
 @testable import CoalesceStore
+import CoalesceTestSupport
 import Foundation
 import GRDB
 import Synchronization
@@ -18,7 +19,10 @@ import Testing
         var all: [String] { self.lines.withLock { $0 } }
         func finish() { self.finished.signal() }
         func waitForFinishes(_ count: Int) {
-            for _ in 0..<count { _ = self.finished.wait(timeout: .now() + 10) }
+            for finished in 0..<count where self.finished.wait(timeout: .now() + 10) == .timedOut {
+                Issue.record("only \(finished) of \(count) operations finished within 10 s")
+                return
+            }
         }
     }
 
@@ -109,9 +113,8 @@ import Testing
 
     /// A store in a temporary directory, with the apps the tests write for registered (held rows belong to an app).
     private func withStore(unhurriedDelay: TimeInterval = GroupCommit.unhurriedDelay, _ body: (Store) throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coalesced-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryDirectory()
+        defer { withExtendedLifetime(directory) {} }  // the store's files are in it until the end
         let store = try Store(stateDirectory: directory.path, unhurriedDelay: unhurriedDelay)
         for name in ["org.example.gate", "org.example.mail"] {
             try await store.save(AppRegistration(name: try AppName(name), owner: 0))

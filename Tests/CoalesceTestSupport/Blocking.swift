@@ -74,11 +74,22 @@ public func waitForApp(
     _ value: JSONValue,
     timeout: Duration = .seconds(20)
 ) throws -> JSONValue {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let app = try appInfo(system, name)
-        if app[member] == value { return app }
-        guard ContinuousClock.now < deadline else { throw SupportError("\(name): \(member) stayed \(app[member] ?? .null), not \(value)") }
-        usleep(5_000)
+    var last = JSONValue.null
+    return try waitUntil("\(name)'s \(member) to be \(value) (it stayed \(last[member] ?? .null))", timeout: timeout) {
+        () throws -> JSONValue? in
+        // Optional by its type: JSONValue takes `nil` as JSON's null.
+        last = try appInfo(system, name)
+        return last[member] == value ? Optional(last) : Optional.none
+    }
+}
+
+/// Waits until the app has acknowledged every event it was sent, as the daemon's memory says (`GetQueue`). An
+/// acknowledgement covers everything numbered up to it, lifecycle callbacks included: by then the daemon has
+/// also acted on the acknowledgements of the callbacks sent before those events.
+public func waitForAcknowledged(_ system: VarlinkClient, _ name: String, timeout: Duration = .seconds(20)) throws {
+    var unacknowledged = JSONValue.null
+    try waitUntil("\(name) to acknowledge its events (\(unacknowledged) unacknowledged)", timeout: timeout) {
+        unacknowledged = try system.call("io.coalesced.System.GetQueue", ["app": .string(name)])["unacknowledged"] ?? .null
+        return unacknowledged == .int(0)
     }
 }

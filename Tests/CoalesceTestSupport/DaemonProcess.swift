@@ -1,32 +1,5 @@
 import Foundation
 
-/// A temporary directory removed when the value goes away.
-public final class TemporaryDirectory: @unchecked Sendable {
-    public let path: String
-
-    public init() throws {
-        // Short, because Unix socket paths are limited to 107 bytes.
-        var template = Array("/tmp/coalesced-XXXXXX".utf8CString)
-        guard let result = mkdtemp(&template) else { throw SupportError("mkdtemp failed") }
-        self.path = String(cString: result)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: self.path)
-    }
-
-    public func file(_ name: String) -> String { self.path + "/" + name }
-
-    public func write(_ name: String, _ text: String) throws {
-        let path = self.file(name)
-        try FileManager.default.createDirectory(
-            atPath: (path as NSString).deletingLastPathComponent,
-            withIntermediateDirectories: true
-        )
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-    }
-}
-
 /// Where `swift build` put the products: beside the running test or benchmark binary.
 public enum BuildProducts {
     public static func path(of product: String) -> String {

@@ -159,8 +159,23 @@ public final class ExampleApp: @unchecked Sendable {
         try self.process.wait(timeout: timeout, "\(count) events for \(self.name)") { lines, _ in
             let events = lines.filter { $0.hasPrefix("event ") }
             guard events.count >= count else { return nil }
-            return events.map { String($0[..<($0.range(of: " seq=")?.lowerBound ?? $0.endIndex)]) }
+            return events.map(Self.withoutSequence)
         }
+    }
+
+    /// The events received before `event` (a line as ``events(atLeast:timeout:)`` shows it), once that has come.
+    /// What the daemon sends an app when it attaches or wakes comes before anything posted to it later: so an
+    /// event posted now shows, when it arrives, that nothing else was on its way.
+    public func events(before event: String, timeout: Duration = .seconds(20)) throws -> [String] {
+        try self.process.wait(timeout: timeout, "'\(event)' for \(self.name)") { lines, _ in
+            let events = lines.filter { $0.hasPrefix("event ") }.map(Self.withoutSequence)
+            return events.firstIndex(of: event).map { Array(events[..<$0]) }
+        }
+    }
+
+    /// An event line without its ` seq=N`.
+    private static func withoutSequence(_ line: String) -> String {
+        String(line[..<(line.range(of: " seq=")?.lowerBound ?? line.endIndex)])
     }
 
     /// The sequence numbers of the events received so far.

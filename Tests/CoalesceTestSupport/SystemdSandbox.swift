@@ -83,16 +83,6 @@ public final class SystemdSandbox: @unchecked Sendable {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Polls `condition` every 50 ms until it holds or `timeout` passes.
-    public func wait(timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            usleep(50_000)
-        }
-        return try condition()
-    }
-
     private static func script(_ arguments: [String]) throws -> Run {
         try runProcess("/bin/bash", [self.script] + arguments)
     }

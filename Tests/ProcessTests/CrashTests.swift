@@ -49,19 +49,24 @@ import Varlink
                 #expect(try apps[name]!.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
                 try waitForApp(system, name, "state", "suspended")
             }
-            usleep(300_000)  // their states on disk
+            // Their states on disk before the first kill -9: they go with the next commit, made now.
+            try commitUnhurriedWrites(system)
             return apps
         }
 
         let tally = Tally()
         let stop = NSLock()
         nonisolated(unsafe) var stopping = false
-        var producers: [Thread] = []
+        let producers = DispatchGroup()
         for producer in 0..<3 {
+            producers.enter()
             let thread = Thread {
+                defer { producers.leave() }
                 var random = SystemRandomNumberGenerator()
                 var client: VarlinkClient?
                 while !stop.withLock({ stopping }) {
+                    // No daemon listens while one is being started again: the producer tries again shortly. A sleep,
+                    // not a wait: a producer has no deadline, it runs until the test stops it.
                     guard let connected = client ?? (try? testClient(socket, timeout: .seconds(5))) else {
                         usleep(10_000)
                         continue
@@ -95,22 +100,28 @@ import Varlink
                 }
             }
             thread.start()
-            producers.append(thread)
         }
 
         let daemons = try await onThread { () -> [DaemonProcess] in
             var daemons = [first]
             for _ in 0..<6 {
+                // A sleep, not a wait: the kills come at random moments, whatever the producers are doing.
                 usleep(UInt32.random(in: 300_000...900_000))
                 let next = try daemons.last!.restarted()
                 try next.waitUntilReady()
                 daemons.append(next)
             }
-            usleep(500_000)
+            // The producers get posts through to the last daemon too.
+            let answered = tally.total
+            try waitUntil("100 more posts answered by the last daemon (\(tally.total - answered) so far)") {
+                tally.total >= answered + 100
+            }
             return daemons
         }
         stop.withLock { stopping = true }
-        while producers.contains(where: { !$0.isFinished }) { try await Task.sleep(for: .milliseconds(20)) }
+        try await onThread {
+            guard producers.wait(timeout: .now() + 20) == .success else { throw SupportError("the producers did not stop within 20 s") }
+        }
 
         print("crash test: \(tally.total) posts answered, \(tally.unknown.values.reduce(0, +)) cut off by 6 kills")
         #expect(tally.unexpected.isEmpty, "\(tally.unexpected.prefix(3))")

@@ -17,8 +17,9 @@ import Varlink
             self.path = path
             let script = "mkdir -p \"$0\" && mount -t tmpfs -o size=2m,mode=0755 tmpfs \"$0\" && touch \"$0/.mounted\" && exec sleep 600"
             self.holder = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script, path])
-            for _ in 0..<500 where !FileManager.default.fileExists(atPath: self.inside(".mounted")) { usleep(10_000) }
-            guard FileManager.default.fileExists(atPath: self.inside(".mounted")) else { throw SupportError("the tmpfs was not mounted") }
+            try waitUntil("the tmpfs to be mounted at \(path)", timeout: .seconds(5)) {
+                FileManager.default.fileExists(atPath: self.inside(".mounted"))
+            }
         }
 
         deinit {
@@ -44,9 +45,9 @@ import Varlink
     }
 
     /// Posts and tells whether the daemon accepted the post; a refusal must be StorageFailed saying the disk is full.
-    func post(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue) throws -> Bool {
+    func accepted(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue) throws -> Bool {
         do {
-            _ = try client.call("io.coalesced.App.Post", ["target": .string(Self.app), "kind": .string(kind), "payload": payload])
+            try post(client, Self.app, kind, payload)
             return true
         } catch let error as VarlinkError {
             #expect(error.varlinkName == "io.coalesced.App.StorageFailed", "\(error)")
@@ -70,23 +71,23 @@ import Varlink
                 ["name": .string(Self.app), "kinds": ["tick": ["policy": "count"], "bulk": ["policy": "queue", "bound": 1000]]]
             )
             var ticks = 0
-            for _ in 0..<5 where try self.post(client, "tick", [:]) { ticks += 1 }
+            for _ in 0..<5 where try self.accepted(client, "tick", [:]) { ticks += 1 }
             #expect(ticks == 5)
 
             var bulk = 0
             let big = JSONValue.object(["data": .string(String(repeating: "x", count: 16 << 10))])
-            for _ in 0..<3 where try self.post(client, "bulk", big) { bulk += 1 }
+            for _ in 0..<3 where try self.accepted(client, "bulk", big) { bulk += 1 }
             #expect(bulk == 3)
             disk.fill()
             // A queue kind's stored row grows with every post: the disk runs out soon.
             var refused = false
             for _ in 0..<200 {
-                if try self.post(client, "bulk", big) { bulk += 1 } else { refused = true; break }
+                if try self.accepted(client, "bulk", big) { bulk += 1 } else { refused = true; break }
             }
             #expect(refused, "a post was refused once the disk was full")
             var refusedTicks = 0
             for _ in 0..<20 {
-                if try self.post(client, "tick", [:]) { ticks += 1 } else { refusedTicks += 1 }
+                if try self.accepted(client, "tick", [:]) { ticks += 1 } else { refusedTicks += 1 }
             }
             print("full disk: \(bulk) bulk posts accepted before the first refusal; then \(refusedTicks) of 20 ticks refused")
             #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "the daemon keeps serving")
@@ -94,7 +95,7 @@ import Varlink
             #expect(held.first { $0["kind"] == "tick" }?["count"]?.intValue == Int64(ticks), "memory holds exactly what was accepted")
 
             disk.free()
-            #expect(try self.post(client, "tick", [:]), "posts are accepted again once there is room")
+            #expect(try self.accepted(client, "tick", [:]), "posts are accepted again once there is room")
             ticks += 1
             return (ticks, bulk)
         }
@@ -114,10 +115,10 @@ import Varlink
             // wake cannot store the deliveries then, so nothing is sent until a retry can.
             disk.fill()
             let big = JSONValue.object(["data": .string(String(repeating: "y", count: 16 << 10))])
-            for _ in 0..<50 where try self.post(client, "filler", big) {}  // whatever room the store had left
+            for _ in 0..<50 where try self.accepted(client, "filler", big) {}  // whatever room the store had left
             let app = try ExampleApp(socket: first.socketPath, name: Self.app)
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            usleep(1_500_000)
+            try waitUntil("the store to refuse the wake's delivery") { restarted.output.contains("could not deliver what it held") }
             let early = app.eventSequences.count
             let refused = restarted.output.contains("could not deliver what it held")
             print("full disk: the wake's delivery was \(refused ? "refused, then retried" : "stored at once"); \(early) events before room was made")

@@ -33,15 +33,26 @@ import Varlink
             try self.call("GetApp", ["app": .string(name)])["app"]?["state"]?.stringValue
         }
 
-        /// Waits until the app reaches `state` (a background app gets suspended once it acknowledged).
-        func waitFor(_ name: String, _ state: String, timeout: Duration = .seconds(20)) throws {
-            let deadline = ContinuousClock.now + timeout
-            while try self.state(name) != state {
-                guard ContinuousClock.now < deadline else {
-                    throw SupportError("\(name) stayed \(try self.state(name) ?? "?"), expected \(state); daemon:\n\(self.daemon.output)")
-                }
-                usleep(20_000)
+        /// Starts a `System.Launch` of `name` on a connection of its own, and returns it once the daemon has taken
+        /// the call: an app whose process attached before that would be running already, and refuse the Launch.
+        func launchTaken(_ name: String, _ parameters: JSONObject = [:]) throws -> BackgroundCall<JSONObject> {
+            let before = try self.calls()
+            let socket = self.daemon.socketPath
+            let launch = BackgroundCall {
+                try testClient(socket).call("io.coalesced.System.Launch", parameters.merging(["app": .string(name)]) { _, new in new })
             }
+            // The daemon counts each call as it takes it, the Stats calls of this wait included.
+            var polls: Int64 = 0
+            try waitUntil("the daemon to take the Launch of \(name)") {
+                polls += 1
+                return try self.calls() - before - polls >= 1
+            }
+            return launch
+        }
+
+        /// How many calls the daemon has taken, this one included.
+        func calls() throws -> Int64 {
+            try self.call("Stats")["stats"]?["calls"]?.intValue ?? -1
         }
     }
 
@@ -52,18 +63,18 @@ import Varlink
             // Launched by its user: an app that attaches on its own goes to the foreground.
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             #expect(try app.waitForLine("callback didFinishLaunching").contains("destination=foreground restored=-"))
-            try device.waitFor(Self.mail, "active")
+            try waitForApp(device.system, Self.mail, "state", "active")
             #expect(try device.call("GetApp", ["app": .string(Self.mail)])["app"]?["pid"] == .int(Int64(app.child.pid)))
 
             // Home: willResignActive, didEnterBackground, and once that is acknowledged, suspended.
             #expect(try device.call("Deactivate")["app"]?["name"] == .string(Self.mail))
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
 
             // Back to the foreground (fast app switch).
             try device.call("Activate", ["app": .string(Self.mail)])
             #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
-            try device.waitFor(Self.mail, "active")
+            try waitForApp(device.system, Self.mail, "state", "active")
 
             // Home and straight back, before it was suspended: the same two callbacks each way.
             try device.call("Deactivate")
@@ -81,13 +92,13 @@ import Varlink
             let maps = try device.start(Self.maps)
             #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
 
             try device.call("Activate", ["app": .string(Self.mail)])
             #expect(try maps.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
-            try device.waitFor(Self.maps, "suspended")
-            try device.waitFor(Self.mail, "active")
+            try waitForApp(device.system, Self.maps, "state", "suspended")
+            try waitForApp(device.system, Self.mail, "state", "active")
         }
     }
 
@@ -96,7 +107,7 @@ import Varlink
         try await onThread {
             let app = try device.start(Self.mail)
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            try device.waitFor(Self.mail, "active")
+            try waitForApp(device.system, Self.mail, "state", "active")
 
             // Sleep and wake, or a call that ends: willResignActive … didBecomeActive.
             #expect(try device.call("Interrupt", ["phase": "begin"])["app"]?["state"] == "inactive")
@@ -108,7 +119,7 @@ import Varlink
             try device.call("Interrupt", ["phase": "begin", "app": .string(Self.mail)])
             try device.call("Deactivate")
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
             #expect(app.unreadCallbacks.isEmpty)
         }
     }
@@ -121,7 +132,7 @@ import Varlink
             try device.call("Deactivate")
             #expect(try first.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             try first.waitForLine("saved-state")
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
 
             #expect(try device.call("Purge")["purged"] == [.string(Self.mail)])
             #expect(first.child.wait(timeout: .seconds(10)) == 128 + SIGKILL, "purged without notice: SIGKILL")
@@ -129,10 +140,7 @@ import Varlink
             #expect(try device.state(Self.mail) == "notRunning")
 
             // Relaunch: Launch waits for the app's process to attach (it has no launch unit).
-            let launch = BackgroundCall {
-                try testClient(device.daemon.socketPath).call("io.coalesced.System.Launch", ["app": .string(Self.mail)])
-            }
-            usleep(200_000)
+            let launch = try device.launchTaken(Self.mail)
             let second = try device.start(Self.mail)
             #expect(try second.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             #expect(try second.waitForLine("callback didFinishLaunching").contains("restored=draft=42"))
@@ -144,18 +152,12 @@ import Varlink
         let device = try await Device()
         try await onThread {
             _ = try device.system.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
-            let waiting = BackgroundCall {
-                try testClient(device.daemon.socketPath).call(
-                    "io.coalesced.System.Launch",
-                    ["app": .string(Self.mail), "destination": "background"]
-                )
-            }
-            usleep(200_000)
+            let waiting = try device.launchTaken(Self.mail, ["destination": "background"])
             let app = try device.start(Self.mail)
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didEnterBackground"])
             #expect(try app.waitForLine("callback didFinishLaunching").contains("destination=background"))
             #expect(try waiting.value()["app"]?["name"] == .string(Self.mail))
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
         }
     }
 
@@ -189,7 +191,7 @@ import Varlink
             let app = try device.start(Self.mail, ["--stall-on", "didFinishLaunching"])
             try app.waitForLine("stalling")
             #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
-            try device.waitFor(Self.mail, "notRunning")
+            try waitForApp(device.system, Self.mail, "state", "notRunning")
             #expect(device.daemon.output.contains("org.example.mail: killed: didFinishLaunching was not acknowledged in time"))
             #expect(device.daemon.output.contains("reason=launchNotAcknowledged"))
         }
@@ -203,7 +205,7 @@ import Varlink
             try device.call("Deactivate")
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
-            try device.waitFor(Self.mail, "notRunning")
+            try waitForApp(device.system, Self.mail, "state", "notRunning")
             #expect(device.daemon.output.contains("org.example.mail: killed: didEnterBackground was not acknowledged in time"))
         }
     }
@@ -220,7 +222,7 @@ import Varlink
             #expect(try device.call("GetApp", ["app": .string(Self.mail)])["app"]?["tasks"] == 1)
             // The library hands backgroundTaskWillExpire to the task's expiration handler.
             try app.waitForLine("task-expiring id=1")
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
             #expect(device.daemon.output.contains("background tasks expired"))
         }
     }
@@ -234,7 +236,7 @@ import Varlink
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             try app.waitForLine("task-expiring id=1")
             try app.waitForLine("task-ended id=1")
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
             #expect(!device.daemon.output.contains("background tasks expired"), "the app ended its task itself")
         }
     }
@@ -263,7 +265,10 @@ import Varlink
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             try device.call("Deactivate")
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            usleep(500_000)  // long past its acknowledgement of didEnterBackground
+            // Past its acknowledgement of didEnterBackground, which an event's acknowledgement covers.
+            #expect(try post(device.system, Self.mail, "track.changed", ["n": 1]) == true, "background: sent at once")
+            try app.waitForLine("event track.changed")
+            try waitForAcknowledged(device.system, Self.mail)
             #expect(try device.state(Self.mail) == "background", "playing audio: not suspended")
         }
     }
@@ -276,7 +281,7 @@ import Varlink
             try device.call("Terminate", ["app": .string(Self.mail)])
             try app.waitForLine("stalling")
             #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
-            for _ in 0..<100 where !device.daemon.output.contains("did not exit within") { usleep(20_000) }
+            try waitUntil("the daemon to log the kill") { device.daemon.output.contains("did not exit within") }
             #expect(device.daemon.output.contains("org.example.mail: pid \(app.child.pid) did not exit within 0.3 s of SIGTERM; killed"))
         }
     }
@@ -288,7 +293,7 @@ import Varlink
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             try device.call("Deactivate")
             try app.waitForLine("task-ended id=1")
-            try device.waitFor(Self.mail, "suspended")
+            try waitForApp(device.system, Self.mail, "state", "suspended")
             #expect(app.unreadCallbacks == ["callback willResignActive state=inactive", "callback didEnterBackground state=background"])
         }
     }
@@ -315,8 +320,8 @@ import Varlink
             let app = try device.start(Self.mail)
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             app.child.signal(SIGKILL)
-            try device.waitFor(Self.mail, "notRunning")
-            for _ in 0..<500 where seen.lines.count < 3 { usleep(10_000) }
+            try waitForApp(device.system, Self.mail, "state", "notRunning")
+            try waitUntil("3 transitions on the monitor (\(seen.lines))") { seen.lines.count >= 3 }
             #expect(
                 seen.lines == [
                     "org.example.mail notRunning>inactive launch", "org.example.mail inactive>active launch",
@@ -356,8 +361,9 @@ import Varlink
             let maps = try ExampleApp(socket: socket, name: Self.maps)
             #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
             try waitForApp(system, Self.mail, "state", "suspended")
-            // States go to disk with the next commit, or a tenth of a second later.
-            usleep(500_000)
+            // States go to disk with the next commit, or a tenth of a second later: this test is about kill -9, so
+            // a commit is made now, instead of waiting for that.
+            try commitUnhurriedWrites(system)
             return (mail, maps)
         }
         first.signal(SIGKILL)
@@ -388,7 +394,8 @@ import Varlink
         let first = try DaemonProcess(configuration: noDeadlines)
         try await onThread { try first.waitUntilReady() }
         let stream = try attachedFromThisProcess(first.socketPath, app: Self.mail)
-        usleep(500_000)  // its state on disk
+        // Its state on disk before the kill -9: it goes with the next commit, made now.
+        try await onThread { try commitUnhurriedWrites(testClient(first.socketPath)) }
         let second = try await onThread { try first.restartedWhenReady(configuration: configuration) }
         withExtendedLifetime(stream) {}
         return second

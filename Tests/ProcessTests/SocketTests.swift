@@ -49,15 +49,15 @@ import Varlink
         }
         let stats = try await onThread { () -> JSONObject in
             // The activator binds the socket file a moment before it listens: retry a refused connect, bounded.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while true {
+            let client = try waitUntil("systemd-socket-activate to listen on \(socket)", timeout: .seconds(10)) {
+                () throws -> VarlinkClient? in
                 do {
-                    return try testClient(socket, timeout: .seconds(20)).call("io.coalesced.System.Stats")
-                } catch let error as VarlinkClientError where ContinuousClock.now < deadline {
-                    guard case .cannotConnect = error else { throw error }
-                    usleep(20_000)
+                    return try testClient(socket, timeout: .seconds(20))
+                } catch VarlinkClientError.cannotConnect {
+                    return nil
                 }
             }
+            return try client.call("io.coalesced.System.Stats")
         }
         #expect(stats["stats"]?["connections"] == 1)
         #expect(!FileManager.default.fileExists(atPath: directory.file("unused.sock")), "it must not bind its own socket")
@@ -105,9 +105,7 @@ import Varlink
         fresh.signal(SIGKILL)
 
         let directory = try TemporaryDirectory()
-        try FileManager.default.createDirectory(
-            atPath: directory.file("shared"), withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755]
-        )
+        try directory.directory("shared", mode: 0o755)
         let existing = try DaemonProcess(arguments: ["--state-dir", directory.file("shared")])
         try await onThread { try existing.waitUntilReady() }
         let kept = try FileManager.default.attributesOfItem(atPath: directory.file("shared"))

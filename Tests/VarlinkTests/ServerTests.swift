@@ -34,6 +34,8 @@ import Varlink
                 for i in 0..<n { responder.send(["i": .int(i)]) }
                 responder.finish(["i": .int(n)])
             },
+            // A method that takes its time (the sleep is the method's work, not a test's wait), so that what comes
+            // behind it is read while it runs.
             "Slow": .streaming { request, responder in
                 try await Task.sleep(for: .milliseconds(50))
                 responder.finish(["value": .string(try request.string("value"))])
@@ -258,7 +260,8 @@ import Varlink
                     .write(to: &stream)
                 stream.append(0)
             }
-            // Pieces of 1 to 97 bytes, each its own write with a pause, so that the server reads them apart.
+            // Pieces of 1 to 97 bytes, each its own write with a pause, so that the server reads them apart: a sleep,
+            // not a wait, since nothing tells the client that the server has read a piece.
             var start = 0
             var piece = 1
             while start < stream.count {
@@ -293,7 +296,10 @@ import Varlink
                 try? sending.sendRaw(batch)
             }
             sender.start()
-            usleep(200_000)  // let the server fill its write buffer and the kernel's before anything is read
+            // Let the server fill its write buffer and the kernel's before anything is read. A sleep, not a wait:
+            // nothing tells the client that the buffers are full (the server just stops reading), and the replies
+            // are checked the same either way; the pause only makes the pile-up certain.
+            usleep(200_000)
             for index in 0..<count {
                 let reply = try client.receiveReply()
                 guard reply.parameters["value"] == .string("\(index)") else {

@@ -78,6 +78,21 @@ def wait_for_state(system, state, timeout=20):
         time.sleep(0.02)
 
 
+def calls(system):
+    """How many calls the daemon has taken, counting this one's Stats."""
+    return system.Stats()["stats"]["calls"]
+
+
+def wait_for_calls(system, count, timeout=20):
+    """Waits until the daemon has taken `count` calls beyond this wait's own Stats calls."""
+    deadline = time.monotonic() + timeout
+    polls = 1
+    while calls(system) - polls < count:
+        assert time.monotonic() < deadline, f"the daemon never took {count} calls"
+        polls += 1
+        time.sleep(0.01)
+
+
 def test_a_python_app_lives_its_whole_lifecycle(address):
     with varlink.Client(address=address) as client, client.open("io.coalesced.System") as system:
         first = AppProcess(address, "page=7")
@@ -99,9 +114,12 @@ def test_a_python_app_lives_its_whole_lifecycle(address):
 
         launched = {}
         with varlink.Client(address=address) as other, other.open("io.coalesced.System") as launcher:
+            before = calls(system)
             waiter = threading.Thread(target=lambda: launched.update(launcher.Launch(APP)))
             waiter.start()
-            time.sleep(0.2)
+            # The app starts once the daemon has taken the Launch: attached before that, it would be running
+            # already, and the Launch refused.
+            wait_for_calls(system, before + 1)
             second = AppProcess(address, "unused")
             assert second.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
             assert second.lines[1].endswith(" page=7"), second.lines
