@@ -165,7 +165,8 @@ public enum Daemon {
                 SystemInterface.make(daemon: state, statistics: statistics, apps: apps),
                 AppInterface.make(apps: apps, daemon: state),
                 ProtocolInterface.make(),
-            ]
+            ],
+            protocolErrorInterface: ProtocolInterface.name
         )
         let server = VarlinkServer(
             service: service,

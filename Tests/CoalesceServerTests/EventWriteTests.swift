@@ -102,7 +102,8 @@ import Varlink
         let server = VarlinkServer(
             service: VarlinkService(
                 info: VarlinkServiceInfo(vendor: "v", product: "p", version: "1", url: "u"),
-                interfaces: [AppInterface.make(apps: manager, daemon: daemon)]
+                interfaces: [AppInterface.make(apps: manager, daemon: daemon)],
+                protocolErrorInterface: ProtocolInterface.name
             ),
             limits: VarlinkServerLimits(),
             group: group,

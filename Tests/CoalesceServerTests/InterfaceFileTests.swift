@@ -1,3 +1,4 @@
+@testable import CoalesceServer
 import CoalesceTestSupport
 import Foundation
 import Testing
@@ -31,7 +32,7 @@ import Varlink
         let sent: [VarlinkProtocolError] = [
             .messageTooLarge(limit: 1), .invalidMessage(""), .tooManyConnections(limit: 1), .internalError(""),
         ]
-        #expect(description.name == VarlinkProtocolError.interface)
-        #expect(Set(sent.map { $0.varlinkName.replacingOccurrences(of: description.name + ".", with: "") }) == description.errors)
+        #expect(description.name == ProtocolInterface.name)
+        #expect(Set(sent.map { $0.varlinkError(in: ProtocolInterface.name).varlinkName.replacingOccurrences(of: description.name + ".", with: "") }) == description.errors)
     }
 }
