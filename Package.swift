@@ -96,6 +96,7 @@ let package = Package(
             name: "CoalesceDaemon",
             dependencies: [
                 "CoalesceServer",
+                "CoalesceWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -104,7 +105,7 @@ let package = Package(
             name: "CoalesceCtl",
             dependencies: [
                 "Varlink",
-                "CoalesceServer",
+                "CoalesceCore",
                 "CoalesceWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
