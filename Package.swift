@@ -121,6 +121,7 @@ let package = Package(
             dependencies: [
                 "CoalesceClient",
                 "CoalesceCore",
+                "CoalesceWire",
                 "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -146,6 +147,11 @@ let package = Package(
         .testTarget(
             name: "CoalesceCoreTests",
             dependencies: ["CoalesceCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoalesceWireTests",
+            dependencies: ["CoalesceWire", "CoalesceCore", "Varlink"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import CoalesceCore
 import CoalesceStore
+import CoalesceWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -217,7 +218,7 @@ extension AppManager {
     private func enqueue(
         _ appName: AppName,
         _ post: Post,
-        _ declared: EventDeclarations.KindDeclaration?,
+        _ declared: KindDeclaration?,
         _ record: inout Record,
         counted: inout (sent: Int, held: Int),
         refusal: inout PostRefusal?,
