@@ -364,9 +364,9 @@ extension AppManager {
     }
 
     /// What an app holds, kind by kind in order of first post, and how many events it has not acknowledged.
-    func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
+    func queue(of name: String) throws(SystemError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
         let appName = try Self.systemAppName(name)
-        return try self.state.withLock { state throws(AppError) in
+        return try self.state.withLock { state throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             return (
                 record.queue.kinds.map { ($0, record.queue.slot(of: $0)!) },
