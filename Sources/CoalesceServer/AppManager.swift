@@ -203,7 +203,7 @@ final class AppManager: Sendable {
                 queue: EventCoding.Queue(kindLimit: daemon.configuration.maxKindsPerApp)
             )
             guard let stored = EventDeclarations(stored: declarations) else {
-                throw .damaged(store.path, "the event declarations of \(registration.name) cannot be read")
+                throw .damaged(path: store.path, what: "the event declarations of \(registration.name) cannot be read")
             }
             record.declarations = stored
             state.records[registration.name] = record
@@ -213,18 +213,18 @@ final class AppManager: Sendable {
         for row in try store.heldRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let slot = EventCoding.decodeSlot(row.slot)
-            else { throw .damaged(store.path, "what \(row.app) holds of \(row.kind) cannot be read") }
+            else { throw .damaged(path: store.path, what: "what \(row.app) holds of \(row.kind) cannot be read") }
             state.records[app]?.queue.restore(kind, slot)
         }
         for row in try store.deliveryRows() {
             guard let app = try? AppName(row.app), let event = try? JSONParser.parse(row.event), event.objectValue != nil
-            else { throw .damaged(store.path, "event \(row.id) sent to \(row.app) cannot be read") }
+            else { throw .damaged(path: store.path, what: "event \(row.id) sent to \(row.app) cannot be read") }
             state.records[app]?.undelivered.append((row.id, event))
         }
         for row in try store.baselineRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let payload = try? JSONParser.parse(row.payload)
-            else { throw .damaged(store.path, "what \(row.app) last received of \(row.kind) cannot be read") }
+            else { throw .damaged(path: store.path, what: "what \(row.app) last received of \(row.kind) cannot be read") }
             state.records[app]?.queue.setBaseline(kind, EventPayload(payload))
         }
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)

@@ -124,10 +124,12 @@ public final class StoreCommit: Sendable {
 
 /// A write made of statements only, answered through a ``StoreCommit``.
 final class StatementWrite: StoreOperation {
+    let path: String
     let body: @Sendable (StoreTransaction) throws -> Void
     let commit = StoreCommit()
 
-    init(_ body: @escaping @Sendable (StoreTransaction) throws -> Void) {
+    init(path: String, _ body: @escaping @Sendable (StoreTransaction) throws -> Void) {
+        self.path = path
         self.body = body
     }
 
@@ -135,7 +137,8 @@ final class StatementWrite: StoreOperation {
     func undo() {}
     func finish(_ failure: (any Error)?) {
         guard let failure else { return self.commit.finish(.success(())) }
-        self.commit.finish(.failure(failure as? StoreError ?? StoreError("\(failure)")))
+        // Its statements fail as a StoreError; the savepoint around them fails as SQLite's error, sorted here.
+        self.commit.finish(.failure(StoreError(writing: self.path, failure)))
     }
 }
 

@@ -30,7 +30,7 @@ import Varlink
     final class RollBack: StoreOperation, @unchecked Sendable {
         func perform(_ transaction: StoreTransaction) throws {
             try transaction.run("ROLLBACK")
-            throw StoreError("the disk is full (in this test)")
+            throw StoreError.diskFull(path: "the store (in this test)")
         }
         func undo() {}
         func finish(_ failure: (any Error)?) {}
