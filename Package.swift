@@ -97,6 +97,7 @@ let package = Package(
             name: "CoalesceDaemon",
             dependencies: [
                 "CoalesceServer",
+                "CoalesceWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -105,7 +106,7 @@ let package = Package(
             name: "CoalesceCtl",
             dependencies: [
                 "Varlink",
-                "CoalesceServer",
+                "CoalesceCore",
                 "CoalesceWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -121,6 +122,7 @@ let package = Package(
             dependencies: [
                 "CoalesceClient",
                 "CoalesceCore",
+                "CoalesceWire",
                 "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -146,6 +148,11 @@ let package = Package(
         .testTarget(
             name: "CoalesceCoreTests",
             dependencies: ["CoalesceCore", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoalesceWireTests",
+            dependencies: ["CoalesceWire", "CoalesceCore", "Varlink"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

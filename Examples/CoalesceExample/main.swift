@@ -1,6 +1,7 @@
 import ArgumentParser
 import CoalesceClient
 import CoalesceCore
+import CoalesceWire
 import Synchronization
 import Varlink
 

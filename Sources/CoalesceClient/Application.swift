@@ -1,5 +1,5 @@
 public import CoalesceCore
-import CoalesceWire
+public import CoalesceWire
 import Synchronization
 public import Varlink
 
@@ -55,48 +55,6 @@ public struct AppDeclaration: Sendable, Hashable {
         if let posters = self.posters { parameters["posters"] = posters.wire }
         if let topics = self.topics { parameters["topics"] = .array(topics.map { .string($0) }) }
         return parameters
-    }
-}
-
-/// How one event kind is held while the app is suspended.
-public struct KindDeclaration: Sendable, Hashable {
-    public var policy: CoalescingPolicy
-    /// Held and delivered in memory only: posts are answered without waiting for the disk, and are lost if the
-    /// daemon stops.
-    public var volatile: Bool
-    /// One of the app's background modes: a post of this kind launches the app into the background when it is
-    /// not running.
-    public var backgroundMode: String?
-
-    public init(_ policy: CoalescingPolicy = .latest, volatile: Bool = false, backgroundMode: String? = nil) {
-        self.policy = policy
-        self.volatile = volatile
-        self.backgroundMode = backgroundMode
-    }
-
-    var wire: JSONValue {
-        var members = self.policy.wire.objectValue ?? [:]
-        if self.volatile { members["volatile"] = true }
-        if let mode = self.backgroundMode { members["backgroundMode"] = .string(mode) }
-        return .object(members)
-    }
-}
-
-/// Who may post to an app besides its own user and root.
-public struct Posters: Sendable, Hashable {
-    public var anyone: Bool
-    public var uids: [UInt32]
-    /// Group names: a poster whose process has one of them (primary or supplementary) may post.
-    public var groups: [String]
-
-    public init(anyone: Bool = false, uids: [UInt32] = [], groups: [String] = []) {
-        self.anyone = anyone
-        self.uids = uids
-        self.groups = groups
-    }
-
-    var wire: JSONValue {
-        ["anyone": .bool(self.anyone), "uids": .array(self.uids.map { .int(Int64($0)) }), "groups": .array(self.groups.map { .string($0) })]
     }
 }
 
@@ -198,7 +156,7 @@ public final class Application: Sendable {
     /// The socket coalesced serves: `$COALESCED_SOCKET` when set, the system instance's otherwise.
     public static var defaultSocketPath: String {
         if let path = getenv("COALESCED_SOCKET") { return String(cString: path) }
-        return "/run/coalesced/io.coalesced"
+        return InstancePaths(instance: .system).socket
     }
 
     public init(_ declaration: AppDeclaration, socketPath: String = Application.defaultSocketPath) {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CoalesceServer
+import CoalesceWire
 import Varlink
 
 #if canImport(Glibc)
@@ -45,8 +45,7 @@ struct GlobalOptions: ParsableArguments {
 
     var socketPath: String {
         if let socket { return socket }
-        let instance: DaemonInstance = self.system ? .system : (self.user ? .user : (geteuid() == 0 ? .system : .user))
-        return InstancePaths(instance: instance).socket
+        return InstancePaths(instance: DaemonInstance(system: self.system, user: self.user)).socket
     }
 
     /// Calls one method and returns its reply, or exits with the failure's message and status. With `--json` the

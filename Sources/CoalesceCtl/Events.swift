@@ -58,9 +58,8 @@ struct Queue: ParsableCommand {
         var rows = [["KIND", "POLICY", "COUNT", "FIRST", "LAST"]]
         for held in reply["held"]?.arrayValue ?? [] {
             let policy = held["policy"] ?? .null
-            var policyText = policy["policy"]?.stringValue ?? "?"
-            if let field = policy["field"]?.stringValue { policyText += ":" + field }
-            if let bound = policy["bound"]?.intValue { policyText += ":\(bound)" }
+            // A policy this coalescectl does not know (a newer daemon's) still shows its name.
+            let policyText = CoalescingPolicy(wire: policy)?.text ?? policy["policy"]?.stringValue ?? "?"
             rows.append([
                 held["kind"]?.stringValue ?? "?", policyText, held["count"]?.intValue.map { String($0) } ?? "?",
                 held["firstPosted"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",

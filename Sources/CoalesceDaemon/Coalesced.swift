@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoalesceServer
+import CoalesceWire
 
 #if canImport(Glibc)
 import Glibc
@@ -44,11 +45,7 @@ struct Coalesced: AsyncParsableCommand {
         }
     }
 
-    var instance: DaemonInstance {
-        if self.system { return .system }
-        if self.user { return .user }
-        return geteuid() == 0 ? .system : .user
-    }
+    var instance: DaemonInstance { DaemonInstance(system: self.system, user: self.user) }
 
     func run() async throws {
         let paths = InstancePaths(instance: self.instance)

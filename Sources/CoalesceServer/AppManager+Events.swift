@@ -1,5 +1,6 @@
 import CoalesceCore
 import CoalesceStore
+import CoalesceWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -306,7 +307,7 @@ extension AppManager {
                     case .sent: ticket.finished(true, nil)
                     case .held: ticket.finished(false, nil)
                     case .refused(let refusal): ticket.finished(false, refusal)
-                    case .storeFailed: ticket.finished(false, failure ?? StoreError("the store refused the write"))
+                    case .storeFailed: ticket.finished(false, failure ?? .cannotWrite(path: self.store.path, reason: "the write was refused"))
                     }
                 }
             case .forget(let ids):
@@ -452,9 +453,9 @@ extension AppManager {
 
     /// What an app holds (on disk, and of volatile kinds in memory only), kind by kind in order of first post, and
     /// how many events it has not acknowledged.
-    func queue(of name: String) throws(AppError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
+    func queue(of name: String) throws(SystemError) -> (held: [(kind: EventKind, slot: EventCoding.Queue.Slot)], unacknowledged: Int) {
         let appName = try Self.systemAppName(name)
-        return try self.state.withLock { state throws(AppError) in
+        return try self.state.withLock { state throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             let held = record.inbox.held
             return (held.kinds.map { ($0, held.slot(of: $0)!) }, record.inbox.outstanding)  // a kind held has a slot

@@ -194,7 +194,7 @@ final class AppManager: Sendable {
                 inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp)
             )
             guard let stored = EventDeclarations(stored: declarations) else {
-                throw .damaged(store.path, "the event declarations of \(registration.name) cannot be read")
+                throw .damaged(path: store.path, what: "the event declarations of \(registration.name) cannot be read")
             }
             record.declarations = stored
             state.records[registration.name] = record
@@ -204,18 +204,18 @@ final class AppManager: Sendable {
         for row in try store.heldRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let slot = EventCoding.decodeSlot(row.slot)
-            else { throw .damaged(store.path, "what \(row.app) holds of \(row.kind) cannot be read") }
+            else { throw .damaged(path: store.path, what: "what \(row.app) holds of \(row.kind) cannot be read") }
             state.records[app]?.inbox.restore(kind, slot)
         }
         for row in try store.deliveryRows() {
             guard let app = try? AppName(row.app), let event = EventCoding.decodeEvent(row.event)
-            else { throw .damaged(store.path, "event \(row.id) sent to \(row.app) cannot be read") }
+            else { throw .damaged(path: store.path, what: "event \(row.id) sent to \(row.app) cannot be read") }
             state.records[app]?.inbox.restore(AppInbox.Stored(id: row.id, event: event))
         }
         for row in try store.baselineRows() {
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let payload = try? JSONParser.parse(row.payload)
-            else { throw .damaged(store.path, "what \(row.app) last received of \(row.kind) cannot be read") }
+            else { throw .damaged(path: store.path, what: "what \(row.app) last received of \(row.kind) cannot be read") }
             state.records[app]?.inbox.restoreBaseline(kind, EventPayload(payload))
         }
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
@@ -396,8 +396,8 @@ final class AppManager: Sendable {
     }
 
     /// One app, for the System side.
-    /// - Throws: ``AppError/noSuchApp(app:)``.
-    func get(_ name: String) throws(AppError) -> Snapshot {
+    /// - Throws: ``SystemError/noSuchApp(app:)``.
+    func get(_ name: String) throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
         guard let record = self.state.withLock({ $0.records[appName] }) else { throw .noSuchApp(app: name) }
         return Self.snapshot(record)
@@ -475,7 +475,7 @@ final class AppManager: Sendable {
             let now = Instant.now
             if destination == .foreground { self.clearForeground(except: appName, now: now, in: &state, log: &log) }
             let launch = LaunchContext(destination: destination, restoredState: restored)
-            try? self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
+            self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
                 try lifecycle.launch(destination, now: now)
             } onError: { _ in }  // a not-running app can always be launched
             if let pending {
@@ -487,8 +487,8 @@ final class AppManager: Sendable {
         }
         switch await self.park(id) {
         case .replaced: throw .replaced(app: name)
-        case .overrun: throw .monitorOverrun(bound: Self.monitorBacklogBound)
-        case .closed, .finished: responder.finish(["state": "notRunning"])
+        // Only a monitor's stream overruns; an app's ends with the app.
+        case .overrun, .closed, .finished: responder.finish(["state": "notRunning"])
         }
     }
 
@@ -524,7 +524,7 @@ final class AppManager: Sendable {
                 state.records[appName] = record
                 return task
             } catch {
-                throw AppError(error, app: appName, state: record.lifecycle.state, side: .app)
+                throw AppError(error, app: appName, state: record.lifecycle.state)
             }
         }
     }
@@ -534,7 +534,7 @@ final class AppManager: Sendable {
         try self.locked { state, log throws(AppError) in
             _ = try self.appRecord(appName, uid: uid, in: state)
             let now = Instant.now
-            try self.input(appName, in: &state, log: &log, side: .app) { lifecycle throws(LifecycleError) in
+            try self.input(appName, in: &state, log: &log, refusedAs: AppError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.endBackgroundTask(id, now: now)
             }
         }
@@ -558,17 +558,16 @@ final class AppManager: Sendable {
     // MARK: The system side
 
     /// Starts an app and returns once its process has attached and been launched.
-    func launch(name: String, destination: LaunchDestination) async throws(AppError) -> Snapshot {
+    func launch(name: String, destination: LaunchDestination) async throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
         let timeout = self.daemon.configuration.launchTimeout
-        let unit = try self.state.withLock { state throws(AppError) -> String? in
+        let unit = try self.state.withLock { state throws(SystemError) -> String? in
             guard var record = state.records[appName] else { throw .noSuchApp(app: name) }
             guard record.lifecycle.state == .notRunning else {
                 throw .wrongState(
                     app: name,
                     state: record.lifecycle.state,
-                    reason: LifecycleError.alreadyRunning(record.lifecycle.state).description,
-                    side: .system
+                    reason: LifecycleError.alreadyRunning(record.lifecycle.state).description
                 )
             }
             if record.pendingLaunch == nil {
@@ -602,11 +601,11 @@ final class AppManager: Sendable {
                     } else if state.records[appName]?.lifecycle.state.isRunning == true {
                         continuation.resume()  // it attached before this call started waiting
                     } else {
-                        continuation.resume(throwing: AppError.launchTimedOut(app: name, timeout: timeout))
+                        continuation.resume(throwing: SystemError.launchTimedOut(app: name, timeout: timeout))
                     }
                 }
             }
-        } catch let error as AppError {
+        } catch let error as SystemError {
             throw error
         } catch {
             throw .launchTimedOut(app: name, timeout: timeout)
@@ -615,15 +614,15 @@ final class AppManager: Sendable {
     }
 
     /// Brings a running app to the foreground.
-    func activate(name: String) throws(AppError) -> Snapshot {
+    func activate(name: String) throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
-        return try self.locked { state, log throws(AppError) in
+        return try self.locked { state, log throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             let now = Instant.now
             if record.lifecycle.state.isRunning, record.lifecycle.state != .active {
                 self.clearForeground(except: appName, now: now, in: &state, log: &log)
             }
-            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.activate(now: now)
             }
             return Self.snapshot(state.records[appName]!)
@@ -631,11 +630,11 @@ final class AppManager: Sendable {
     }
 
     /// Sends an app (by default the foreground one) to the background.
-    func deactivate(name: String?) throws(AppError) -> Snapshot {
-        try self.locked { state, log throws(AppError) in
+    func deactivate(name: String?) throws(SystemError) -> Snapshot {
+        try self.locked { state, log throws(SystemError) in
             let appName = try self.target(name, in: state) { $0.lifecycle.state.isForeground }
             let now = Instant.now
-            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.deactivate(now: now)
             }
             return Self.snapshot(state.records[appName]!)
@@ -643,25 +642,25 @@ final class AppManager: Sendable {
     }
 
     /// An interruption begins or ends for an app (by default the foreground one).
-    func interrupt(name: String?, begins: Bool) throws(AppError) -> Snapshot {
-        try self.locked { state, log throws(AppError) in
+    func interrupt(name: String?, begins: Bool) throws(SystemError) -> Snapshot {
+        try self.locked { state, log throws(SystemError) in
             let appName = try self.target(name, in: state) { record in
                 begins ? record.lifecycle.state == .active : record.lifecycle.interrupted
             }
             let now = Instant.now
-            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 begins ? try lifecycle.interruptionBegan(now: now) : try lifecycle.interruptionEnded(now: now)
             }
             return Self.snapshot(state.records[appName]!)
         }
     }
 
-    func terminate(name: String) throws(AppError) -> Snapshot {
+    func terminate(name: String) throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
-        return try self.locked { state, log throws(AppError) in
+        return try self.locked { state, log throws(SystemError) in
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
             let now = Instant.now
-            try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.terminate(now: now)
             }
             return Self.snapshot(state.records[appName]!)
@@ -669,7 +668,7 @@ final class AppManager: Sendable {
     }
 
     /// Purges the named suspended app, or the `count` suspended apps with the most resident memory.
-    func purge(name: String?, count: Int) throws(AppError) -> [AppName] {
+    func purge(name: String?, count: Int) throws(SystemError) -> [AppName] {
         var largest: [AppName]?
         if name == nil {
             // Measured outside the lock: it reads /proc for every suspended app.
@@ -680,7 +679,7 @@ final class AppManager: Sendable {
             let sizes = suspended.mapValues { $0?.residentBytes ?? 0 }
             largest = suspended.keys.sorted { (sizes[$0]!, $1) > (sizes[$1]!, $0) }
         }
-        return try self.locked { state, log throws(AppError) in
+        return try self.locked { state, log throws(SystemError) in
             let chosen: [AppName]
             if let name {
                 let appName = try Self.systemAppName(name)
@@ -693,7 +692,7 @@ final class AppManager: Sendable {
             }
             let now = Instant.now
             for appName in chosen {
-                try self.input(appName, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+                try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                     try lifecycle.purge(now: now)
                 }
             }
@@ -702,7 +701,7 @@ final class AppManager: Sendable {
     }
 
     /// Serves a Monitor until its client hangs up or stops reading.
-    func monitor(responder: VarlinkResponder) async throws(AppError) {
+    func monitor(responder: VarlinkResponder) async throws(SystemError) {
         let id = self.state.withLock { state in
             let id = state.nextID
             state.nextID += 1
@@ -712,7 +711,7 @@ final class AppManager: Sendable {
             return id
         }
         switch await self.park(id) {
-        case .overrun: responder.failAndClose(AppError.monitorOverrun(bound: Self.monitorBacklogBound))
+        case .overrun: responder.failAndClose(SystemError.monitorOverrun(bound: Self.monitorBacklogBound))
         case .replaced, .closed, .finished: responder.finish()
         }
     }
@@ -739,29 +738,29 @@ final class AppManager: Sendable {
         }
     }
 
-    /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the side's
-    /// WrongState (or NoSuchTask) error and changes nothing.
-    private func input(
+    /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the calling
+    /// interface's error (`refusedAs`: WrongState, or NoSuchTask) and changes nothing.
+    private func input<Refusal: LifecycleRefusal>(
         _ appName: AppName,
         in state: inout State,
         log: inout [LogEntry],
-        side: AppError.Side,
+        refusedAs: Refusal.Type,
         _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect]
-    ) throws(AppError) {
+    ) throws(Refusal) {
         let before = state.records[appName]!.lifecycle.state
-        try self.input(appName, in: &state, log: &log, launch: nil, body) { error throws(AppError) in
-            throw AppError(error, app: appName, state: before, side: side)
+        try self.input(appName, in: &state, log: &log, launch: nil, body) { error throws(Refusal) in
+            throw Refusal(error, app: appName, state: before)
         }
     }
 
-    private func input(
+    private func input<Failure: Error>(
         _ appName: AppName,
         in state: inout State,
         log: inout [LogEntry],
         launch: LaunchContext?,
         _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect],
-        onError: (LifecycleError) throws(AppError) -> Void
-    ) throws(AppError) {
+        onError: (LifecycleError) throws(Failure) -> Void
+    ) throws(Failure) {
         var record = state.records[appName]!
         let wasReceiving = record.lifecycle.receivesAtOnce
         let before = (state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
@@ -795,7 +794,7 @@ final class AppManager: Sendable {
         log: inout [LogEntry],
         _ body: (inout AppLifecycle<Instant>) -> [LifecycleEffect]
     ) {
-        try? self.input(appName, in: &state, log: &log, launch: nil, body) { _ in }  // body cannot fail
+        self.input(appName, in: &state, log: &log, launch: nil, body) { _ in }  // body cannot fail
     }
 
     private func apply(
@@ -954,7 +953,7 @@ final class AppManager: Sendable {
     private func clearForeground(except appName: AppName, now: Instant, in state: inout State, log: inout [LogEntry]) {
         guard self.daemon.configuration.exclusiveForeground else { return }
         for other in state.onScreen where other != appName {
-            try? self.input(other, in: &state, log: &log, side: .system) { lifecycle throws(LifecycleError) in
+            try? self.input(other, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.deactivate(now: now)
             }
         }
@@ -1017,7 +1016,7 @@ final class AppManager: Sendable {
         )
     }
 
-    private func failLaunch(_ appName: AppName, _ error: AppError) {
+    private func failLaunch(_ appName: AppName, _ error: SystemError) {
         let waiters = self.state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             guard let pending = state.records[appName]?.pendingLaunch else { return [] }
             pending.timeout?.cancel()
@@ -1079,7 +1078,7 @@ final class AppManager: Sendable {
     }
 
     /// For the System side, which names apps that exist: a name that cannot be one is no such app.
-    static func systemAppName(_ name: String) throws(AppError) -> AppName {
+    static func systemAppName(_ name: String) throws(SystemError) -> AppName {
         guard let appName = try? AppName(name) else { throw .noSuchApp(app: name) }
         return appName
     }
@@ -1092,7 +1091,7 @@ final class AppManager: Sendable {
     }
 
     /// The app a System call names, or the one `matches` picks when it names none.
-    private func target(_ name: String?, in state: State, matches: (Record) -> Bool) throws(AppError) -> AppName {
+    private func target(_ name: String?, in state: State, matches: (Record) -> Bool) throws(SystemError) -> AppName {
         if let name {
             let appName = try Self.systemAppName(name)
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }

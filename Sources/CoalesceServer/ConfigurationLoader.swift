@@ -4,9 +4,6 @@ import Glibc
 
 /// Finds and reads the configuration files: the main file, then `<main>.d/*.conf` in file-name order.
 public enum ConfigurationLoader {
-    /// The system instance's file.
-    public static let systemPath = "/etc/coalesced/coalesced.conf"
-
     /// Reads and parses the configuration.
     /// - Parameters:
     ///   - path: the main file.

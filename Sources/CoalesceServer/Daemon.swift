@@ -6,6 +6,7 @@ import Systemd
 import UnixSignals
 import Varlink
 import CoalesceStore
+public import CoalesceWire
 
 #if canImport(Glibc)
 import Glibc
@@ -38,12 +39,6 @@ public enum MessageID {
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
         taskExpiring, launchTimedOut, killedAfterGrace,
     ]
-}
-
-/// Which instance runs: the system one (root, /run and /var/lib) or a user's (XDG directories).
-public enum DaemonInstance: String, Sendable {
-    case system
-    case user
 }
 
 /// What the command line decided.

@@ -1,4 +1,5 @@
 import CoalesceStore
+import CoalesceWire
 import Logging
 import NIOCore
 import NIOPosix
@@ -100,7 +101,8 @@ struct DaemonStartUp {
                 SystemInterface.make(daemon: state, statistics: statistics, apps: apps),
                 AppInterface.make(apps: apps, daemon: state),
                 ProtocolInterface.make(),
-            ]
+            ],
+            protocolErrorInterface: ProtocolInterface.name
         )
         let server = VarlinkServer(
             service: service,

@@ -67,16 +67,6 @@ struct EventDeclarations: Sendable, Hashable {
         }
     }
 
-    /// What an app declared about one kind of event.
-    struct KindDeclaration: Sendable, Hashable {
-        var policy: CoalescingPolicy
-        /// Held and delivered in memory only, never written to the store (faster; lost when the daemon stops).
-        var volatile = false
-        /// One of the app's background modes: a post of this kind launches the app into the background when it is
-        /// not running, instead of waiting for it to be opened.
-        var backgroundMode: String?
-    }
-
     /// The first kind (by name) mapped to a background mode that is not among `modes`, with that mode: a kind can
     /// only wake the app into a mode the app declares.
     func undeclaredMode(among modes: Set<String>) -> (kind: EventKind, mode: String)? {
@@ -86,7 +76,6 @@ struct EventDeclarations: Sendable, Hashable {
     }
 
     static let maximumKinds = 256
-    static let maximumQueueBound = 10_000
 
     // MARK: Wire and store
 
@@ -106,72 +95,41 @@ struct EventDeclarations: Sendable, Hashable {
                 throw .invalidParameter("kinds")
             }
             for (name, declaration) in members {
-                guard let kind = try? EventKind(name) else { throw .invalidParameter("kinds") }
-                var declared = KindDeclaration(policy: try Self.policy(declaration, parameter: "kinds"))
-                switch declaration["volatile"] {
-                case nil, .null?, .bool(false)?: break
-                case .bool(true)?: declared.volatile = true
-                default: throw .invalidParameter("kinds")
-                }
-                switch declaration["backgroundMode"] {
-                case nil, .null?: break
-                case .string(let mode)? where !mode.isEmpty && mode.utf8.count <= 64: declared.backgroundMode = mode
-                default: throw .invalidParameter("kinds")
+                guard let kind = try? EventKind(name), let declared = KindDeclaration(wire: declaration) else {
+                    throw .invalidParameter("kinds")
                 }
                 self.kinds[kind] = declared
             }
         }
         if let posters, posters != .null {
-            guard let object = posters.objectValue else { throw .invalidParameter("posters") }
-            self.posters.anyone = object["anyone"]?.boolValue ?? false
-            for uid in object["uids"]?.arrayValue ?? [] {
-                guard let number = uid.intValue, let value = UInt32(exactly: number) else { throw .invalidParameter("posters") }
-                self.posters.uids.insert(value)
-            }
-            for group in object["groups"]?.arrayValue ?? [] {
-                guard let name = group.stringValue, let entry = getgrnam(name) else { throw .invalidParameter("posters") }
+            guard let declared = CoalesceWire.Posters(wire: posters) else { throw .invalidParameter("posters") }
+            self.posters.anyone = declared.anyone
+            self.posters.uids.formUnion(declared.uids)
+            for name in declared.groups {
+                guard let entry = getgrnam(name) else { throw .invalidParameter("posters") }
                 self.posters.groups[name] = entry.pointee.gr_gid
             }
         }
     }
 
-    /// A policy as Register's `kinds` and Post's `policy` give it: `{"policy":"sum","field":"unread"}`.
+    /// A policy as Register's `kinds` and Post's `policy` give it (``CoalescingPolicy/init(wire:)``).
+    /// - Throws: `InvalidParameter` naming `parameter` when it is not one.
     static func policy(_ value: JSONValue, parameter: String) throws(VarlinkError) -> CoalescingPolicy {
-        guard let name = value["policy"]?.stringValue else { throw .invalidParameter(parameter) }
-        switch name {
-        case "latest": return .latest
-        case "first": return .first
-        case "count": return .count
-        case "merge": return .merge
-        case "netChange": return .netChange
-        case "sum":
-            guard let field = value["field"]?.stringValue, !field.isEmpty, field.utf8.count <= 128 else {
-                throw .invalidParameter(parameter)
-            }
-            return .sum(field: field)
-        case "queue":
-            guard let bound = value["bound"]?.intValue, bound >= 1, bound <= Self.maximumQueueBound else {
-                throw .invalidParameter(parameter)
-            }
-            return .queue(bound: Int(bound))
-        default: throw .invalidParameter(parameter)
-        }
+        guard let policy = CoalescingPolicy(wire: value) else { throw .invalidParameter(parameter) }
+        return policy
     }
 
-    /// As the store keeps it.
+    /// As the store keeps it: the wire forms Register takes, with the posters' uids and groups in order.
     var json: JSONValue {
         var kinds: JSONObject = [:]
-        for (kind, declared) in self.kinds {
-            var declaration = declared.policy.wire.objectValue ?? [:]
-            if declared.volatile { declaration["volatile"] = true }
-            if let mode = declared.backgroundMode { declaration["backgroundMode"] = .string(mode) }
-            kinds[kind.value] = .object(declaration)
-        }
-        var posters: JSONObject = ["anyone": .bool(self.posters.anyone)]
-        posters["uids"] = .array(self.posters.uids.sorted().map { .int(Int64($0)) })
-        posters["groups"] = .array(self.posters.groups.keys.sorted().map { .string($0) })
+        for (kind, declared) in self.kinds { kinds[kind.value] = declared.wire }
+        let posters = CoalesceWire.Posters(
+            anyone: self.posters.anyone,
+            uids: self.posters.uids.sorted(),
+            groups: self.posters.groups.keys.sorted()
+        )
         return [
-            "kinds": .object(kinds), "posters": .object(posters),
+            "kinds": .object(kinds), "posters": posters.wire,
             "topics": .array(self.topics.sorted().map { .string($0.value) }),
         ]
     }
@@ -226,7 +184,7 @@ enum EventCoding {
 
     static func decodeSlot(_ text: String) -> Queue.Slot? {
         guard let value = try? JSONParser.parse(text), let policyValue = value["policy"],
-            let policy = try? EventDeclarations.policy(policyValue, parameter: "slot"),
+            let policy = CoalescingPolicy(wire: policyValue),
             let count = value["count"]?.intValue, let first = value["first"]?.doubleValue,
             let last = value["last"]?.doubleValue
         else { return nil }

@@ -140,11 +140,6 @@ enum SystemInterface {
     }
 }
 
-/// The release of coalesced.
-public enum CoalescedVersion {
-    public static let string = "0.1.0"
-}
-
 extension Duration {
     var seconds: Double {
         let (seconds, attoseconds) = self.components

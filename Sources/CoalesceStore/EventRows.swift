@@ -24,20 +24,22 @@ extension Store {
         together: Bool,
         finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void
     ) {
-        let write = EventRowsWrite(app: app, rows: rows, finished: finished)
+        let write = EventRowsWrite(path: self.path, app: app, rows: rows, finished: finished)
         if together { self.submitTogether(write) } else { self.submit(write) }
     }
 }
 
 /// An app's event rows as one write.
 final class EventRowsWrite: StoreOperation, @unchecked Sendable {
+    private let path: String
     private let app: AppName
     private let rows: [EventRow]
     private let finished: @Sendable (Result<[Int64], StoreError>) -> Void
     // Written by perform, read by finish: both on the store's writer thread, one after the other.
     private var ids: [Int64] = []
 
-    init(app: AppName, rows: [EventRow], finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void) {
+    init(path: String, app: AppName, rows: [EventRow], finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void) {
+        self.path = path
         self.app = app
         self.rows = rows
         self.finished = finished
@@ -77,6 +79,7 @@ final class EventRowsWrite: StoreOperation, @unchecked Sendable {
 
     func finish(_ failure: (any Error)?) {
         guard let failure else { return self.finished(.success(self.ids)) }
-        self.finished(.failure(failure as? StoreError ?? StoreError("\(failure)")))
+        // Its statements fail as a StoreError; the savepoint around them fails as SQLite's error, sorted here.
+        self.finished(.failure(StoreError(writing: self.path, failure)))
     }
 }

@@ -121,17 +121,20 @@ public final class StoreCommit: Sendable {
 
 /// A write made of statements only, answered through a ``StoreCommit``.
 final class StatementWrite: StoreOperation {
+    let path: String
     let body: @Sendable (StoreTransaction) throws -> Void
     let commit = StoreCommit()
 
-    init(_ body: @escaping @Sendable (StoreTransaction) throws -> Void) {
+    init(path: String, _ body: @escaping @Sendable (StoreTransaction) throws -> Void) {
+        self.path = path
         self.body = body
     }
 
     func perform(_ transaction: StoreTransaction) throws { try self.body(transaction) }
     func finish(_ failure: (any Error)?) {
         guard let failure else { return self.commit.finish(.success(())) }
-        self.commit.finish(.failure(failure as? StoreError ?? StoreError("\(failure)")))
+        // Its statements fail as a StoreError; the savepoint around them fails as SQLite's error, sorted here.
+        self.commit.finish(.failure(StoreError(writing: self.path, failure)))
     }
 }
 

@@ -3,32 +3,6 @@ import Foundation
 import GRDB
 import Synchronization
 
-/// Why the store cannot be opened, read or written. The message names the file and says what to do.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-
-    public init(_ description: String) {
-        self.description = description
-    }
-
-    /// The store at `path` holds what this daemon cannot read (`what`, named): it refuses to start rather than
-    /// leave it out.
-    public static func damaged(_ path: String, _ what: String) -> StoreError {
-        StoreError("\(path) is damaged (\(what)); move it aside to start with an empty store")
-    }
-
-    /// A failed write to the store at `path`; a full disk says so, since that is what a person can act on.
-    init(writing path: String, _ error: any Error) {
-        if let error = error as? StoreError {
-            self = error
-        } else if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
-            self.init("the file system holding \(path) is full; free space there (nothing was written)")
-        } else {
-            self.init("cannot write \(path): \(error)")
-        }
-    }
-}
-
 /// The daemon's durable state in one SQLite database (`coalesced.db` in the state directory, WAL mode): the app
 /// registry and the state apps save. Writes that arrive together are committed in one transaction
 /// (``GroupCommit``), and each is answered only after that transaction is on disk.
@@ -59,6 +33,7 @@ public final class Store: Sendable {
         var configuration = Configuration()
         configuration.journalMode = .wal
         let synchronous: Int?
+        let check: String?
         do {
             self.pool = try DatabasePool(path: self.path, configuration: configuration)
             // FULL: a commit is on disk (the WAL synced) when it returns; that is what an answered write promises.
@@ -69,15 +44,13 @@ public final class Store: Sendable {
                 return try Int.fetchOne(db, sql: "PRAGMA synchronous")
             }
             try Self.migrator.migrate(self.pool)
-            let check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
-            guard check == "ok" else { throw StoreError("integrity check: \(check ?? "no answer")") }
-        } catch let error as StoreError {
-            throw StoreError.damaged(self.path, "\(error)")
+            check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
         } catch {
-            throw StoreError("\(self.path) cannot be used (\(error)); move it aside to start with an empty store")
+            throw .cannotOpen(path: self.path, reason: "\(error)")
         }
+        guard check == "ok" else { throw .damaged(path: self.path, what: "integrity check: \(check ?? "no answer")") }
         guard synchronous == Self.synchronousFull else {
-            throw StoreError("SQLite would not sync each commit to \(self.path) (PRAGMA synchronous is \(synchronous ?? -1))")
+            throw .notSynchronous(path: self.path, synchronous: synchronous ?? -1)
         }
         self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay, finishing: finishing)
     }
@@ -169,7 +142,7 @@ public final class Store: Sendable {
                 return try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") ?? 1
             }
         } catch {
-            throw StoreError("cannot write \(self.path): \(error)")
+            throw .cannotWrite(path: self.path, reason: "\(error)")
         }
     }
 
@@ -334,7 +307,7 @@ public final class Store: Sendable {
             let name: String = row["name"]
             let stateName: String = row["state"]
             guard let app = try? AppName(name), let state = AppState(rawValue: stateName) else {
-                throw StoreError.damaged(self.path, "app \(name) has the state \(stateName)")
+                throw StoreError.damaged(path: self.path, what: "app \(name) has the state \(stateName)")
             }
             let pid: Int64? = row["pid"]
             states[app] = RecordedState(
@@ -373,7 +346,7 @@ public final class Store: Sendable {
     }
 
     private func write(unhurried: Bool = false, _ body: @escaping @Sendable (StoreTransaction) throws -> Void) -> StoreCommit {
-        let write = StatementWrite(body)
+        let write = StatementWrite(path: self.path, body)
         self.commits.submit(write, unhurried: unhurried)
         return write.commit
     }
@@ -382,7 +355,7 @@ public final class Store: Sendable {
         do {
             return try self.pool.read(body)
         } catch {
-            throw StoreError("cannot read \(self.path): \(error)")
+            throw .cannotRead(path: self.path, reason: "\(error)")
         }
     }
 }

@@ -115,7 +115,12 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             },
             eventLoop: context.eventLoop
         )
-        self.answered = VarlinkAnsweredReplies(eventLoop: context.eventLoop, logger: self.logger, deliver: deliver)
+        self.answered = VarlinkAnsweredReplies(
+            eventLoop: context.eventLoop,
+            logger: self.logger,
+            protocolErrorInterface: self.service.protocolErrorInterface,
+            deliver: deliver
+        )
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -273,7 +278,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         self.statistics.update { $0.protocolErrors += 1 }
         self.logger.debug("Varlink peer broke the protocol, closing", metadata: ["reason": "\(error)"])
         // After the replies gathered before it, in the same write.
-        VarlinkReply(error: error).writeFrame(to: &self.outgoing)
+        VarlinkReply(error: error.varlinkError(in: self.service.protocolErrorInterface)).writeFrame(to: &self.outgoing)
         let buffer = context.channel.allocator.buffer(bytes: self.outgoing)
         self.outgoing.removeAll()
         let channel = context.channel
@@ -323,7 +328,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             do {
                 reply = VarlinkReply(parameters: try body(VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)))
             } catch {
-                reply = VarlinkReply(error: Self.wireError(error, method: name, logger: self.logger))
+                reply = VarlinkReply(
+                    error: Self.wireError(
+                        error,
+                        method: name,
+                        protocolErrorInterface: self.service.protocolErrorInterface,
+                        logger: self.logger
+                    )
+                )
             }
             self.reply(context: context, oneway: oneway, reply)
         case .deferred(let body):
@@ -353,7 +365,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 eventLoop: context.eventLoop
             )
             let request = VarlinkRequest(call: call, peer: self.requestPeer, messageSize: size)
-            let scope = Self.run(body, request: request, responder: responder, calls: self.calls, logger: self.logger) {
+            let scope = Self.run(
+                body,
+                request: request,
+                responder: responder,
+                calls: self.calls,
+                protocolErrorInterface: self.service.protocolErrorInterface,
+                logger: self.logger
+            ) {
                 finished.value()
             }
             self.state = .running(scope: scope)
@@ -368,6 +387,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         request: VarlinkRequest,
         responder: VarlinkResponder,
         calls: VarlinkCalls,
+        protocolErrorInterface: String,
         logger: Logger,
         onLoop finished: @escaping @Sendable () -> Void
     ) -> VarlinkCallScope {
@@ -381,16 +401,27 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                         logger.error("Method returned without a final reply", metadata: ["method": "\(request.call.method)"])
                         responder.fail(
                             VarlinkProtocolError.internalError("\(request.call.method) returned without a final reply")
+                                .varlinkError(in: protocolErrorInterface)
                         )
                     }
                 } catch {
-                    responder.fail(Self.wireError(error, method: request.call.method, logger: logger))
+                    responder.fail(
+                        Self.wireError(
+                            error,
+                            method: request.call.method,
+                            protocolErrorInterface: protocolErrorInterface,
+                            logger: logger
+                        )
+                    )
                 }
             }
             eventLoop.execute(finished)
         }
         if !started {
-            responder.fail(VarlinkProtocolError.internalError("\(request.call.method): the server is stopping"))
+            responder.fail(
+                VarlinkProtocolError.internalError("\(request.call.method): the server is stopping")
+                    .varlinkError(in: protocolErrorInterface)
+            )
             eventLoop.execute(finished)
         }
         return scope
@@ -491,14 +522,19 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     /// A method's error as the peer sees it. Errors that are not part of an interface are our bugs: they are
-    /// logged here, once, and reach the peer as `io.coalesced.Protocol.InternalError`.
-    static func wireError(_ error: any Error, method: String, logger: Logger) -> any VarlinkErrorConvertible {
+    /// logged here, once, and reach the peer as the protocol-error interface's `InternalError`.
+    static func wireError(
+        _ error: any Error,
+        method: String,
+        protocolErrorInterface: String,
+        logger: Logger
+    ) -> any VarlinkErrorConvertible {
         if let error = error as? any VarlinkErrorConvertible { return error }
         logger.error(
             "Method failed with an undeclared error",
             metadata: ["method": "\(method)", "error": "\(error)"]
         )
-        return VarlinkProtocolError.internalError("\(error)")
+        return VarlinkProtocolError.internalError("\(error)").varlinkError(in: protocolErrorInterface)
     }
 }
 
@@ -517,11 +553,14 @@ final class VarlinkAnsweredReplies: Sendable {
     private let state = Mutex(State())
     private let eventLoop: any EventLoop
     let logger: Logger
+    /// Where an undeclared failure's `InternalError` is named.
+    let protocolErrorInterface: String
     private let deliver: NIOLoopBound<() -> Void>
 
-    init(eventLoop: any EventLoop, logger: Logger, deliver: NIOLoopBound<() -> Void>) {
+    init(eventLoop: any EventLoop, logger: Logger, protocolErrorInterface: String, deliver: NIOLoopBound<() -> Void>) {
         self.eventLoop = eventLoop
         self.logger = logger
+        self.protocolErrorInterface = protocolErrorInterface
         self.deliver = deliver
     }
 
@@ -595,7 +634,12 @@ final class VarlinkOwedReply: Sendable {
 
     func fail(_ error: any Error) {
         guard !self.given.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let wire = VarlinkConnectionHandler.wireError(error, method: self.method, logger: self.answered.logger)
+        let wire = VarlinkConnectionHandler.wireError(
+            error,
+            method: self.method,
+            protocolErrorInterface: self.answered.protocolErrorInterface,
+            logger: self.answered.logger
+        )
         self.answered.add(id: self.id, VarlinkReply(error: wire))
     }
 }

@@ -50,9 +50,11 @@ public struct VarlinkError: VarlinkErrorConvertible, Hashable, CustomStringConve
     public static let expectedMore = VarlinkError(name: "org.varlink.service.ExpectedMore")
 }
 
-/// Errors of the conversation rather than of one method, in the `io.coalesced.Protocol` interface. After the
-/// first three the server closes the connection.
-public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, CustomStringConvertible {
+/// Errors of the conversation rather than of one method. After the first three the server closes the connection.
+///
+/// They belong to no interface of their own: the server sends them in the interface its service names
+/// (``VarlinkService/protocolErrorInterface``), which declares them, so that this module names no product.
+public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
     /// A message did not end within the size bound.
     case messageTooLarge(limit: Int)
     /// A message was not valid JSON, or not a well-formed call or reply.
@@ -63,15 +65,13 @@ public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, Cust
     /// A method failed in a way its interface does not declare: a bug in the server.
     case internalError(String)
 
-    /// The interface that declares these errors.
-    public static let interface = "io.coalesced.Protocol"
-
-    public var varlinkName: String {
+    /// The error's name within the interface that declares it, such as `MessageTooLarge`.
+    public var errorName: String {
         switch self {
-        case .messageTooLarge: return Self.interface + ".MessageTooLarge"
-        case .invalidMessage: return Self.interface + ".InvalidMessage"
-        case .tooManyConnections: return Self.interface + ".TooManyConnections"
-        case .internalError: return Self.interface + ".InternalError"
+        case .messageTooLarge: return "MessageTooLarge"
+        case .invalidMessage: return "InvalidMessage"
+        case .tooManyConnections: return "TooManyConnections"
+        case .internalError: return "InternalError"
         }
     }
 
@@ -80,6 +80,11 @@ public enum VarlinkProtocolError: Error, Hashable, VarlinkErrorConvertible, Cust
         case .messageTooLarge(let limit), .tooManyConnections(let limit): return ["limit": .int(Int64(limit))]
         case .invalidMessage(let reason), .internalError(let reason): return ["reason": .string(reason)]
         }
+    }
+
+    /// The error as it goes to a peer, named in `interface`: the interface that declares the protocol errors.
+    public func varlinkError(in interface: String) -> VarlinkError {
+        VarlinkError(name: interface + "." + self.errorName, parameters: self.varlinkParameters)
     }
 
     public var description: String {

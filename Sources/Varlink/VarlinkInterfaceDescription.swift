@@ -4,7 +4,7 @@
 /// Only the declarations' names are read here (that is what a server needs to route calls and to check that it
 /// implements what it declares); clients such as Python's `varlink` parse the full grammar from the same text.
 public struct VarlinkInterfaceDescription: Sendable, Hashable {
-    /// The interface name, such as `io.coalesced.System`.
+    /// The interface name, such as `org.example.ftp`.
     public let name: String
     /// The text as written, comments included: they are the interface's documentation.
     public let text: String

@@ -131,7 +131,10 @@ public final class VarlinkServer: Sendable {
             )
             return channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(
-                    VarlinkRefusingHandler(error: .tooManyConnections(limit: limits.maximumConnections))
+                    VarlinkRefusingHandler(
+                        error: VarlinkProtocolError.tooManyConnections(limit: limits.maximumConnections)
+                            .varlinkError(in: self.service.protocolErrorInterface)
+                    )
                 )
             }
         }
@@ -218,9 +221,9 @@ final class VarlinkRefusingHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let error: VarlinkProtocolError
+    private let error: VarlinkError
 
-    init(error: VarlinkProtocolError) {
+    init(error: VarlinkError) {
         self.error = error
     }
 

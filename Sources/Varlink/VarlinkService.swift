@@ -182,13 +182,20 @@ public struct VarlinkServiceInfo: Sendable, Hashable {
 public struct VarlinkService: Sendable {
     public let info: VarlinkServiceInfo
     public let interfaces: [String: VarlinkInterface]
+    /// The interface whose errors the server sends about the conversation itself (``VarlinkProtocolError``): a
+    /// message too large, one that is not Varlink, a connection too many, a method's undeclared failure.
+    /// Given by the product, which serves an interface of that name declaring them.
+    public let protocolErrorInterface: String
     /// Every method by its qualified name: one lookup per call.
     private let methods: [String: VarlinkMethod]
     /// The parameters kept as text, by qualified method name (only the methods that keep some).
     private let parametersKeptAsText: [String: [String]]
 
-    public init(info: VarlinkServiceInfo, interfaces: [VarlinkInterface]) {
+    /// - Parameter protocolErrorInterface: the name the protocol errors are sent in, such as
+    ///   `org.example.Protocol`; the service should serve an interface of that name that declares them.
+    public init(info: VarlinkServiceInfo, interfaces: [VarlinkInterface], protocolErrorInterface: String) {
         self.info = info
+        self.protocolErrorInterface = protocolErrorInterface
         var table: [String: VarlinkInterface] = [:]
         for interface in interfaces {
             precondition(table[interface.description.name] == nil, "\(interface.description.name) served twice")

@@ -30,7 +30,7 @@ import Varlink
     final class RollBack: StoreOperation, @unchecked Sendable {
         func perform(_ transaction: StoreTransaction) throws {
             try transaction.run("ROLLBACK")
-            throw StoreError("the disk is full (in this test)")
+            throw StoreError.diskFull(path: "the store (in this test)")
         }
         func finish(_ failure: (any Error)?) {}
     }
@@ -109,7 +109,8 @@ import Varlink
         let server = VarlinkServer(
             service: VarlinkService(
                 info: VarlinkServiceInfo(vendor: "v", product: "p", version: "1", url: "u"),
-                interfaces: [AppInterface.make(apps: manager, daemon: daemon)]
+                interfaces: [AppInterface.make(apps: manager, daemon: daemon)],
+                protocolErrorInterface: ProtocolInterface.name
             ),
             limits: VarlinkServerLimits(),
             group: group,

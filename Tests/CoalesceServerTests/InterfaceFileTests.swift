@@ -1,3 +1,5 @@
+import CoalesceCore
+@testable import CoalesceServer
 import CoalesceTestSupport
 import Foundation
 import Testing
@@ -31,7 +33,46 @@ import Varlink
         let sent: [VarlinkProtocolError] = [
             .messageTooLarge(limit: 1), .invalidMessage(""), .tooManyConnections(limit: 1), .internalError(""),
         ]
-        #expect(description.name == VarlinkProtocolError.interface)
-        #expect(Set(sent.map { $0.varlinkName.replacingOccurrences(of: description.name + ".", with: "") }) == description.errors)
+        #expect(description.name == ProtocolInterface.name)
+        #expect(Set(sent.map { $0.varlinkError(in: ProtocolInterface.name).varlinkName.replacingOccurrences(of: description.name + ".", with: "") }) == description.errors)
+    }
+
+    /// One of every error each interface's Swift type can be, with its parameters.
+    static let appErrors: [AppError] = [
+        .invalidAppName(name: "", reason: ""), .notOwner(app: ""), .tooManyApps(limit: 1), .notRegistered(app: ""),
+        .wrongState(app: "", state: .active, reason: ""), .noSuchTask(app: "", id: 1), .tooManyTasks(app: "", limit: 1),
+        .launchUnitNotAllowed(app: "", unit: ""), .backgroundModeNotDeclared(app: "", kind: "", mode: ""),
+        .stateTooLarge(app: "", size: 1, limit: 1), .replaced(app: ""), .unknownTarget(target: ""),
+        .invalidKind(kind: "", reason: ""), .notAllowedToPost(target: ""), .tooManyKinds(target: "", limit: 1),
+        .notANumber(target: "", kind: "", field: ""), .payloadTooLarge(size: 1, limit: 1), .storageFailed(reason: ""),
+    ]
+    static let systemErrors: [SystemError] = [
+        .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,
+        .launchTimedOut(app: "", timeout: .seconds(1)), .launchFailed(app: "", unit: "", reason: ""), .nothingToPurge,
+        .monitorOverrun(bound: 1),
+    ]
+
+    @Test func appErrorIsWhatTheAppInterfaceDeclares() throws {
+        try Self.expectDeclared(Self.appErrors, in: AppError.interface)
+    }
+
+    @Test func systemErrorIsWhatTheSystemInterfaceDeclares() throws {
+        try Self.expectDeclared(Self.systemErrors, in: SystemError.interface)
+    }
+
+    /// The errors' names and parameters are those the interface's file declares, no more and no fewer.
+    static func expectDeclared(_ errors: [any VarlinkErrorConvertible], in interface: String) throws {
+        let text = try String(contentsOf: Self.directory.appendingPathComponent(interface + ".varlink"), encoding: .utf8)
+        // `error Name (first: type, second: type)`, each on one line: by name, the parameters' names.
+        var declared: [String: Set<String>] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("error ") {
+            let name = line.dropFirst("error ".count).prefix { $0 != " " && $0 != "(" }
+            let inside = line.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" }
+            let parameters = inside.split(separator: ",").map { $0.split(separator: ":")[0].trimmingCharacters(in: .whitespaces) }
+            declared[interface + "." + name] = Set(parameters)
+        }
+        let sent = Dictionary(errors.map { ($0.varlinkName, Set($0.varlinkParameters.keys)) }) { first, _ in first }
+        #expect(sent.count == errors.count, "each case has a name of its own")
+        #expect(sent == declared)
     }
 }

@@ -80,7 +80,7 @@ import Varlink
 
             let oversized = try testClient(daemon.socketPath)
             try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: "a"), count: 200_000))
-            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 65536)))
+            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 65536).varlinkError(in: "io.coalesced.Protocol")))
             #expect(oversized.waitForClose(timeout: .seconds(10)))
 
             for cut in [1, 10, 25] {

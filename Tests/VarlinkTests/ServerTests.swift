@@ -11,6 +11,9 @@ import Varlink
 @Suite struct ServerTests {
     struct Undeclared: Error {}
 
+    /// The interface the server is told to send its protocol errors in: the daemon's, as the assertions name it.
+    static let protocolErrors = "io.coalesced.Protocol"
+
     static let interface = VarlinkInterface(
         text: """
             interface org.example.test
@@ -141,7 +144,8 @@ import Varlink
         let server = VarlinkServer(
             service: VarlinkService(
                 info: VarlinkServiceInfo(vendor: "v", product: "p", version: "1", url: "u"),
-                interfaces: [Self.interface]
+                interfaces: [Self.interface],
+                protocolErrorInterface: Self.protocolErrors
             ),
             limits: limits,
             group: group,
@@ -458,7 +462,7 @@ import Varlink
             let oversized = try testClient(path)
             // A send can fail once the server hangs up mid-way; the error reply is what matters.
             try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: " "), count: 8192))
-            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 4096)))
+            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 4096).varlinkError(in: Self.protocolErrors)))
             #expect(oversized.waitForClose(timeout: .seconds(10)))
             do {
                 let truncated = try testClient(path)
@@ -476,7 +480,7 @@ import Varlink
             _ = try first.call("org.example.test.Echo", ["value": "1"])
             _ = try second.call("org.example.test.Echo", ["value": "2"])
             let third = try testClient(path)
-            #expect(try third.receiveReply() == VarlinkReply(error: VarlinkProtocolError.tooManyConnections(limit: 2)))
+            #expect(try third.receiveReply() == VarlinkReply(error: VarlinkProtocolError.tooManyConnections(limit: 2).varlinkError(in: Self.protocolErrors)))
             #expect(third.waitForClose(timeout: .seconds(10)))
             #expect(server.statistics.snapshot.connectionsRefused == 1)
             #expect(try first.call("org.example.test.Echo", ["value": "1"]) == ["value": "1"])
@@ -488,7 +492,11 @@ import Varlink
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             defer { try? group.syncShutdownGracefully() }
             let second = VarlinkServer(
-                service: VarlinkService(info: VarlinkServiceInfo(vendor: "", product: "", version: "", url: ""), interfaces: []),
+                service: VarlinkService(
+                    info: VarlinkServiceInfo(vendor: "", product: "", version: "", url: ""),
+                    interfaces: [],
+                    protocolErrorInterface: Self.protocolErrors
+                ),
                 limits: VarlinkServerLimits(),
                 group: group,
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -85,6 +85,19 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The policy as command lines write it, which ``init(parsing:)`` reads back: `sum:unread`, `queue:10`.
+    public var text: String {
+        switch self {
+        case .latest: return "latest"
+        case .first: return "first"
+        case .count: return "count"
+        case .sum(let field): return "sum:" + field
+        case .merge: return "merge"
+        case .netChange: return "netChange"
+        case .queue(let bound): return "queue:\(bound)"
+        }
+    }
+
     public var description: String {
         switch self {
         case .latest: return "latest"

@@ -1,0 +1,50 @@
+public import CoalesceCore
+public import Varlink
+
+/// What an app declares about one kind of event: how its posts are held while the app is suspended, and whether
+/// they are kept on disk or may wake the app. The client library sends it in Register's `kinds`, and the daemon
+/// reads it there and keeps it in its store, in one form (the interface's `Policy` type).
+public struct KindDeclaration: Sendable, Hashable {
+    public var policy: CoalescingPolicy
+    /// Held and delivered in memory only: posts are answered without waiting for the disk, and are lost if the
+    /// daemon stops.
+    public var volatile: Bool
+    /// One of the app's background modes: a post of this kind launches the app into the background when it is
+    /// not running, instead of waiting for it to be opened.
+    public var backgroundMode: String?
+
+    /// The longest background mode name the wire form takes, in bytes.
+    public static let maximumModeLength = 64
+
+    public init(_ policy: CoalescingPolicy = .latest, volatile: Bool = false, backgroundMode: String? = nil) {
+        self.policy = policy
+        self.volatile = volatile
+        self.backgroundMode = backgroundMode
+    }
+
+    /// The policy's members, with `volatile` and `backgroundMode` only when they say something.
+    public var wire: JSONValue {
+        var members = self.policy.wire.objectValue ?? [:]
+        if self.volatile { members["volatile"] = true }
+        if let mode = self.backgroundMode { members["backgroundMode"] = .string(mode) }
+        return .object(members)
+    }
+
+    /// Reads the wire form (``wire``); `volatile` and `backgroundMode` may also be null. `nil` when any member is
+    /// not what the interface declares.
+    public init?(wire value: JSONValue) {
+        guard let policy = CoalescingPolicy(wire: value) else { return nil }
+        self.init(policy)
+        switch value["volatile"] {
+        case nil, .null?, .bool(false)?: break
+        case .bool(true)?: self.volatile = true
+        default: return nil
+        }
+        switch value["backgroundMode"] {
+        case nil, .null?: break
+        case .string(let mode)? where !mode.isEmpty && mode.utf8.count <= Self.maximumModeLength:
+            self.backgroundMode = mode
+        default: return nil
+        }
+    }
+}
