@@ -1,0 +1,168 @@
+import CoalesceCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Synchronization
+import Systemd
+import CoalesceStore
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The app side: what an app's own process asks (io.coalesced.App), its stream, its acknowledgements, its tasks.
+extension AppManager {
+    // MARK: The app side
+
+    /// Serves an Attach until its stream ends: sends the current state, launches the app if it was not running,
+    /// and then parks until the client hangs up, the app ends, or another Attach replaces this one.
+    func attach(name: String, peer: VarlinkPeer, responder: VarlinkResponder) async throws(AppError) {
+        let appName = try Self.appName(name)
+        // Read only when the attach is going to launch the app: a running app's new stream needs none.
+        var restored: String?
+        let launches = self.state.withLock { state in
+            state.records[appName].map { $0.lifecycle.state == .notRunning || ($0.attachment == nil && $0.restored != nil) }
+        }
+        if launches == true {
+            do {
+                restored = try self.store.savedState(of: appName)
+            } catch {
+                throw .storageFailed(reason: error.description)
+            }
+        }
+        let process = ProcessHandle.connected(peer)
+        let identity = process?.identity
+        let id = try self.locked { state, log throws(AppError) in
+            var record = try self.appRecord(appName, uid: peer.uid, in: state)
+            let id = state.nextID
+            state.nextID += 1
+            var unsent: [JSONObject] = []
+            if let waiting = record.restored {
+                // The process that ran the app before the daemon's restart: it goes on where it was, and hears what
+                // happened meanwhile. Any other: that process is not coming back, and this one is launched.
+                waiting.timeout?.cancel()
+                record.restored = nil
+                state.records[appName] = record
+                if waiting.identity == identity {
+                    unsent = waiting.unsent
+                } else {
+                    let now = Instant.now
+                    self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: .notReattached) }
+                }
+                record = state.records[appName]!
+            }
+            if let previous = record.attachment {
+                // The old stream ends with Replaced; the app keeps running, now in the new stream's process.
+                state.attached[previous.id] = nil
+                self.endPark(previous.id, .replaced, in: &state)
+                log.append(
+                    LogEntry(
+                        level: .info,
+                        message: "\(appName): attach replaced by pid \(peer.pid)",
+                        metadata: ["app": "\(appName)", "pid": "\(peer.pid)", "previous_pid": "\(previous.pid)"]
+                    )
+                )
+            }
+            record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid, identity: identity)
+            record.termination = nil  // a new process: the old one's end runs on its own timers
+            record.inbox.attached()
+            responder.send(["state": .string(record.lifecycle.state.rawValue)])
+            if !unsent.isEmpty { responder.send(all: unsent) }
+            if record.lifecycle.receivesAtOnce {
+                state.inboxActions.append((appName, self.inboxInput(&record) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+            }
+            state.records[appName] = record
+            state.attached[id] = appName
+            state.parks[id] = Park()
+            guard record.lifecycle.state == .notRunning else {
+                self.recordState(appName, record)  // its process may be another one now
+                return id
+            }
+            // Not running: a pending Launch says where it goes; otherwise its user opened it.
+            let pending = record.pendingLaunch
+            let destination = pending?.destination ?? .foreground
+            let now = Instant.now
+            if destination == .foreground { self.clearForeground(except: appName, now: now, in: &state, log: &log) }
+            let launch = LaunchContext(destination: destination, restoredState: restored)
+            self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
+                try lifecycle.launch(destination, now: now)
+            } onError: { _ in }  // a not-running app can always be launched
+            if let pending {
+                pending.timeout?.cancel()
+                state.records[appName]!.pendingLaunch = nil
+                for waiter in pending.waiters { waiter.resume() }
+            }
+            return id
+        }
+        switch await self.park(id) {
+        case .replaced: throw .replaced(app: name)
+        // Only a monitor's stream overruns; an app's ends with the app.
+        case .overrun, .closed, .finished: responder.finish(["state": "notRunning"])
+        }
+    }
+
+    /// The app has handled everything up to `sequence`.
+    func acknowledge(name: String, uid: UInt32, upTo sequence: UInt64) throws(AppError) {
+        let appName = try Self.appName(name)
+        try self.locked { state, log throws(AppError) in
+            if let termination = try self.appRecord(appName, uid: uid, in: state).termination,
+                sequence >= termination.sequence
+            {
+                state.records[appName]!.termination = nil
+                termination.acknowledged()
+            }
+            let decided = state.update(appName) { record in
+                self.inboxInput(&record) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
+            }
+            if let decided { state.inboxActions.append((appName, decided)) }
+            let now = Instant.now
+            self.input(appName, in: &state, log: &log) { lifecycle in
+                lifecycle.acknowledge(upTo: sequence, now: now)
+            }
+        }
+    }
+
+    func beginBackgroundTask(name: String, uid: UInt32, taskName: String) throws(AppError) -> (id: Int, remaining: Duration) {
+        let appName = try Self.appName(name)
+        return try self.locked { state, log throws(AppError) in
+            var record = try self.appRecord(appName, uid: uid, in: state)
+            let now = Instant.now
+            do throws(LifecycleError) {
+                let task = try record.lifecycle.beginBackgroundTask(name: taskName, now: now)
+                self.reschedule(appName, &record, now: now)
+                state.records[appName] = record
+                return task
+            } catch {
+                throw AppError(error, app: appName, state: record.lifecycle.state)
+            }
+        }
+    }
+
+    func endBackgroundTask(name: String, uid: UInt32, id: Int) throws(AppError) {
+        let appName = try Self.appName(name)
+        try self.locked { state, log throws(AppError) in
+            _ = try self.appRecord(appName, uid: uid, in: state)
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, refusedAs: AppError.self) { lifecycle throws(LifecycleError) in
+                try lifecycle.endBackgroundTask(id, now: now)
+            }
+        }
+    }
+
+    /// Keeps `data` in the store for the app's next launch; returns once it is on disk.
+    func saveState(name: String, uid: UInt32, data: String?) async throws(AppError) {
+        let appName = try Self.appName(name)
+        _ = try self.state.withLock { state throws(AppError) in try self.appRecord(appName, uid: uid, in: state) }
+        let limit = self.daemon.configuration.maxSavedState
+        if let data, data.utf8.count > limit {
+            throw .stateTooLarge(app: name, size: data.utf8.count, limit: limit)
+        }
+        do {
+            try await self.store.saveState(of: appName, data)
+        } catch {
+            throw .storageFailed(reason: error.description)
+        }
+    }
+}

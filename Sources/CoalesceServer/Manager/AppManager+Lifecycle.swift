@@ -1,0 +1,252 @@
+import CoalesceCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Synchronization
+import Systemd
+import CoalesceStore
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The lifecycle: each app's ``AppLifecycle`` fed one input at a time, its effects carried out, its timer armed.
+extension AppManager {
+    // MARK: Carrying out the core's effects
+
+    /// Runs `body` under the lock; afterwards sends the SIGKILLs it decided, writes what it logged and carries out
+    /// what the inboxes decided.
+    func locked<T, Failure: Error>(
+        _ body: (inout State, inout [LogEntry]) throws(Failure) -> T
+    ) throws(Failure) -> T {
+        var log: [LogEntry] = []
+        var decided: [(AppName, [InboxAction])] = []
+        var kills: [ProcessHandle] = []
+        defer {
+            for process in kills { process.signal(SIGKILL) }
+            for entry in log { self.logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata) }
+            for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
+        }
+        return try self.state.withLock { state throws(Failure) in
+            defer {
+                decided = state.inboxActions
+                state.inboxActions.removeAll()
+                for (_, actions) in decided { self.count(actions, in: &state) }
+                kills = state.kills
+                state.kills.removeAll()
+            }
+            return try body(&state, &log)
+        }
+    }
+
+    /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the calling
+    /// interface's error (`refusedAs`: WrongState, or NoSuchTask) and changes nothing.
+    func input<Refusal: LifecycleRefusal>(
+        _ appName: AppName,
+        in state: inout State,
+        log: inout [LogEntry],
+        refusedAs: Refusal.Type,
+        _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect]
+    ) throws(Refusal) {
+        let before = state.records[appName]!.lifecycle.state
+        try self.input(appName, in: &state, log: &log, launch: nil, body) { error throws(Refusal) in
+            throw Refusal(error, app: appName, state: before)
+        }
+    }
+
+    func input<Failure: Error>(
+        _ appName: AppName,
+        in state: inout State,
+        log: inout [LogEntry],
+        launch: LaunchContext?,
+        _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect],
+        onError: (LifecycleError) throws(Failure) -> Void
+    ) throws(Failure) {
+        var record = state.records[appName]!
+        let wasReceiving = record.lifecycle.receivesAtOnce
+        let before = (state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
+        let effects: [LifecycleEffect]
+        do {
+            effects = try body(&record.lifecycle)
+        } catch {
+            try onError(error)
+            return
+        }
+        self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
+        if !wasReceiving, record.lifecycle.receivesAtOnce {
+            // After the callbacks the effects sent: a wake's events follow them.
+            state.inboxActions.append((appName, self.inboxInput(&record) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+        }
+        self.reschedule(appName, &record, now: .now)
+        if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
+            if !record.lifecycle.state.isRunning, let restored = record.restored {
+                restored.timeout?.cancel()
+                record.restored = nil
+            }
+            self.recordState(appName, record)
+        }
+        state.records[appName] = record
+    }
+
+    /// Requests that cannot be refused (acknowledgements, the clock).
+    func input(
+        _ appName: AppName,
+        in state: inout State,
+        log: inout [LogEntry],
+        _ body: (inout AppLifecycle<Instant>) -> [LifecycleEffect]
+    ) {
+        self.input(appName, in: &state, log: &log, launch: nil, body) { _ in }  // body cannot fail
+    }
+
+    func apply(
+        _ effects: [LifecycleEffect],
+        app: AppName,
+        record: inout Record,
+        state: inout State,
+        log: inout [LogEntry],
+        launch: LaunchContext?
+    ) {
+        var current = effects.first.flatMap { effect -> AppState? in
+            if case .transition(let from, _, _) = effect { return from }
+            return nil
+        } ?? record.lifecycle.state
+        var lastDelivered: UInt64 = 0
+        for effect in effects {
+            switch effect {
+            case .deliver(let callback, let sequence, let task):
+                lastDelivered = sequence
+                guard record.attachment != nil || record.restored != nil else { continue }
+                var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
+                if let task { event["task"] = .int(Int64(task)) }
+                if callback == .didFinishLaunching {
+                    var options: JSONObject = [
+                        "destination": .string((launch?.destination ?? .foreground).rawValue)
+                    ]
+                    if let restored = launch?.restoredState { options["restoredState"] = .string(restored) }
+                    event["launchOptions"] = .object(options)
+                }
+                let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]
+                if let attachment = record.attachment {
+                    attachment.responder.send(reply)
+                } else {
+                    // The process of an app taken up after a restart has not attached again: it gets the callback
+                    // when it does (within its deadline, if it has one).
+                    record.restored?.unsent.append(reply)
+                }
+                if callback == .backgroundTaskWillExpire {
+                    log.append(
+                        LogEntry(
+                            level: .notice,
+                            message: "\(app): background task \(task ?? 0) is about to expire",
+                            metadata: [
+                                "app": "\(app)", "task": "\(task ?? 0)", "message_id": "\(MessageID.taskExpiring)",
+                            ]
+                        )
+                    )
+                }
+            case .transition(let from, let to, let reason):
+                current = to
+                if to.isForeground { state.onScreen.insert(app) } else { state.onScreen.remove(app) }
+                state.counts[from, default: 0] -= 1
+                state.counts[to, default: 0] += 1
+                record.since = wallClock()
+                state.transitions += 1
+                log.append(Self.transitionEntry(app: app, from: from, to: to, reason: reason, pid: record.attachment?.pid))
+                self.tellMonitors(app: app, from: from, to: to, reason: reason, time: record.since, state: &state)
+            case .kill:
+                // The transition that follows is the journal entry, with the pid.
+                if let process = record.process?.handle { state.kills.append(process) }
+                if let attachment = record.attachment { self.endStream(attachment, in: &state) }
+                record.attachment = nil
+            case .terminate:
+                if let attachment = record.attachment { self.endStream(attachment, in: &state) }
+                // An app waiting to attach again after a restart of the daemon hears nothing: it gets SIGTERM after
+                // the grace, as an app that does not acknowledge willTerminate does.
+                if let process = record.process?.handle {
+                    let termination = Termination(
+                        app: app,
+                        process: process,
+                        sequence: lastDelivered,
+                        grace: self.daemon.configuration.terminateGrace,
+                        eventLoop: self.eventLoop,
+                        logger: self.logger
+                    )
+                    record.termination = termination
+                    termination.start()
+                }
+                record.attachment = nil
+            }
+        }
+    }
+
+    /// The journal entry for one transition; its MESSAGE_ID says what kind of event it was.
+    static func transitionEntry(
+        app: AppName,
+        from: AppState,
+        to: AppState,
+        reason: TransitionReason,
+        pid: Int32?
+    ) -> LogEntry {
+        let level: Logger.Level
+        let messageID: String
+        let what: String
+        switch reason {
+        case .launchNotAcknowledged, .backgroundNotAcknowledged:
+            level = .warning
+            messageID = MessageID.deadlineMissed
+            what = reason == .launchNotAcknowledged
+                ? "killed: didFinishLaunching was not acknowledged in time"
+                : "killed: didEnterBackground was not acknowledged in time"
+        case .backgroundTasksExpired:
+            level = .notice
+            messageID = MessageID.tasksExpired
+            what = "background tasks expired, \(to == .notRunning ? "terminated" : "tasks ended")"
+        case .purge:
+            level = .notice
+            messageID = MessageID.purged
+            what = "purged to reclaim memory"
+        default:
+            level = .info
+            messageID = MessageID.transition
+            what = "\(from.rawValue) → \(to.rawValue) (\(reason.rawValue))"
+        }
+        var metadata: Logger.Metadata = [
+            "app": "\(app)", "from": "\(from.rawValue)", "to": "\(to.rawValue)", "reason": "\(reason.rawValue)",
+            "message_id": "\(messageID)",
+        ]
+        if let pid { metadata["pid"] = "\(pid)" }
+        return LogEntry(level: level, message: "\(app): \(what)", metadata: metadata)
+    }
+
+
+    /// Another app takes the foreground: every app on screen but `appName` goes to the background.
+    func clearForeground(except appName: AppName, now: Instant, in state: inout State, log: inout [LogEntry]) {
+        guard self.daemon.configuration.exclusiveForeground else { return }
+        for other in state.onScreen where other != appName {
+            try? self.input(other, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
+                try lifecycle.deactivate(now: now)
+            }
+        }
+    }
+
+    /// Arms the app's timer for its next deadline.
+    func reschedule(_ appName: AppName, _ record: inout Record, now: Instant) {
+        record.deadline?.cancel()
+        record.deadline = nil
+        guard let deadline = record.lifecycle.nextDeadline else { return }
+        let delay = max(.zero, now.duration(to: deadline))
+        record.deadline = self.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
+            self.deadlineReached(appName)
+        }
+    }
+
+    func deadlineReached(_ appName: AppName) {
+        self.locked { state, log in
+            guard state.records[appName] != nil else { return }
+            let now = Instant.now
+            self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.timePassed(now: now) }
+        }
+    }
+}

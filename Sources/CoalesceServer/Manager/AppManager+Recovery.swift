@@ -1,0 +1,85 @@
+import CoalesceCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Synchronization
+import Systemd
+import CoalesceStore
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Restart recovery: the states a restart of the daemon takes up, and the processes it waits for to attach again.
+extension AppManager {
+    /// Takes up the states recorded for apps whose processes outlived the daemon's last run (the same process: its
+    /// pid and start time in this boot), and records the others as not running; returns the apps taken up. Until
+    /// its process attaches again, such an app holds what is posted to it, and its callbacks wait for a stream.
+    static func restoreStates(
+        _ recorded: [AppName: Store.RecordedState],
+        into state: inout State,
+        store: Store,
+        logger: Logger
+    ) -> [AppName] {
+        var restoring: [AppName] = []
+        for (appName, last) in recorded.sorted(by: { $0.key < $1.key }) {
+            guard state.records[appName] != nil else { continue }
+            // The pidfd is opened first and the process checked through it, so that the pid cannot pass to another
+            // process between the check and its use.
+            let alive = last.pid.flatMap { try? ProcessHandle(pid: $0) }
+            guard let alive, let identity = last.process, alive.identity == identity,
+                let taken = state.records[appName]!.lifecycle.restore(last.state, interrupted: last.interrupted)
+            else {
+                store.record(Store.RecordedState(state: .notRunning), of: appName)
+                let entry = Self.transitionEntry(app: appName, from: last.state, to: .notRunning, reason: .processExited, pid: last.pid)
+                logger.log(level: entry.level, "\(entry.message), while the daemon was not running", metadata: entry.metadata)
+                continue
+            }
+            state.records[appName]!.restored = RestoredProcess(process: alive, identity: identity)
+            state.counts[taken, default: 0] += 1
+            if taken.isForeground { state.onScreen.insert(appName) }
+            if taken != last.state {
+                store.record(Store.RecordedState(state: taken, pid: alive.pid, process: identity), of: appName)
+            }
+            restoring.append(appName)
+            logger.info(
+                "\(appName): \(taken.rawValue) as before the restart, waiting for pid \(alive.pid) to attach again",
+                metadata: ["app": "\(appName)", "state": "\(taken.rawValue)", "pid": "\(alive.pid)"]
+            )
+        }
+        state.counts[.notRunning, default: 0] += state.records.count - restoring.count
+        return restoring
+    }
+
+    /// An app taken up at start-up whose process has not attached again: it no longer counts as the app (its next
+    /// attach launches it anew).
+    func reattachTimedOut(_ appName: AppName, timeout: Duration) {
+        self.locked { state, log in
+            guard let restored = state.records[appName]?.restored else { return }
+            let reason: TransitionReason = restored.process.isAlive ? .notReattached : .processExited
+            let now = Instant.now
+            self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: reason) }
+            if reason == .notReattached {
+                log.append(
+                    LogEntry(
+                        level: .notice,
+                        message: "\(appName): pid \(restored.process.pid) did not attach again within \(timeout.seconds) s of the restart",
+                        metadata: ["app": "\(appName)", "pid": "\(restored.process.pid)"]
+                    )
+                )
+            }
+        }
+    }
+
+    /// Records the app's state and the process running it, for a restart of the daemon to take up.
+    func recordState(_ appName: AppName, _ record: Record) {
+        var recorded = Store.RecordedState(state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
+        if recorded.state.isRunning, let process = record.process {
+            recorded.pid = process.pid
+            recorded.process = process.identity
+        }
+        self.store.record(recorded, of: appName)
+    }
+}

@@ -1,0 +1,180 @@
+import CoalesceCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Synchronization
+import Systemd
+import CoalesceStore
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Launch and process control: what the operator asks of apps (io.coalesced.System), launches through systemd.
+extension AppManager {
+    // MARK: The system side
+
+    /// Starts an app and returns once its process has attached and been launched.
+    func launch(name: String, destination: LaunchDestination) async throws(SystemError) -> Snapshot {
+        let appName = try Self.systemAppName(name)
+        let timeout = self.daemon.configuration.launchTimeout
+        let unit = try self.state.withLock { state throws(SystemError) -> String? in
+            guard var record = state.records[appName] else { throw .noSuchApp(app: name) }
+            guard record.lifecycle.state == .notRunning else {
+                throw .wrongState(
+                    app: name,
+                    state: record.lifecycle.state,
+                    reason: LifecycleError.alreadyRunning(record.lifecycle.state).description
+                )
+            }
+            if record.pendingLaunch == nil {
+                var pending = PendingLaunch(destination: destination)
+                pending.timeout = self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+                    self.launchTimedOut(appName, timeout: timeout)
+                }
+                record.pendingLaunch = pending
+            } else {
+                // A second Launch while one waits joins it; the later destination wins.
+                record.pendingLaunch!.destination = destination
+            }
+            state.records[appName] = record
+            return record.registration.launchUnit
+        }
+        if let unit {
+            do {
+                // A D-Bus call blocks: on NIO's thread pool, not on one of the few threads of Swift's task pool.
+                let startUnit = self.startUnit
+                try await NIOThreadPool.singleton.runIfActive { try startUnit(unit) }
+            } catch {
+                self.failLaunch(appName, .launchFailed(app: name, unit: unit, reason: "\(error)"))
+                throw .launchFailed(app: name, unit: unit, reason: "\(error)")
+            }
+        }
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                self.state.withLock { state in
+                    if state.records[appName]?.pendingLaunch != nil {
+                        state.records[appName]!.pendingLaunch!.waiters.append(continuation)
+                    } else if state.records[appName]?.lifecycle.state.isRunning == true {
+                        continuation.resume()  // it attached before this call started waiting
+                    } else {
+                        continuation.resume(throwing: SystemError.launchTimedOut(app: name, timeout: timeout))
+                    }
+                }
+            }
+        } catch let error as SystemError {
+            throw error
+        } catch {
+            throw .launchTimedOut(app: name, timeout: timeout)
+        }
+        return try self.get(name)
+    }
+
+    /// Brings a running app to the foreground.
+    func activate(name: String) throws(SystemError) -> Snapshot {
+        let appName = try Self.systemAppName(name)
+        return try self.locked { state, log throws(SystemError) in
+            guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
+            let now = Instant.now
+            if record.lifecycle.state.isRunning, record.lifecycle.state != .active {
+                self.clearForeground(except: appName, now: now, in: &state, log: &log)
+            }
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
+                try lifecycle.activate(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    /// Sends an app (by default the foreground one) to the background.
+    func deactivate(name: String?) throws(SystemError) -> Snapshot {
+        try self.locked { state, log throws(SystemError) in
+            let appName = try self.target(name, in: state) { $0.lifecycle.state.isForeground }
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
+                try lifecycle.deactivate(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    /// An interruption begins or ends for an app (by default the foreground one).
+    func interrupt(name: String?, begins: Bool) throws(SystemError) -> Snapshot {
+        try self.locked { state, log throws(SystemError) in
+            let appName = try self.target(name, in: state) { record in
+                begins ? record.lifecycle.state == .active : record.lifecycle.interrupted
+            }
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
+                begins ? try lifecycle.interruptionBegan(now: now) : try lifecycle.interruptionEnded(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    func terminate(name: String) throws(SystemError) -> Snapshot {
+        let appName = try Self.systemAppName(name)
+        return try self.locked { state, log throws(SystemError) in
+            guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
+            let now = Instant.now
+            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
+                try lifecycle.terminate(now: now)
+            }
+            return Self.snapshot(state.records[appName]!)
+        }
+    }
+
+    /// Purges the named suspended app, or the `count` suspended apps with the most resident memory.
+    func purge(name: String?, count: Int) throws(SystemError) -> [AppName] {
+        var largest: [AppName]?
+        if name == nil {
+            // Measured outside the lock: it reads /proc for every suspended app.
+            let suspended = self.state.withLock { state in
+                state.records.filter { $0.value.lifecycle.state == .suspended }.mapValues { $0.attachment?.process }
+            }
+            guard !suspended.isEmpty else { throw .nothingToPurge }
+            let sizes = suspended.mapValues { $0?.residentBytes ?? 0 }
+            largest = suspended.keys.sorted { (sizes[$0]!, $1) > (sizes[$1]!, $0) }
+        }
+        return try self.locked { state, log throws(SystemError) in
+            let chosen: [AppName]
+            if let name {
+                let appName = try Self.systemAppName(name)
+                guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
+                chosen = [appName]
+            } else {
+                // Still suspended now that the lock is held again.
+                chosen = Array((largest ?? []).filter { state.records[$0]?.lifecycle.state == .suspended }.prefix(count))
+                guard !chosen.isEmpty else { throw .nothingToPurge }
+            }
+            let now = Instant.now
+            for appName in chosen {
+                try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
+                    try lifecycle.purge(now: now)
+                }
+            }
+            return chosen
+        }
+    }
+
+
+    func launchTimedOut(_ appName: AppName, timeout: Duration) {
+        self.failLaunch(appName, .launchTimedOut(app: appName.value, timeout: timeout))
+        self.logger.warning(
+            "\(appName): did not attach within \(timeout.seconds) s of Launch",
+            metadata: ["app": "\(appName)", "message_id": "\(MessageID.launchTimedOut)"]
+        )
+    }
+
+    func failLaunch(_ appName: AppName, _ error: SystemError) {
+        let waiters = self.state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard let pending = state.records[appName]?.pendingLaunch else { return [] }
+            pending.timeout?.cancel()
+            state.records[appName]!.pendingLaunch = nil
+            return pending.waiters
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+}

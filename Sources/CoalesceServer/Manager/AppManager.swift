@@ -1,0 +1,315 @@
+import CoalesceCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Synchronization
+import Systemd
+import CoalesceStore
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every registered app: its durable registration, its lifecycle, its events, its attached stream and its timers.
+///
+/// This is the shell around the core's ``AppLifecycle`` and ``Inbox``: requests come in from the Varlink methods,
+/// the clock and the store, the core decides, and the shell carries the decisions out. One `Mutex` owns the
+/// manager's ``State`` and guards memory only; under it the core is fed, and the writes to app streams and
+/// monitors are made, so that each app's stream receives its callbacks and events in the order they were
+/// numbered. Everything else (SIGKILLs, journal entries, store writes, answers to posters, retries) is carried
+/// out from a list of values once the lock is released (``locked(_:)``).
+///
+/// One file per concern: the registry (`+Registry`), the app side (`+AppSide`), launch and process control
+/// (`+SystemSide`), the lifecycle's effects (`+Lifecycle`), events (`+Events`), monitors and parked streams
+/// (`+Monitors`), restart recovery (`+Recovery`).
+final class AppManager: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
+    /// One app as both interfaces report it.
+    struct Snapshot: Sendable, Hashable {
+        var registration: AppRegistration
+        var state: AppState
+        var pid: Int32?
+        /// Whether the app's process has a stream attached.
+        var attached: Bool
+        var tasks: Int
+        /// When the app entered its state, seconds since the Unix epoch.
+        var since: Double
+    }
+
+    /// How a parked stream (an Attach or a Monitor) ended.
+    enum StreamEnd: Sendable {
+        /// Its client hung up.
+        case closed
+        /// The daemon ended it with a final reply already sent.
+        case finished
+        /// Another Attach took over.
+        case replaced
+        /// A monitor that did not read.
+        case overrun
+    }
+
+    struct Attachment {
+        var id: Int
+        var responder: VarlinkResponder
+        var process: ProcessHandle?
+        var pid: Int32
+        /// What tells the process from a later one with its pid (``ProcessHandle/identity``), recorded with the state.
+        var identity: String?
+    }
+
+    /// The process of an app whose state was taken up from the store at start-up: it outlived the daemon's last run
+    /// and has not attached again yet.
+    struct RestoredProcess {
+        var process: ProcessHandle
+        var identity: String
+        /// When it no longer counts as the app unless it attached.
+        var timeout: Scheduled<Void>?
+        /// Callbacks of what happened to the app meanwhile (a System request), in order: sent when it attaches.
+        var unsent: [JSONObject] = []
+    }
+
+    /// What a launch hands the app with didFinishLaunching.
+    struct LaunchContext {
+        var destination: LaunchDestination
+        var restoredState: String?
+    }
+
+    struct PendingLaunch {
+        var destination: LaunchDestination
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+        var timeout: Scheduled<Void>?
+    }
+
+    struct Record {
+        var registration: AppRegistration
+        var lifecycle: AppLifecycle<Instant>
+        var attachment: Attachment?
+        var pendingLaunch: PendingLaunch?
+        var deadline: Scheduled<Void>?
+        var since: Double
+        /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
+        var termination: Termination?
+        /// Running by the state recorded before a restart of the daemon, waiting for its process to attach again.
+        var restored: RestoredProcess?
+
+        /// The process that runs the app: the attached one, or the one taken up after a restart that has not
+        /// attached again.
+        var process: (handle: ProcessHandle?, pid: Int32, identity: String?)? {
+            if let attachment { return (attachment.process, attachment.pid, attachment.identity) }
+            if let restored { return (restored.process, restored.process.pid, restored.identity) }
+            return nil
+        }
+        /// Policies per kind and who may post.
+        var declarations = EventDeclarations()
+        /// Its events: held, sent and not acknowledged, stored and not sent, and its write with the store.
+        var inbox: AppInbox
+        /// A refused delivery of what the app held was logged; its success is logged when it comes.
+        var deliveryRefused = false
+        /// The app is among those whose inbox makes its write at the end of the event loop's pass.
+        var flushQueued = false
+    }
+
+    /// A parked stream's task, waiting for its end.
+    struct Park {
+        var continuation: CheckedContinuation<StreamEnd, Never>?
+        var end: StreamEnd?
+    }
+
+    struct State {
+        var records: [AppName: Record] = [:]
+        var monitors: [Int: VarlinkResponder] = [:]
+        var parks: [Int: Park] = [:]
+        var nextID = 1
+        var transitions = 0
+        /// Apps in the foreground (inactive or active): an index, so that finding them does not visit every app.
+        var onScreen: Set<AppName> = []
+        /// Which app each attached stream belongs to.
+        var attached: [Int: AppName] = [:]
+        /// The apps subscribed to each topic: an index, so that a post to a topic does not visit every app.
+        var subscribers: [EventKind: Set<AppName>] = [:]
+        /// Apps per state, kept as transitions happen (STATUS= asks every second).
+        var counts: [AppState: Int] = [:]
+        /// Posts accepted since start: sent at once, and held.
+        var postsSent = 0
+        var postsHeld = 0
+        /// The store refused the last event write: logged once, and once more when it keeps one again.
+        var storeFailing = false
+        /// Apps with posts waiting for their inbox's next write, in the order they came; and whether the flush that
+        /// makes those writes is scheduled.
+        var unflushed: [AppName] = []
+        var flushScheduled = false
+        /// What inboxes decided under the lock, carried out once it is released (``AppManager/locked(_:)``).
+        var inboxActions: [(AppName, [AppManager.InboxAction])] = []
+        /// Processes the lifecycle decided to kill, signalled once the lock is released.
+        var kills: [ProcessHandle] = []
+
+        /// Runs `body` on one app's record where it lies in the dictionary (reading `records[app]` copies the whole
+        /// record, on the hot paths of posting); `nil` when there is no such app.
+        mutating func update<T, Failure: Error>(_ app: AppName, _ body: (inout Record) throws(Failure) -> T) throws(Failure) -> T? {
+            guard let index = self.records.index(forKey: app) else { return nil }
+            return try body(&self.records.values[index])
+        }
+    }
+
+    /// What to write to the journal once the lock is released.
+    struct LogEntry {
+        var level: Logger.Level
+        var message: String
+        var metadata: Logger.Metadata
+    }
+
+    /// A monitor's unread replies may hold this much before it is ended.
+    static let monitorBacklogBound = 1 << 20
+    /// Events sent to an app and not acknowledged, past which its posts are held until it catches up.
+    static let maximumUnacknowledged = 4096
+
+    let store: Store
+    let daemon: DaemonState
+    let eventLoop: any EventLoop
+    let logger: Logger
+    let startUnit: @Sendable (String) throws -> Void
+    let state: Mutex<State>
+    /// The first sequence number of this generation of the daemon.
+    let firstSequence: UInt64
+
+    /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
+    /// - Parameter startUnit: starts a launch unit through systemd; it may block.
+    init(
+        store: Store,
+        daemon: DaemonState,
+        eventLoop: any EventLoop,
+        logger: Logger,
+        startUnit: @escaping @Sendable (String) throws -> Void
+    ) throws(StoreError) {
+        self.store = store
+        self.daemon = daemon
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.startUnit = startUnit
+        var state = State()
+        let timings = daemon.configuration.timings
+        let now = wallClock()
+        // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
+        self.firstSequence = UInt64(try store.nextGeneration()) << 32 + 1
+        for (registration, declarations) in try store.apps() {
+            var record = Record(
+                registration: registration,
+                lifecycle: AppLifecycle(traits: registration.traits, timings: timings, firstSequence: self.firstSequence),
+                since: now,
+                inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp)
+            )
+            guard let stored = EventDeclarations(stored: declarations) else {
+                throw .damaged(path: store.path, what: "the event declarations of \(registration.name) cannot be read")
+            }
+            record.declarations = stored
+            state.records[registration.name] = record
+            for topic in record.declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
+        }
+        // A row that cannot be read is a damaged store: starting without it would lose what it holds, silently.
+        for row in try store.heldRows() {
+            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+                let slot = EventCoding.decodeSlot(row.slot)
+            else { throw .damaged(path: store.path, what: "what \(row.app) holds of \(row.kind) cannot be read") }
+            state.records[app]?.inbox.restore(kind, slot)
+        }
+        for row in try store.deliveryRows() {
+            guard let app = try? AppName(row.app), let event = EventCoding.decodeEvent(row.event)
+            else { throw .damaged(path: store.path, what: "event \(row.id) sent to \(row.app) cannot be read") }
+            state.records[app]?.inbox.restore(AppInbox.Stored(id: row.id, event: event))
+        }
+        for row in try store.baselineRows() {
+            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+                let payload = try? JSONParser.parse(row.payload)
+            else { throw .damaged(path: store.path, what: "what \(row.app) last received of \(row.kind) cannot be read") }
+            state.records[app]?.inbox.restoreBaseline(kind, EventPayload(payload))
+        }
+        let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
+        self.state = Mutex(state)
+        for appName in restoring {
+            let timeout = daemon.configuration.launchTimeout
+            let scheduled = eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { self.reattachTimedOut(appName, timeout: timeout) }
+            self.state.withLock { $0.records[appName]?.restored?.timeout = scheduled }
+        }
+    }
+
+    var count: Int { self.state.withLock { $0.records.count } }
+
+    /// Apps per state, and transitions since start.
+    var statistics: (states: [AppState: Int], transitions: Int) {
+        self.state.withLock { ($0.counts.filter { $0.value > 0 }, $0.transitions) }
+    }
+
+    /// Posts since start, sent at once and held; kinds held and events unacknowledged now, over every app.
+    var eventStatistics: (sent: Int, held: Int, kindsHeld: Int, unacknowledged: Int) {
+        self.state.withLock { state in
+            var kinds = 0
+            var unacknowledged = 0
+            for name in state.records.keys {
+                kinds += state.records[name]!.inbox.held.kinds.count
+                unacknowledged += state.records[name]!.inbox.outstanding
+            }
+            return (state.postsSent, state.postsHeld, kinds, unacknowledged)
+        }
+    }
+
+    /// A reload changed the lifecycle's time limits: every app runs by the new ones from now on.
+    func timingsChanged(_ timings: LifecycleTimings) {
+        self.state.withLock { state in
+            for name in state.records.keys { state.records[name]!.lifecycle.timings = timings }
+        }
+    }
+
+    // MARK: Lookups
+
+    static func appName(_ name: String) throws(AppError) -> AppName {
+        do { return try AppName(name) } catch { throw AppError(error) }
+    }
+
+    /// For the System side, which names apps that exist: a name that cannot be one is no such app.
+    static func systemAppName(_ name: String) throws(SystemError) -> AppName {
+        guard let appName = try? AppName(name) else { throw .noSuchApp(app: name) }
+        return appName
+    }
+
+    /// The record of an app the caller may act for, for the App side.
+    func appRecord(_ appName: AppName, uid: UInt32, in state: State) throws(AppError) -> Record {
+        guard let record = state.records[appName] else { throw .notRegistered(app: appName.value) }
+        guard record.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: appName.value) }
+        return record
+    }
+
+    /// The app a System call names, or the one `matches` picks when it names none.
+    func target(_ name: String?, in state: State, matches: (Record) -> Bool) throws(SystemError) -> AppName {
+        if let name {
+            let appName = try Self.systemAppName(name)
+            guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
+            return appName
+        }
+        guard let found = state.onScreen.sorted().first(where: { matches(state.records[$0]!) }) else {
+            throw .noForegroundApp
+        }
+        return found
+    }
+
+    static func snapshot(_ record: Record) -> Snapshot {
+        Snapshot(
+            registration: record.registration,
+            state: record.lifecycle.state,
+            pid: record.process?.pid,
+            attached: record.attachment != nil,
+            tasks: record.lifecycle.tasks.count,
+            since: record.since
+        )
+    }
+}
+
+/// Seconds since the Unix epoch.
+func wallClock() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
