@@ -48,6 +48,16 @@ struct InboxHarness {
 
     mutating func flush() -> [String] { self.record(self.inbox.flush(self.reception, next: &self.next)) }
 
+    /// The app, suspended, is posted `kinds` (count policy) and holds them once they are on disk; it is then left
+    /// running, as a wake leaves it, without the wake's input.
+    mutating func held(_ kinds: String...) {
+        self.reception = Self.suspended
+        for (index, kind) in kinds.enumerated() { _ = self.post("h\(index)", kind) }
+        _ = self.flush()
+        _ = self.written()
+        self.reception = Self.running
+    }
+
     /// The store keeps the write.
     mutating func written() -> [String] {
         let count = self.pending.count { if case .delivery = $0 { true } else { false } }
@@ -191,11 +201,7 @@ struct InboxHarness {
 
     @Test func whatWasHeldGoesBeforeAPostSentAfterIt() {
         var app = InboxHarness()
-        app.reception = InboxHarness.suspended
-        _ = app.post("p1", "mail")
-        _ = app.flush()
-        _ = app.written()
-        app.reception = InboxHarness.running
+        app.held("mail")
         _ = app.post("p2", "badge")
         #expect(app.flush() == ["write[clear, deliver mail×1, deliver badge×1]"])
         #expect(app.written() == ["p2 sent", "send[1:mail×1, 2:badge×1]"])
@@ -203,11 +209,7 @@ struct InboxHarness {
 
     @Test func aRefusedWakeHoldsLaterPostsBehindItUntilARetryDeliversBoth() {
         var app = InboxHarness()
-        app.reception = InboxHarness.suspended
-        _ = app.post("earlier", "earlier")
-        _ = app.flush()
-        _ = app.written()
-        app.reception = InboxHarness.running
+        app.held("earlier")
         #expect(app.woke() == ["write[clear, deliver earlier×1]"])
         _ = app.post("later", "later")
         #expect(app.refused() == ["retry", "write[hold later×1@1]"], "held behind what was held")
@@ -219,11 +221,7 @@ struct InboxHarness {
 
     @Test func aRefusedDeliveryWaitsForTheNextWakeOfAnAppThatStoppedReceiving() {
         var app = InboxHarness()
-        app.reception = InboxHarness.suspended
-        _ = app.post("p1", "mail")
-        _ = app.flush()
-        _ = app.written()
-        app.reception = InboxHarness.running
+        app.held("mail")
         _ = app.woke()
         #expect(app.refused() == ["retry"])
         app.reception = InboxHarness.suspended

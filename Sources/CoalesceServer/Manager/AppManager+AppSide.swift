@@ -48,7 +48,7 @@ extension AppManager {
                 if waiting.identity == identity {
                     unsent = waiting.unsent
                 } else {
-                    let now = Instant.now
+                    let now = self.now()
                     self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: .notReattached) }
                 }
                 record = state.records[appName]!
@@ -83,7 +83,7 @@ extension AppManager {
             // Not running: a pending Launch says where it goes; otherwise its user opened it.
             let pending = record.pendingLaunch
             let destination = pending?.destination ?? .foreground
-            let now = Instant.now
+            let now = self.now()
             if destination == .foreground { self.clearForeground(except: appName, now: now, in: &state, log: &log) }
             let launch = LaunchContext(destination: destination, restoredState: restored)
             self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
@@ -117,7 +117,7 @@ extension AppManager {
                 self.inboxInput(&record) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
             }
             if let decided { state.inboxActions.append((appName, decided)) }
-            let now = Instant.now
+            let now = self.now()
             self.input(appName, in: &state, log: &log) { lifecycle in
                 lifecycle.acknowledge(upTo: sequence, now: now)
             }
@@ -128,7 +128,7 @@ extension AppManager {
         let appName = try Self.appName(name)
         return try self.locked { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: uid, in: state)
-            let now = Instant.now
+            let now = self.now()
             do throws(LifecycleError) {
                 let task = try record.lifecycle.beginBackgroundTask(name: taskName, now: now)
                 self.reschedule(appName, &record, now: now)
@@ -144,7 +144,7 @@ extension AppManager {
         let appName = try Self.appName(name)
         try self.locked { state, log throws(AppError) in
             _ = try self.appRecord(appName, uid: uid, in: state)
-            let now = Instant.now
+            let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: AppError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.endBackgroundTask(id, now: now)
             }

@@ -79,7 +79,7 @@ extension AppManager {
             // After the callbacks the effects sent: a wake's events follow them.
             state.inboxActions.append((appName, self.inboxInput(&record) { inbox, reception, next in inbox.woke(reception, next: &next) }))
         }
-        self.reschedule(appName, &record, now: .now)
+        self.reschedule(appName, &record, now: self.now())
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {
                 restored.timeout?.cancel()
@@ -245,7 +245,7 @@ extension AppManager {
     func deadlineReached(_ appName: AppName) {
         self.locked { state, log in
             guard state.records[appName] != nil else { return }
-            let now = Instant.now
+            let now = self.now()
             self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.timePassed(now: now) }
         }
     }

@@ -89,7 +89,7 @@ extension AppManager {
             state.monitors[id] = nil
             if let appName = state.attached.removeValue(forKey: id), state.records[appName]?.attachment?.id == id {
                 state.records[appName]!.attachment = nil
-                let now = Instant.now
+                let now = self.now()
                 self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now) }
             }
             self.endPark(id, .closed, in: &state)

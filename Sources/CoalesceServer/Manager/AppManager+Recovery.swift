@@ -59,7 +59,7 @@ extension AppManager {
         self.locked { state, log in
             guard let restored = state.records[appName]?.restored else { return }
             let reason: TransitionReason = restored.process.isAlive ? .notReattached : .processExited
-            let now = Instant.now
+            let now = self.now()
             self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: reason) }
             if reason == .notReattached {
                 log.append(

@@ -77,7 +77,7 @@ extension AppManager {
         let appName = try Self.systemAppName(name)
         return try self.locked { state, log throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
-            let now = Instant.now
+            let now = self.now()
             if record.lifecycle.state.isRunning, record.lifecycle.state != .active {
                 self.clearForeground(except: appName, now: now, in: &state, log: &log)
             }
@@ -92,7 +92,7 @@ extension AppManager {
     func deactivate(name: String?) throws(SystemError) -> Snapshot {
         try self.locked { state, log throws(SystemError) in
             let appName = try self.target(name, in: state) { $0.lifecycle.state.isForeground }
-            let now = Instant.now
+            let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.deactivate(now: now)
             }
@@ -106,7 +106,7 @@ extension AppManager {
             let appName = try self.target(name, in: state) { record in
                 begins ? record.lifecycle.state == .active : record.lifecycle.interrupted
             }
-            let now = Instant.now
+            let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 begins ? try lifecycle.interruptionBegan(now: now) : try lifecycle.interruptionEnded(now: now)
             }
@@ -118,7 +118,7 @@ extension AppManager {
         let appName = try Self.systemAppName(name)
         return try self.locked { state, log throws(SystemError) in
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
-            let now = Instant.now
+            let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.terminate(now: now)
             }
@@ -149,7 +149,7 @@ extension AppManager {
                 chosen = Array((largest ?? []).filter { state.records[$0]?.lifecycle.state == .suspended }.prefix(count))
                 guard !chosen.isEmpty else { throw .nothingToPurge }
             }
-            let now = Instant.now
+            let now = self.now()
             for appName in chosen {
                 try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                     try lifecycle.purge(now: now)

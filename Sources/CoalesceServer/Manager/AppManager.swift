@@ -175,20 +175,28 @@ final class AppManager: Sendable {
     /// The first sequence number of this generation of the daemon.
     let firstSequence: UInt64
 
+    /// The lifecycle's clock. Its timers run on ``eventLoop``: a test gives both manual time (an
+    /// `NIOAsyncTestingEventLoop`, and a clock that reads the loop's time).
+    let now: @Sendable () -> Instant
+
     /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
-    /// - Parameter startUnit: starts a launch unit through systemd; it may block.
+    /// - Parameters:
+    ///   - startUnit: starts a launch unit through systemd; it may block.
+    ///   - now: the lifecycle's clock; the real one unless a test moves time by hand.
     init(
         store: Store,
         daemon: DaemonState,
         eventLoop: any EventLoop,
         logger: Logger,
-        startUnit: @escaping @Sendable (String) throws -> Void
+        startUnit: @escaping @Sendable (String) throws -> Void,
+        now: @escaping @Sendable () -> Instant = { .now }
     ) throws(StoreError) {
         self.store = store
         self.daemon = daemon
         self.eventLoop = eventLoop
         self.logger = logger
         self.startUnit = startUnit
+        self.now = now
         var state = State()
         let timings = daemon.configuration.timings
         let now = wallClock()
