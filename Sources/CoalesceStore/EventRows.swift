@@ -1,5 +1,6 @@
 public import CoalesceCore
 import GRDB
+import Synchronization
 
 /// One change to what the store keeps of an app's events: data, made by the app's inbox and written as it is.
 public enum EventRow: Sendable {
@@ -16,41 +17,66 @@ public enum EventRow: Sendable {
 extension Store {
     /// Writes one app's event rows, after everything submitted before and in one savepoint: all of them or none.
     /// `finished` hears, once they are on disk, the numbers the store gave the deliveries, in order; or why the
-    /// write failed, and then nothing of it is on disk.
+    /// write failed, and then nothing of it is on disk. Until the store begins the write, its rows can be replaced
+    /// through the handle it returns.
     /// - Parameter together: queue it without starting a transaction for it, as ``submitTogether(_:)`` does.
+    @discardableResult
     public func write(
         _ rows: [EventRow],
         of app: AppName,
         together: Bool,
         finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void
-    ) {
-        let write = EventRowsWrite(path: self.path, app: app, rows: rows, finished: finished)
+    ) -> EventWrite {
+        let write = EventWrite(path: self.path, app: app, rows: rows, finished: finished)
         if together { self.submitTogether(write) } else { self.submit(write) }
+        return write
     }
 }
 
-/// An app's event rows as one write.
-final class EventRowsWrite: StoreOperation, @unchecked Sendable {
+/// An app's event rows as one write of the store's.
+public final class EventWrite: StoreOperation, @unchecked Sendable {
+    private struct Pending {
+        var rows: [EventRow]
+        /// The store has begun the write: its rows are final.
+        var begun = false
+    }
+
     private let path: String
     private let app: AppName
-    private let rows: [EventRow]
+    private let pending: Mutex<Pending>
     private let finished: @Sendable (Result<[Int64], StoreError>) -> Void
     // Written by perform, read by finish: both on the store's writer thread, one after the other.
     private var ids: [Int64] = []
+    private var statements = 0
 
     init(path: String, app: AppName, rows: [EventRow], finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void) {
         self.path = path
         self.app = app
-        self.rows = rows
+        self.pending = Mutex(Pending(rows: rows))
         self.finished = finished
     }
 
-    // SQLite takes back a failed statement by itself: a write of one statement needs no savepoint.
-    var runsOneStatement: Bool { self.rows.count <= 1 }
+    /// Puts `rows` in place of the write's rows, unless the store has begun it; returns whether it did. The write
+    /// keeps its place in the order of the store's writes.
+    public func replace(with rows: [EventRow]) -> Bool {
+        self.pending.withLock { pending in
+            guard !pending.begun else { return false }
+            pending.rows = rows
+            return true
+        }
+    }
 
-    func perform(_ transaction: StoreTransaction) throws {
+    public func begin() {
+        self.pending.withLock { $0.begun = true }
+    }
+
+    // SQLite takes back a failed statement by itself: a write of one statement needs no savepoint.
+    public var runsOneStatement: Bool { self.pending.withLock { $0.rows.count <= 1 } }
+
+    public func perform(_ transaction: StoreTransaction) throws {
+        let rows = self.pending.withLock { $0.rows }  // final: the store has begun the write
         self.ids.removeAll()
-        for row in self.rows {
+        for row in rows {
             switch row {
             case .hold(let kind, let position, let slot):
                 try transaction.run(
@@ -77,7 +103,7 @@ final class EventRowsWrite: StoreOperation, @unchecked Sendable {
         }
     }
 
-    func finish(_ failure: (any Error)?) {
+    public func finish(_ failure: (any Error)?) {
         guard let failure else { return self.finished(.success(self.ids)) }
         // Its statements fail as a StoreError; the savepoint around them fails as SQLite's error, sorted here.
         self.finished(.failure(StoreError(writing: self.path, failure)))

@@ -10,6 +10,9 @@ import Synchronization
 /// in submission order. A write that failed (its own statements, or the transaction it went into) left nothing on
 /// disk; its owner drops the change it was waiting to apply.
 public protocol StoreOperation: AnyObject, Sendable {
+    /// The store has taken the write into the batch it is about to carry out, before it asks anything else of
+    /// it: what the write holds is final from here on.
+    func begin()
     /// Runs the write's statements in `transaction`.
     /// - Throws: whatever makes the write fail.
     func perform(_ transaction: StoreTransaction) throws
@@ -29,6 +32,7 @@ public protocol StoreOperation: AnyObject, Sendable {
 }
 
 extension StoreOperation {
+    public func begin() {}
     public var runsOneStatement: Bool { false }
     public var row: StoreRow? { nil }
     public func writeRow(_ transaction: StoreTransaction) throws {}
@@ -244,6 +248,8 @@ final class GroupCommit: Sendable {
         finishing: (() -> Void) -> Void
     ) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
+        // The batch is taken: what each write holds is final from here on.
+        for operation in batch { operation.begin() }
         do {
             try pool.write { db in
                 let transaction = StoreTransaction(db: db, path: pool.path)

@@ -11,6 +11,9 @@ import Testing
     enum Step: Int, CaseIterable {
         case postA, postB, postVolatile, flush, keep, refuse, suspend, activate, detach, attach, ackAll, retry
         case crashKeepingTheWrite, crashLosingTheWrite
+        /// Posts that came join the write the store has not begun (the store takes the replacement), or find it
+        /// begun (the store refuses it).
+        case joinTheWrite, findTheWriteBegun
     }
 
     /// The store as the inbox's writes leave it.
@@ -171,6 +174,15 @@ import Testing
                 self.carry(self.inbox.woke(self.reception, next: &self.next))
             case .ackAll: self.carry(self.inbox.acknowledged(upTo: self.lastSeq, self.reception, next: &self.next))
             case .retry: self.carry(self.inbox.retry(self.reception, next: &self.next))
+            case .joinTheWrite:
+                guard let rows = self.inbox.amendment(self.reception) else { return }
+                self.pending = rows
+                self.inWrite += self.waiting
+                self.waiting = []
+                self.carry(self.inbox.amended(true))
+            case .findTheWriteBegun:
+                _ = self.inbox.amendment(self.reception)
+                self.carry(self.inbox.amended(false))
             case .crashKeepingTheWrite: self.crash(keepingTheWrite: true)
             case .crashLosingTheWrite: self.crash(keepingTheWrite: false)
             }
@@ -190,7 +202,7 @@ import Testing
     }
 
     @Test func nothingLostNothingInventedNumbersGoUp() async {
-        await propertyCheck(count: 300, input: Gen.int(in: 0...(Step.allCases.count - 1)).array(of: 0...80)) { codes in
+        await propertyCheck(count: 500, input: Gen.int(in: 0...(Step.allCases.count - 1)).array(of: 0...80)) { codes in
             var world = World()
             for code in codes { world.run(Step(rawValue: code)!) }
             world.settle()

@@ -78,7 +78,7 @@ struct InboxHarness {
         self.record(self.inbox.acknowledged(upTo: seq, self.reception, next: &self.next))
     }
 
-    private mutating func record(_ actions: [TestInbox.Action]) -> [String] {
+    mutating func record(_ actions: [TestInbox.Action]) -> [String] {
         actions.flatMap { action -> [String] in
             switch action {
             case .write(let rows):
@@ -171,6 +171,32 @@ struct InboxHarness {
         #expect(app.written() == ["p1 held", "write[hold mail×2@0]"], "answered, then the next write, made from disk")
         #expect(app.written() == ["p2 held"])
         #expect(app.held == ["mail×2"])
+    }
+
+    @Test func postsThatComeBeforeTheStoreBeginsTheWriteJoinIt() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.post("p2", "mail")
+        _ = app.post("p3", "badge", 1, .sum(field: "unread"))
+        let rows = app.inbox.amendment(app.reception)
+        #expect(rows.map { $0.map(InboxHarness.describe) } == ["hold mail×2@0"], "one write for both, from the disk")
+        app.pending = rows ?? []
+        #expect(app.record(app.inbox.amended(true)) == ["p3 refused"])
+        #expect(app.written() == ["p1 held", "p2 held"])
+        #expect(app.held == ["mail×2"])
+    }
+
+    @Test func postsThatFindTheWriteBegunWaitForItsAnswer() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.post("p2", "mail")
+        _ = app.inbox.amendment(app.reception)
+        #expect(app.record(app.inbox.amended(false)) == [])
+        #expect(app.written() == ["p1 held", "write[hold mail×2@0]"])
     }
 
     @Test func aRefusedWriteFailsItsPostsAndLeavesMemoryAsTheDisk() {

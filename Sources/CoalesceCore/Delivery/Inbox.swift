@@ -30,9 +30,10 @@ public struct Reception: Sendable, Hashable {
 ///   carries out ``woke(_:next:)``'s actions, so a wake's events follow its callbacks.
 /// - An event goes out only once the write that stores it is on disk, in the order the writes were decided, and is
 ///   numbered as it goes out. A volatile kind's events are never stored.
-/// - At most one write of the app's is with the store at a time. Posts that come meanwhile wait and are decided
-///   when the next write is made (``flush(_:next:)``), from what is on disk: a refused write never leaves memory
-///   ahead of the store, and nothing decided after it depends on it.
+/// - At most one write of the app's is with the store at a time. Posts that come before the store begins it join
+///   it (a replacement made with them, ``amendment(_:)``); those that come later wait and are decided when the next
+///   write is made (``flush(_:next:)``). Every write is made from what is on disk: a refused write never leaves
+///   memory ahead of the store, and nothing decided after it depends on it.
 /// - A refused delivery of what the app held leaves it held (tried again later, ``retry(_:next:)``); posts
 ///   decided meanwhile are held behind it.
 /// - A new stream gets what was sent and not acknowledged again, renumbered, before anything else.
@@ -156,11 +157,28 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         @usableFromInline var answers: [(ticket: Ticket, answer: Answer)] = []
         /// It delivers what the app held.
         @usableFromInline var drains = false
+        /// The posts it decided (those refused left out), and whether it was to deliver what the app held: what a
+        /// write put in its place starts from (``amendment(_:)``).
+        @usableFromInline var posts: [Post] = []
+        @usableFromInline var attempt = false
 
         @inlinable
         init(held: Queue, storedKinds: Set<EventKind>) {
             self.held = held
             self.storedKinds = storedKinds
+        }
+    }
+
+    /// A write made to replace the one the store has not taken yet, with the refusals it found.
+    @usableFromInline
+    struct Amendment: Sendable {
+        @usableFromInline var flight: Flight
+        @usableFromInline var refusals: [(ticket: Ticket, answer: Answer)]
+
+        @inlinable
+        init(flight: Flight, refusals: [(ticket: Ticket, answer: Answer)]) {
+            self.flight = flight
+            self.refusals = refusals
         }
     }
 
@@ -186,6 +204,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// A new stream attached: what was not acknowledged goes out again, renumbered, once the app receives.
     @usableFromInline var redeliver = false
     @usableFromInline var flight: Flight?
+    @usableFromInline var amending: Amendment?
 
     @inlinable
     public init(kindLimit: Int) {
@@ -196,6 +215,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     @inlinable public var writing: Bool { self.flight != nil }
     /// That write delivers what the app held.
     @inlinable public var draining: Bool { self.flight?.drains ?? false }
+    /// Posts or a delivery wait for a write: ``flush(_:next:)``, or ``amendment(_:)`` while one is with the store.
+    @inlinable public var hasWaiting: Bool { !self.waiting.isEmpty || self.drainWanted }
     /// Posts or a delivery wait for ``flush(_:next:)``, and no write is with the store.
     @inlinable public var needsFlush: Bool { self.flight == nil && (!self.waiting.isEmpty || self.drainWanted) }
     /// Events sent or stored for the app and not acknowledged.
@@ -254,22 +275,68 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     @inlinable
     public mutating func flush(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard self.needsFlush else { return [] }
+        // A delivery asked for while the app does not receive waits for its next wake.
+        let attempt = self.drainWanted && reception.receives
+        self.drainWanted = false
+        var posts: [Post] = []
+        swap(&posts, &self.waiting)  // taken, not copied
+        let (flight, rows, refusals) = self.makeFlight(posts, attempt: attempt, reception)
+        if attempt { self._drainRefused = false }
+        let answers: [Action] = refusals.isEmpty ? [] : [.answer(refusals)]
+        guard !flight.answers.isEmpty || flight.drains else {
+            // Nothing to write: each post was refused, or a wake found nothing held.
+            return answers + self.sendUndelivered(reception, next: &next)
+        }
+        self.flight = flight
+        return answers + [.write(rows)]
+    }
+
+    /// Posts came while the app's write waits for the store to take it: the rows of a write of them all, made from
+    /// what is on disk, to put in its place (so that posts that come together share a write, as long as the store
+    /// has not begun it). `nil` when nothing waits or no write is with the store. The shell tells the inbox with
+    /// ``amended(_:)`` whether the store took the replacement.
+    @inlinable
+    public mutating func amendment(_ reception: Reception) -> [Row]? {
+        guard let current = self.flight, !self.waiting.isEmpty || self.drainWanted else { return nil }
+        let attempt = current.attempt || (self.drainWanted && reception.receives)
+        let (flight, rows, refusals) = self.makeFlight(current.posts + self.waiting, attempt: attempt, reception)
+        self.amending = Amendment(flight: flight, refusals: refusals)
+        return rows
+    }
+
+    /// Whether the store put the replacement ``amendment(_:)`` made in place of the write it had not begun. If it
+    /// did, the waiting posts are in it (those its policy refused are answered now); if not (the store had begun
+    /// the write), they wait for its answer.
+    @inlinable
+    public mutating func amended(_ accepted: Bool) -> [Action] {
+        guard let amendment = self.amending else { return [] }
+        self.amending = nil
+        guard accepted else { return [] }
+        self.flight = amendment.flight
+        self.waiting.removeAll()
+        if amendment.flight.attempt {
+            self.drainWanted = false
+            self._drainRefused = false
+        }
+        return amendment.refusals.isEmpty ? [] : [.answer(amendment.refusals)]
+    }
+
+    /// A write of `posts`, each sent or held as the app is now, and what the app holds delivered first when it
+    /// receives: made from what is on disk, changing nothing until it is applied.
+    @inlinable
+    func makeFlight(
+        _ posts: [Post],
+        attempt: Bool,
+        _ reception: Reception
+    ) -> (flight: Flight, rows: [Row], refusals: [(ticket: Ticket, answer: Answer)]) {
         var flight = Flight(held: self._held, storedKinds: self.storedKinds)
+        flight.attempt = attempt
         var rows: [Row] = []
         var refusals: [(ticket: Ticket, answer: Answer)] = []
         /// Stored kinds held by this write's posts, in the order first posted, since the last delivery in it.
         var touched: [EventKind] = []
-        // A delivery asked for while the app does not receive waits for its next wake.
-        let attempt = self.drainWanted && reception.receives
-        self.drainWanted = false
         if attempt, !flight.held.isEmpty { Self.drain(&flight, &rows) }
-        // Taken by a swap, so that the posts are not copied; the array goes back empty, keeping its capacity.
-        var posts: [Post] = []
-        swap(&posts, &self.waiting)
-        defer {
-            posts.removeAll(keepingCapacity: true)
-            swap(&posts, &self.waiting)
-        }
+        flight.posts.reserveCapacity(posts.count)
         for post in posts {
             if self.sendsNow(reception, besides: flight.events.count, drainAttempted: attempt) {
                 if !flight.held.isEmpty {
@@ -284,6 +351,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 if post.durable { rows.append(.delivery(event)) }
                 flight.events.append((post.durable, event))
                 flight.answers.append((post.ticket, .sent))
+                flight.posts.append(post)
                 continue
             }
             do throws(PostRefusal) {
@@ -293,6 +361,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 continue
             }
             flight.answers.append((post.ticket, .held))
+            flight.posts.append(post)
             if post.durable, flight.storedKinds.insert(post.kind).inserted || !touched.contains(post.kind) {
                 touched.append(post.kind)
             }
@@ -304,13 +373,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             guard let slot = flight.held.slot(of: kind), let position = kinds.firstIndex(of: kind) else { continue }
             rows.append(.hold(kind, position: position, slot))
         }
-        if attempt { self._drainRefused = false }
-        guard !flight.answers.isEmpty || flight.drains else {
-            // Nothing to write: each post was refused, or a wake found nothing held.
-            return (refusals.isEmpty ? [] : [.answer(refusals)]) + self.sendUndelivered(reception, next: &next)
-        }
-        self.flight = flight
-        return (refusals.isEmpty ? [] : [.answer(refusals)]) + [.write(rows)]
+        return (flight, rows, refusals)
     }
 
     /// The write is on disk; `ids` are the numbers the store gave its deliveries, in order.
@@ -318,6 +381,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     public mutating func written(ids: [Int64], _ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
+        self.amending = nil
         self._held = flight.held
         self.storedKinds = flight.storedKinds
         var ids = ids[...]
@@ -336,6 +400,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     public mutating func writeFailed(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
+        self.amending = nil
         var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers.map { ($0.ticket, .storeFailed) })]
         if flight.drains {
             self._drainRefused = true

@@ -214,7 +214,7 @@ extension AppManager {
                 record.lifecycle.nextSequence = next
                 switch intake {
                 case .waits:
-                    if record.inbox.needsFlush, !record.flushQueued {
+                    if record.inbox.hasWaiting, !record.flushQueued {
                         record.flushQueued = true
                         flushes = true
                     }
@@ -254,14 +254,29 @@ extension AppManager {
         )
     }
 
-    /// Feeds one input to an app's inbox, numbering what it sends from the app's one counter; the events it sends
-    /// go out now, under the lock, and are taken out of the actions.
-    func inboxInput(_ record: inout Record, _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]) -> [InboxAction] {
+    /// Feeds one input to an app's inbox, numbering what it sends from the app's one counter. Two of its actions
+    /// are carried out now, under the lock, and taken out of the list: the events it sends go out on the app's
+    /// stream (in the order numbered), and its write is handed to the store (whose handle the record keeps, so that
+    /// posts that come before the store begins it can join it).
+    /// - Parameter together: the write waits for ``Store/hurry()`` to go with the others of the event loop's pass.
+    func inboxInput(
+        _ record: inout Record,
+        of appName: AppName,
+        together: Bool = false,
+        _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]
+    ) -> [InboxAction] {
         let reception = Self.reception(record)
         var next = record.lifecycle.nextSequence
         var actions = body(&record.inbox, reception, &next)
         record.lifecycle.nextSequence = next
         Self.send(&actions, to: record.attachment?.responder, state: record.lifecycle.state)
+        if let index = actions.firstIndex(where: { if case .write = $0 { true } else { false } }),
+            case .write(let rows) = actions.remove(at: index)
+        {
+            record.pendingWrite = self.store.write(rows.map(Self.storeRow), of: appName, together: together) { result in
+                self.written(appName, result)
+            }
+        }
         return actions
     }
 
@@ -296,11 +311,11 @@ extension AppManager {
 
     /// Carries out what an inbox decided, outside the lock: writes to the store, answers to the posters,
     /// acknowledged events forgotten, a retry armed. `failure` is the store's error of the write being answered.
-    /// - Parameter together: its write waits for ``Store/hurry()`` to go with the others of the event loop's pass.
-    func carryOut(_ actions: [InboxAction], of appName: AppName, failure: StoreError?, together: Bool = false) {
+    func carryOut(_ actions: [InboxAction], of appName: AppName, failure: StoreError?) {
         for action in actions {
             switch action {
-            case .write(let rows): self.write(rows, of: appName, together: together)
+            case .write, .send:
+                break  // carried out under the lock (``inboxInput(_:of:together:_:)``)
             case .answer(let answers):
                 for (ticket, answer) in answers {
                     switch answer {
@@ -315,15 +330,8 @@ extension AppManager {
                 _ = self.store.acknowledge(app: appName, ids: ids)
             case .retryLater:
                 self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDelivery(appName) }
-            case .send:
-                break  // sent under the lock (``send(_:_:)``)
             }
         }
-    }
-
-    /// Hands an inbox's write to the store; the store's answer goes back to the inbox.
-    private func write(_ rows: [AppInbox.Row], of appName: AppName, together: Bool) {
-        self.store.write(rows.map(Self.storeRow), of: appName, together: together) { result in self.written(appName, result) }
     }
 
     private static func storeRow(_ row: AppInbox.Row) -> EventRow {
@@ -347,29 +355,35 @@ extension AppManager {
         loop.execute { self.flushInboxes() }
     }
 
-    /// Each app with posts waiting makes its write (unless one is with the store already: then it makes it when
-    /// that one is answered), and the writes go to the store in one transaction.
+    /// Each app with posts waiting makes its write, or, while its write waits for the store to begin it, a
+    /// replacement of it with them; the writes go to the store together, in one transaction. Posts to an app whose
+    /// write the store has begun wait for its answer.
     func flushInboxes() {
+        let together = MultiThreadedEventLoopGroup.currentEventLoop != nil
         var decided: [(AppName, [InboxAction])] = []
         self.state.withLock { state in
             state.flushScheduled = false
             let apps = state.unflushed
             state.unflushed.removeAll(keepingCapacity: true)
             for appName in apps {
-                let flushed = state.update(appName) { record in
+                let flushed = state.update(appName) { record -> [InboxAction] in
                     record.flushQueued = false
-                    return self.inboxInput(&record) { inbox, reception, next in inbox.flush(reception, next: &next) }
+                    guard record.inbox.writing else {
+                        return self.inboxInput(&record, of: appName, together: together) { inbox, reception, next in
+                            inbox.flush(reception, next: &next)
+                        }
+                    }
+                    guard let rows = record.inbox.amendment(Self.reception(record)) else { return [] }
+                    let replaced = record.pendingWrite?.replace(with: rows.map(Self.storeRow)) ?? false
+                    return record.inbox.amended(replaced)
                 }
-                guard let actions = flushed,
-                    !actions.isEmpty
-                else { continue }
+                guard let actions = flushed, !actions.isEmpty else { continue }
                 self.count(actions, in: &state)
                 decided.append((appName, actions))
             }
         }
-        let onLoop = MultiThreadedEventLoopGroup.currentEventLoop != nil
-        for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil, together: onLoop) }
-        if onLoop { self.store.hurry() }
+        for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
+        if together { self.store.hurry() }
     }
 
     /// The store answered an app's write: the inbox applies it (or drops it), and what waited makes the next one.
@@ -382,7 +396,8 @@ extension AppManager {
         let (actions, storeLog) = self.state.withLock { state -> ([InboxAction], StoreLog?) in
             let actions = state.update(appName) { record -> [InboxAction] in
                 let drained = record.inbox.draining
-                let actions = self.inboxInput(&record) { inbox, reception, next in
+                record.pendingWrite = nil
+                let actions = self.inboxInput(&record, of: appName) { inbox, reception, next in
                     switch result {
                     case .success(let ids): inbox.written(ids: ids, reception, next: &next)
                     case .failure: inbox.writeFailed(reception, next: &next)
@@ -436,7 +451,7 @@ extension AppManager {
         let actions = self.state.withLock { state -> [InboxAction] in
             let actions =
                 state.update(appName) { record in
-                    self.inboxInput(&record) { inbox, reception, next in inbox.retry(reception, next: &next) }
+                    self.inboxInput(&record, of: appName) { inbox, reception, next in inbox.retry(reception, next: &next) }
                 } ?? []
             self.count(actions, in: &state)
             return actions

@@ -110,6 +110,8 @@ final class AppManager: Sendable {
         var deliveryRefused = false
         /// The app is among those whose inbox makes its write at the end of the event loop's pass.
         var flushQueued = false
+        /// The write of its inbox's the store is carrying out, until the store answers it.
+        var pendingWrite: EventWrite?
     }
 
     /// A parked stream's task, waiting for its end.
