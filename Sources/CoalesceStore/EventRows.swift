@@ -56,12 +56,13 @@ public final class EventWrite: StoreOperation, @unchecked Sendable {
         self.finished = finished
     }
 
-    /// Puts `rows` in place of the write's rows, unless the store has begun it; returns whether it did. The write
-    /// keeps its place in the order of the store's writes.
-    public func replace(with rows: [EventRow]) -> Bool {
+    /// Changes the write's rows, unless the store has taken it: its first `kept` rows stay, and `added` take the
+    /// place of the rest. Returns whether it did. The write keeps its place in the order of the store's writes.
+    public func replace(keepingFirst kept: Int, with added: [EventRow]) -> Bool {
         self.pending.withLock { pending in
-            guard !pending.begun else { return false }
-            pending.rows = rows
+            guard !pending.begun, kept <= pending.rows.count else { return false }
+            pending.rows.removeSubrange(kept...)
+            pending.rows.append(contentsOf: added)
             return true
         }
     }

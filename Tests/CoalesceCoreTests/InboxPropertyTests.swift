@@ -175,8 +175,8 @@ import Testing
             case .ackAll: self.carry(self.inbox.acknowledged(upTo: self.lastSeq, self.reception, next: &self.next))
             case .retry: self.carry(self.inbox.retry(self.reception, next: &self.next))
             case .joinTheWrite:
-                guard let rows = self.inbox.amendment(self.reception) else { return }
-                self.pending = rows
+                guard let change = self.inbox.amendment(self.reception), let rows = self.pending else { return }
+                self.pending = Array(rows.prefix(change.kept)) + change.added
                 self.inWrite += self.waiting
                 self.waiting = []
                 self.carry(self.inbox.amended(true))

@@ -180,12 +180,26 @@ struct InboxHarness {
         _ = app.flush()
         _ = app.post("p2", "mail")
         _ = app.post("p3", "badge", 1, .sum(field: "unread"))
-        let rows = app.inbox.amendment(app.reception)
-        #expect(rows.map { $0.map(InboxHarness.describe) } == ["hold mail×2@0"], "one write for both, from the disk")
-        app.pending = rows ?? []
+        let change = app.inbox.amendment(app.reception)
+        #expect(change?.kept == 0, "the kind's row is written again")
+        #expect(change?.added.map(InboxHarness.describe) == ["hold mail×2@0"], "one write for both")
+        app.pending = change?.added ?? []
         #expect(app.record(app.inbox.amended(true)) == ["p3 refused"])
         #expect(app.written() == ["p1 held", "p2 held"])
         #expect(app.held == ["mail×2"])
+    }
+
+    @Test func postsSentThatJoinAWriteAddTheirDeliveriesAfterItsRows() {
+        var app = InboxHarness()
+        _ = app.post("p1", "mail")
+        _ = app.flush()
+        _ = app.post("p2", "badge")
+        let change = app.inbox.amendment(app.reception)
+        #expect(change?.kept == 1)
+        #expect(change?.added.map(InboxHarness.describe) == ["deliver badge×1"])
+        app.pending += change?.added ?? []
+        _ = app.inbox.amended(true)
+        #expect(app.written() == ["p1 sent", "p2 sent", "send[1:mail×1, 2:badge×1]"])
     }
 
     @Test func postsThatFindTheWriteBegunWaitForItsAnswer() {

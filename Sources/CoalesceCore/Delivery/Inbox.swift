@@ -157,10 +157,12 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         @usableFromInline var answers: [(ticket: Ticket, answer: Answer)] = []
         /// It delivers what the app held.
         @usableFromInline var drains = false
-        /// The posts it decided (those refused left out), and whether it was to deliver what the app held: what a
-        /// write put in its place starts from (``amendment(_:)``).
-        @usableFromInline var posts: [Post] = []
+        /// Whether it was to deliver what the app held (a wake, a retry).
         @usableFromInline var attempt = false
+        /// Its rows, as the store has them; the kinds it holds are the last `touched.count` rows, one per kind.
+        @usableFromInline var rows: [Row] = []
+        /// Stored kinds its posts hold, in the order first posted, since the last delivery in it.
+        @usableFromInline var touched: [EventKind] = []
 
         @inlinable
         init(held: Queue, storedKinds: Set<EventKind>) {
@@ -169,7 +171,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         }
     }
 
-    /// A write made to replace the one the store has not taken yet, with the refusals it found.
+    /// The write with the store, extended with the posts that came, to replace it while the store has not taken
+    /// it; with the refusals it found.
     @usableFromInline
     struct Amendment: Sendable {
         @usableFromInline var flight: Flight
@@ -179,6 +182,18 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         init(flight: Flight, refusals: [(ticket: Ticket, answer: Answer)]) {
             self.flight = flight
             self.refusals = refusals
+        }
+    }
+
+    /// How a write changes when posts join it: its first `kept` rows stay, and `added` follow them.
+    public struct Amended: Sendable {
+        public var kept: Int
+        public var added: [Row]
+
+        @inlinable
+        init(kept: Int, added: [Row]) {
+            self.kept = kept
+            self.added = added
         }
     }
 
@@ -278,34 +293,41 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         // A delivery asked for while the app does not receive waits for its next wake.
         let attempt = self.drainWanted && reception.receives
         self.drainWanted = false
+        var flight = Flight(held: self._held, storedKinds: self.storedKinds)
+        flight.attempt = attempt
+        if attempt {
+            self._drainRefused = false
+            if !flight.held.isEmpty { Self.drain(&flight) }
+        }
         var posts: [Post] = []
         swap(&posts, &self.waiting)  // taken, not copied
-        let (flight, rows, refusals) = self.makeFlight(posts, attempt: attempt, reception)
-        if attempt { self._drainRefused = false }
+        let refusals = self.decide(posts, into: &flight, reception)
         let answers: [Action] = refusals.isEmpty ? [] : [.answer(refusals)]
         guard !flight.answers.isEmpty || flight.drains else {
             // Nothing to write: each post was refused, or a wake found nothing held.
             return answers + self.sendUndelivered(reception, next: &next)
         }
+        let rows = flight.rows
         self.flight = flight
         return answers + [.write(rows)]
     }
 
-    /// Posts came while the app's write waits for the store to take it: the rows of a write of them all, made from
-    /// what is on disk, to put in its place (so that posts that come together share a write, as long as the store
-    /// has not begun it). `nil` when nothing waits or no write is with the store. The shell tells the inbox with
-    /// ``amended(_:)`` whether the store took the replacement.
+    /// Posts came while the app's write waits for the store to take it: the change that adds them to it, decided
+    /// as if they had come with it (so that posts that come together share a write, as long as the store has not
+    /// taken it). `nil` when no posts wait, no write is with the store, or a delivery waits to be tried (it goes
+    /// with the next write). The shell tells the inbox with ``amended(_:)`` whether the store took the change.
     @inlinable
-    public mutating func amendment(_ reception: Reception) -> [Row]? {
-        guard let current = self.flight, !self.waiting.isEmpty || self.drainWanted else { return nil }
-        let attempt = current.attempt || (self.drainWanted && reception.receives)
-        let (flight, rows, refusals) = self.makeFlight(current.posts + self.waiting, attempt: attempt, reception)
+    public mutating func amendment(_ reception: Reception) -> Amended? {
+        guard var flight = self.flight, !self.waiting.isEmpty, !self.drainWanted else { return nil }
+        let kept = flight.rows.count - flight.touched.count
+        let refusals = self.decide(self.waiting, into: &flight, reception)
+        let added = Array(flight.rows[kept...])
         self.amending = Amendment(flight: flight, refusals: refusals)
-        return rows
+        return Amended(kept: kept, added: added)
     }
 
-    /// Whether the store put the replacement ``amendment(_:)`` made in place of the write it had not begun. If it
-    /// did, the waiting posts are in it (those its policy refused are answered now); if not (the store had begun
+    /// Whether the store took the change ``amendment(_:)`` made to the write it had not taken. If it did, the
+    /// waiting posts are in the write (those their policy refused are answered now); if not (the store had taken
     /// the write), they wait for its answer.
     @inlinable
     public mutating func amended(_ accepted: Bool) -> [Action] {
@@ -314,44 +336,27 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         guard accepted else { return [] }
         self.flight = amendment.flight
         self.waiting.removeAll()
-        if amendment.flight.attempt {
-            self.drainWanted = false
-            self._drainRefused = false
-        }
         return amendment.refusals.isEmpty ? [] : [.answer(amendment.refusals)]
     }
 
-    /// A write of `posts`, each sent or held as the app is now, and what the app holds delivered first when it
-    /// receives: made from what is on disk, changing nothing until it is applied.
+    /// Decides `posts` into the write being made, in order: each sent or held as the app is now, what the app
+    /// holds delivered first when it receives; the kinds held end the rows, one row each as it stands after its last
+    /// post. Changes nothing but the write; returns the posts the policy refused.
     @inlinable
-    func makeFlight(
-        _ posts: [Post],
-        attempt: Bool,
-        _ reception: Reception
-    ) -> (flight: Flight, rows: [Row], refusals: [(ticket: Ticket, answer: Answer)]) {
-        var flight = Flight(held: self._held, storedKinds: self.storedKinds)
-        flight.attempt = attempt
-        var rows: [Row] = []
+    func decide(_ posts: [Post], into flight: inout Flight, _ reception: Reception) -> [(ticket: Ticket, answer: Answer)] {
         var refusals: [(ticket: Ticket, answer: Answer)] = []
-        /// Stored kinds held by this write's posts, in the order first posted, since the last delivery in it.
-        var touched: [EventKind] = []
-        if attempt, !flight.held.isEmpty { Self.drain(&flight, &rows) }
-        flight.posts.reserveCapacity(posts.count)
+        flight.rows.removeLast(flight.touched.count)  // written again below, as the kinds stand at the end
         for post in posts {
-            if self.sendsNow(reception, besides: flight.events.count, drainAttempted: attempt) {
-                if !flight.held.isEmpty {
-                    Self.drain(&flight, &rows)
-                    touched.removeAll()
-                }
+            if self.sendsNow(reception, besides: flight.events.count, drainAttempted: flight.attempt) {
+                if !flight.held.isEmpty { Self.drain(&flight) }
                 if post.policy == .netChange {
                     flight.held.setBaseline(post.kind, post.payload)
-                    if post.durable { rows.append(.baseline(post.kind, post.payload)) }
+                    if post.durable { flight.rows.append(.baseline(post.kind, post.payload)) }
                 }
                 let event = Self.event(post)
-                if post.durable { rows.append(.delivery(event)) }
+                if post.durable { flight.rows.append(.delivery(event)) }
                 flight.events.append((post.durable, event))
                 flight.answers.append((post.ticket, .sent))
-                flight.posts.append(post)
                 continue
             }
             do throws(PostRefusal) {
@@ -361,19 +366,16 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 continue
             }
             flight.answers.append((post.ticket, .held))
-            flight.posts.append(post)
-            if post.durable, flight.storedKinds.insert(post.kind).inserted || !touched.contains(post.kind) {
-                touched.append(post.kind)
+            if post.durable, flight.storedKinds.insert(post.kind).inserted || !flight.touched.contains(post.kind) {
+                flight.touched.append(post.kind)
             }
         }
-        // One row per kind held now, as the kind stands after the last of its posts. Held kinds are always at the
-        // end of a write: a post sent after them delivers them first, and a delivery clears the rows.
         let kinds = flight.held.kinds
-        for kind in touched {
+        for kind in flight.touched {
             guard let slot = flight.held.slot(of: kind), let position = kinds.firstIndex(of: kind) else { continue }
-            rows.append(.hold(kind, position: position, slot))
+            flight.rows.append(.hold(kind, position: position, slot))
         }
-        return (flight, rows, refusals)
+        return refusals
     }
 
     /// The write is on disk; `ids` are the numbers the store gave its deliveries, in order.
@@ -477,21 +479,22 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// Everything held, coalesced, into the write being made: the held rows go, each event is stored (a volatile
     /// kind's is not), and a netChange kind's baseline moves to what it delivers.
     @inlinable
-    static func drain(_ flight: inout Flight, _ rows: inout [Row]) {
+    static func drain(_ flight: inout Flight) {
         flight.drains = true
         let before = flight.held
-        if !flight.storedKinds.isEmpty { rows.append(.clearHeld) }
+        if !flight.storedKinds.isEmpty { flight.rows.append(.clearHeld) }
         for event in flight.held.drain() {
             let stored = flight.storedKinds.contains(event.kind)
             if stored {
-                rows.append(.delivery(event))
+                flight.rows.append(.delivery(event))
                 if let payload = event.payload, before.policy(of: event.kind) == .netChange {
-                    rows.append(.baseline(event.kind, payload))
+                    flight.rows.append(.baseline(event.kind, payload))
                 }
             }
             flight.events.append((stored, event))
         }
         flight.storedKinds.removeAll()
+        flight.touched.removeAll()  // the kinds' rows went before the clear: they count no more
     }
 
     /// Sends what was stored for the app and not yet sent, as one burst, if it receives now.

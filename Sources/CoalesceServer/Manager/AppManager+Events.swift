@@ -373,8 +373,10 @@ extension AppManager {
                             inbox.flush(reception, next: &next)
                         }
                     }
-                    guard let rows = record.inbox.amendment(Self.reception(record)) else { return [] }
-                    let replaced = record.pendingWrite?.replace(with: rows.map(Self.storeRow)) ?? false
+                    guard let change = record.inbox.amendment(Self.reception(record)) else { return [] }
+                    let replaced =
+                        record.pendingWrite?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow))
+                        ?? false
                     return record.inbox.amended(replaced)
                 }
                 guard let actions = flushed, !actions.isEmpty else { continue }
