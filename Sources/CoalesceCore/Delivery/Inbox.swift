@@ -31,7 +31,7 @@ public struct Reception: Sendable, Hashable {
 /// - An event goes out only once the write that stores it is on disk, in the order the writes were decided, and is
 ///   numbered as it goes out. A volatile kind's events are never stored.
 /// - At most one write of the app's is with the store at a time. Posts that come before the store begins it join
-///   it (a replacement made with them, ``amendment(_:)``); those that come later wait and are decided when the next
+///   it (decided onto it, ``amendment(_:)``); those that come later wait and are decided when the next
 ///   write is made (``flush(_:next:)``). Every write is made from what is on disk: a refused write never leaves
 ///   memory ahead of the store, and nothing decided after it depends on it.
 /// - A refused delivery of what the app held leaves it held (tried again later, ``retry(_:next:)``); posts
