@@ -175,14 +175,19 @@ import Testing
             case .ackAll: self.carry(self.inbox.acknowledged(upTo: self.lastSeq, self.reception, next: &self.next))
             case .retry: self.carry(self.inbox.retry(self.reception, next: &self.next))
             case .joinTheWrite:
-                guard let change = self.inbox.amendment(self.reception), let rows = self.pending else { return }
-                self.pending = Array(rows.prefix(change.kept)) + change.added
+                guard let rows = self.pending else { return }
+                var taken: TestInbox.Amended?
+                let actions = self.inbox.join(self.reception) { change in
+                    taken = change
+                    return true
+                }
+                guard let taken else { return }
+                self.pending = Array(rows.prefix(taken.kept)) + taken.added
                 self.inWrite += self.waiting
                 self.waiting = []
-                self.carry(self.inbox.amended(true))
+                self.carry(actions)
             case .findTheWriteBegun:
-                _ = self.inbox.amendment(self.reception)
-                self.carry(self.inbox.amended(false))
+                self.carry(self.inbox.join(self.reception) { _ in false })
             case .crashKeepingTheWrite: self.crash(keepingTheWrite: true)
             case .crashLosingTheWrite: self.crash(keepingTheWrite: false)
             }

@@ -72,13 +72,33 @@ struct InboxHarness {
         return self.record(self.inbox.writeFailed(self.reception, next: &self.next))
     }
 
+    /// The app, suspended, has a write of its post `p1` of `mail` with the store, and `p2` of `mail` waits.
+    mutating func writingWhileSuspended() {
+        self.reception = Self.suspended
+        _ = self.post("p1", "mail")
+        _ = self.flush()
+        _ = self.post("p2", "mail")
+    }
+
+    /// Waiting posts join the write with the store when `store` takes the change, which the store's rows follow.
+    mutating func join(_ store: (TestInbox.Amended) -> Bool) -> [String] {
+        var taken: TestInbox.Amended?
+        let actions = self.inbox.join(self.reception) { change in
+            guard store(change) else { return false }
+            taken = change
+            return true
+        }
+        if let taken { self.pending = Array(self.pending.prefix(taken.kept)) + taken.added }
+        return self.record(actions)
+    }
+
     mutating func woke() -> [String] { self.record(self.inbox.woke(self.reception, next: &self.next)) }
     mutating func retry() -> [String] { self.record(self.inbox.retry(self.reception, next: &self.next)) }
     mutating func ack(_ seq: UInt64) -> [String] {
         self.record(self.inbox.acknowledged(upTo: seq, self.reception, next: &self.next))
     }
 
-    mutating func record(_ actions: [TestInbox.Action]) -> [String] {
+    private mutating func record(_ actions: [TestInbox.Action]) -> [String] {
         actions.flatMap { action -> [String] in
             switch action {
             case .write(let rows):
@@ -175,16 +195,12 @@ struct InboxHarness {
 
     @Test func postsThatComeBeforeTheStoreBeginsTheWriteJoinIt() {
         var app = InboxHarness()
-        app.reception = InboxHarness.suspended
-        _ = app.post("p1", "mail")
-        _ = app.flush()
-        _ = app.post("p2", "mail")
+        app.writingWhileSuspended()
         _ = app.post("p3", "badge", 1, .sum(field: "unread"))
-        let change = app.inbox.amendment(app.reception)
+        var change: TestInbox.Amended?
+        #expect(app.join { change = $0; return true } == ["p3 refused"])
         #expect(change?.kept == 0, "the kind's row is written again")
         #expect(change?.added.map(InboxHarness.describe) == ["hold mail×2@0"], "one write for both")
-        app.pending = change?.added ?? []
-        #expect(app.record(app.inbox.amended(true)) == ["p3 refused"])
         #expect(app.written() == ["p1 held", "p2 held"])
         #expect(app.held == ["mail×2"])
     }
@@ -194,31 +210,23 @@ struct InboxHarness {
         _ = app.post("p1", "mail")
         _ = app.flush()
         _ = app.post("p2", "badge")
-        let change = app.inbox.amendment(app.reception)
+        var change: TestInbox.Amended?
+        _ = app.join { change = $0; return true }
         #expect(change?.kept == 1)
         #expect(change?.added.map(InboxHarness.describe) == ["deliver badge×1"])
-        app.pending += change?.added ?? []
-        _ = app.inbox.amended(true)
         #expect(app.written() == ["p1 sent", "p2 sent", "send[1:mail×1, 2:badge×1]"])
     }
 
     @Test func postsThatFindTheWriteBegunWaitForItsAnswer() {
         var app = InboxHarness()
-        app.reception = InboxHarness.suspended
-        _ = app.post("p1", "mail")
-        _ = app.flush()
-        _ = app.post("p2", "mail")
-        _ = app.inbox.amendment(app.reception)
-        #expect(app.record(app.inbox.amended(false)) == [])
+        app.writingWhileSuspended()
+        #expect(app.join { _ in false } == [])
         #expect(app.written() == ["p1 held", "write[hold mail×2@0]"])
     }
 
     @Test func aRefusedWriteFailsItsPostsAndLeavesMemoryAsTheDisk() {
         var app = InboxHarness()
-        app.reception = InboxHarness.suspended
-        _ = app.post("p1", "mail")
-        _ = app.flush()
-        _ = app.post("p2", "mail")
+        app.writingWhileSuspended()
         #expect(app.refused() == ["p1 failed", "write[hold mail×1@0]"], "the next write counts p2 alone")
         #expect(app.held == [])
         #expect(app.written() == ["p2 held"])

@@ -31,7 +31,7 @@ public struct Reception: Sendable, Hashable {
 /// - An event goes out only once the write that stores it is on disk, in the order the writes were decided, and is
 ///   numbered as it goes out. A volatile kind's events are never stored.
 /// - At most one write of the app's is with the store at a time. Posts that come before the store begins it join
-///   it (decided onto it, ``amendment(_:)``); those that come later wait and are decided when the next
+///   it (decided onto it, ``join(_:changing:)``); those that come later wait and are decided when the next
 ///   write is made (``flush(_:next:)``). Every write is made from what is on disk: a refused write never leaves
 ///   memory ahead of the store, and nothing decided after it depends on it.
 /// - A refused delivery of what the app held leaves it held (tried again later, ``retry(_:next:)``); posts
@@ -171,20 +171,6 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         }
     }
 
-    /// The write with the store, extended with the posts that came, to replace it while the store has not taken
-    /// it; with the refusals it found.
-    @usableFromInline
-    struct Amendment: Sendable {
-        @usableFromInline var flight: Flight
-        @usableFromInline var refusals: [(ticket: Ticket, answer: Answer)]
-
-        @inlinable
-        init(flight: Flight, refusals: [(ticket: Ticket, answer: Answer)]) {
-            self.flight = flight
-            self.refusals = refusals
-        }
-    }
-
     /// How a write changes when posts join it: its first `kept` rows stay, and `added` follow them.
     public struct Amended: Sendable {
         public var kept: Int
@@ -219,7 +205,6 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// A new stream attached: what was not acknowledged goes out again, renumbered, once the app receives.
     @usableFromInline var redeliver = false
     @usableFromInline var flight: Flight?
-    @usableFromInline var amending: Amendment?
 
     @inlinable
     public init(kindLimit: Int) {
@@ -230,7 +215,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     @inlinable public var writing: Bool { self.flight != nil }
     /// That write delivers what the app held.
     @inlinable public var draining: Bool { self.flight?.drains ?? false }
-    /// Posts or a delivery wait for a write: ``flush(_:next:)``, or ``amendment(_:)`` while one is with the store.
+    /// Posts or a delivery wait for a write: ``flush(_:next:)``, or ``join(_:changing:)`` while one is with the store.
     @inlinable public var hasWaiting: Bool { !self.waiting.isEmpty || self.drainWanted }
     /// Posts or a delivery wait for ``flush(_:next:)``, and no write is with the store.
     @inlinable public var needsFlush: Bool { self.flight == nil && (!self.waiting.isEmpty || self.drainWanted) }
@@ -272,10 +257,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             }
             if post.policy == .netChange { self._held.setBaseline(post.kind, post.payload) }
             self._undelivered.append(Stored(id: nil, event: Self.event(post)))
-            guard case .send(let burst)? = self.sendUndelivered(reception, next: &next).first else {
-                return .answered(.sent, sending: [])  // a new stream gets what it missed first
-            }
-            return .answered(.sent, sending: burst)
+            // Empty while a new stream waits to get what it missed first.
+            return .answered(.sent, sending: self.sendUndelivered(reception, next: &next))
         }
         do throws(PostRefusal) {
             try self._held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
@@ -305,38 +288,26 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         let answers: [Action] = refusals.isEmpty ? [] : [.answer(refusals)]
         guard !flight.answers.isEmpty || flight.drains else {
             // Nothing to write: each post was refused, or a wake found nothing held.
-            return answers + self.sendUndelivered(reception, next: &next)
+            return answers + self.sending(self.sendUndelivered(reception, next: &next))
         }
         let rows = flight.rows
         self.flight = flight
         return answers + [.write(rows)]
     }
 
-    /// Posts came while the app's write waits for the store to take it: the change that adds them to it, decided
-    /// as if they had come with it (so that posts that come together share a write, as long as the store has not
-    /// taken it). `nil` when no posts wait, no write is with the store, or a delivery waits to be tried (it goes
-    /// with the next write). The shell tells the inbox with ``amended(_:)`` whether the store took the change.
+    /// Posts came while the app's write waits for the store to take it: they join it, decided as if they had come
+    /// with it, when `changing` (the store) takes the change to the write's rows; otherwise (the store has taken
+    /// the write) they wait for its answer. Nothing joins while a delivery waits to be tried (it goes with the next
+    /// write). Returns the answers to those the policy refused.
     @inlinable
-    public mutating func amendment(_ reception: Reception) -> Amended? {
-        guard var flight = self.flight, !self.waiting.isEmpty, !self.drainWanted else { return nil }
+    public mutating func join(_ reception: Reception, changing write: (Amended) -> Bool) -> [Action] {
+        guard var flight = self.flight, !self.waiting.isEmpty, !self.drainWanted else { return [] }
         let kept = flight.rows.count - flight.touched.count
         let refusals = self.decide(self.waiting, into: &flight, reception)
-        let added = Array(flight.rows[kept...])
-        self.amending = Amendment(flight: flight, refusals: refusals)
-        return Amended(kept: kept, added: added)
-    }
-
-    /// Whether the store took the change ``amendment(_:)`` made to the write it had not taken. If it did, the
-    /// waiting posts are in the write (those their policy refused are answered now); if not (the store had taken
-    /// the write), they wait for its answer.
-    @inlinable
-    public mutating func amended(_ accepted: Bool) -> [Action] {
-        guard let amendment = self.amending else { return [] }
-        self.amending = nil
-        guard accepted else { return [] }
-        self.flight = amendment.flight
+        guard write(Amended(kept: kept, added: Array(flight.rows[kept...]))) else { return [] }
+        self.flight = flight
         self.waiting.removeAll()
-        return amendment.refusals.isEmpty ? [] : [.answer(amendment.refusals)]
+        return refusals.isEmpty ? [] : [.answer(refusals)]
     }
 
     /// Decides `posts` into the write being made, in order: each sent or held as the app is now, what the app
@@ -383,7 +354,6 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     public mutating func written(ids: [Int64], _ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
-        self.amending = nil
         self._held = flight.held
         self.storedKinds = flight.storedKinds
         var ids = ids[...]
@@ -391,7 +361,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             self._undelivered.append(Stored(id: stored ? ids.popFirst() : nil, event: event))
         }
         var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers)]
-        actions += self.sendUndelivered(reception, next: &next)
+        actions += self.sending(self.sendUndelivered(reception, next: &next))
         actions += self.flush(reception, next: &next)
         return actions
     }
@@ -402,7 +372,6 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     public mutating func writeFailed(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
-        self.amending = nil
         var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers.map { ($0.ticket, .storeFailed) })]
         if flight.drains {
             self._drainRefused = true
@@ -434,7 +403,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 actions.append(.send(self._unacknowledged))
             }
         }
-        actions += self.sendUndelivered(reception, next: &next)
+        actions += self.sending(self.sendUndelivered(reception, next: &next))
         if !self._held.isEmpty || self._drainRefused || self.flight != nil || !self.waiting.isEmpty {
             self.drainWanted = true
             actions += self.flush(reception, next: &next)
@@ -499,7 +468,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
 
     /// Sends what was stored for the app and not yet sent, as one burst, if it receives now.
     @inlinable
-    mutating func sendUndelivered(_ reception: Reception, next: inout UInt64) -> [Action] {
+    mutating func sendUndelivered(_ reception: Reception, next: inout UInt64) -> [Sent] {
         guard reception.receives, !self.redeliver, !self._drainRefused, !self._undelivered.isEmpty else { return [] }
         var burst: [Sent] = []
         burst.reserveCapacity(self._undelivered.count)
@@ -509,8 +478,12 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             if stored.id != nil { self._unacknowledged.append(sent) }
         }
         self._undelivered.removeAll(keepingCapacity: true)
-        return [.send(burst)]
+        return burst
     }
+
+    /// A burst as an action; none when it is empty.
+    @inlinable
+    func sending(_ burst: [Sent]) -> [Action] { burst.isEmpty ? [] : [.send(burst)] }
 
     @inlinable
     static func numbered(_ id: Int64?, _ event: Event, _ next: inout UInt64) -> Sent {

@@ -169,6 +169,16 @@ extension AppManager {
     /// How the inbox answers one post: the poster's callback, told whether the app was sent it and what failed.
     struct PostTicket: Sendable {
         let finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
+
+        /// Tells the poster what its post came to; `failure` is the store's error when the write failed.
+        func answer(_ answer: AppInbox.Answer, failure: @autoclosure () -> StoreError) {
+            switch answer {
+            case .sent: self.finished(true, nil)
+            case .held: self.finished(false, nil)
+            case .refused(let refusal): self.finished(false, refusal)
+            case .storeFailed: self.finished(false, failure())
+            }
+        }
     }
 
     typealias AppInbox = Inbox<EventPayload, Double, PostTicket>
@@ -186,6 +196,7 @@ extension AppManager {
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
         var answered: AppInbox.Answer?
+        let ticket = PostTicket(finished: finished)
         var launches = false
         var flushes = false
         let outcome = self.state.withLock { state -> Enqueued in
@@ -206,13 +217,9 @@ extension AppManager {
                     policy: post.policy ?? declared?.policy ?? .latest,
                     durable: !(declared?.volatile ?? false),
                     posted: wallClock(),
-                    ticket: PostTicket(finished: finished)
+                    ticket: ticket
                 )
-                let reception = Self.reception(record)
-                var next = record.lifecycle.nextSequence
-                let intake = record.inbox.posted(accepted, reception, next: &next)
-                record.lifecycle.nextSequence = next
-                switch intake {
+                switch Self.numbering(&record, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
                 case .waits:
                     if record.inbox.hasWaiting, !record.flushQueued {
                         record.flushQueued = true
@@ -226,20 +233,11 @@ extension AppManager {
                 return .enqueued
             } ?? .unknownApp
             if flushes { state.unflushed.append(appName) }
-            switch answered {
-            case .sent?: state.postsSent += 1
-            case .held?: state.postsHeld += 1
-            default: break
-            }
+            if let answered { state.count(answered) }
             return outcome
         }
         guard case .enqueued = outcome else { return outcome }
-        switch answered {
-        case .sent?: finished(true, nil)
-        case .held?: finished(false, nil)
-        case .refused(let refusal)?: finished(false, refusal)
-        case .storeFailed?, nil: break  // a post answered at once never went to the store
-        }
+        if let answered { ticket.answer(answered, failure: self.writeRefused) }
         if flushes { self.scheduleFlush() }
         if launches { self.launchForEvent(appName) }
         return outcome
@@ -265,10 +263,7 @@ extension AppManager {
         together: Bool = false,
         _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]
     ) -> [InboxAction] {
-        let reception = Self.reception(record)
-        var next = record.lifecycle.nextSequence
-        var actions = body(&record.inbox, reception, &next)
-        record.lifecycle.nextSequence = next
+        var actions = Self.numbering(&record, body)
         Self.send(&actions, to: record.attachment?.responder, state: record.lifecycle.state)
         if let index = actions.firstIndex(where: { if case .write = $0 { true } else { false } }),
             case .write(let rows) = actions.remove(at: index)
@@ -278,6 +273,15 @@ extension AppManager {
             }
         }
         return actions
+    }
+
+    /// Feeds one input to an app's inbox, as the app is now, with the next number of the app's one counter (the
+    /// lifecycle's, so that callbacks and events share it).
+    private static func numbering<T>(_ record: inout Record, _ body: (inout AppInbox, Reception, inout UInt64) -> T) -> T {
+        let reception = Self.reception(record)
+        var next = record.lifecycle.nextSequence
+        defer { record.lifecycle.nextSequence = next }
+        return body(&record.inbox, reception, &next)
     }
 
     /// Sends the events among `actions` on the app's stream, in order, and removes them from the list.
@@ -299,13 +303,7 @@ extension AppManager {
     /// Counts the posts the actions answer: sent at once, or held.
     func count(_ actions: [InboxAction], in state: inout State) {
         for case .answer(let answers) in actions {
-            for (_, answer) in answers {
-                switch answer {
-                case .sent: state.postsSent += 1
-                case .held: state.postsHeld += 1
-                case .refused, .storeFailed: break
-                }
-            }
+            for (_, answer) in answers { state.count(answer) }
         }
     }
 
@@ -318,12 +316,7 @@ extension AppManager {
                 break  // carried out under the lock (``inboxInput(_:of:together:_:)``)
             case .answer(let answers):
                 for (ticket, answer) in answers {
-                    switch answer {
-                    case .sent: ticket.finished(true, nil)
-                    case .held: ticket.finished(false, nil)
-                    case .refused(let refusal): ticket.finished(false, refusal)
-                    case .storeFailed: ticket.finished(false, failure ?? .cannotWrite(path: self.store.path, reason: "the write was refused"))
-                    }
+                    ticket.answer(answer, failure: failure ?? self.writeRefused)
                 }
             case .forget(let ids):
                 // Not waited for: an acknowledgement lost in a crash only means the events come again.
@@ -333,6 +326,9 @@ extension AppManager {
             }
         }
     }
+
+    /// The error a post failed by its write hears when the store gave none.
+    private var writeRefused: StoreError { .cannotWrite(path: self.store.path, reason: "the write was refused") }
 
     private static func storeRow(_ row: AppInbox.Row) -> EventRow {
         switch row {
@@ -373,11 +369,10 @@ extension AppManager {
                             inbox.flush(reception, next: &next)
                         }
                     }
-                    guard let change = record.inbox.amendment(Self.reception(record)) else { return [] }
-                    let replaced =
-                        record.pendingWrite?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow))
-                        ?? false
-                    return record.inbox.amended(replaced)
+                    let write = record.pendingWrite
+                    return record.inbox.join(Self.reception(record)) { change in
+                        write?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow)) ?? false
+                    }
                 }
                 guard let actions = flushed, !actions.isEmpty else { continue }
                 self.count(actions, in: &state)

@@ -148,6 +148,15 @@ final class AppManager: Sendable {
         /// Processes the lifecycle decided to kill, signalled once the lock is released.
         var kills: [ProcessHandle] = []
 
+        /// Counts a post the inbox answered: sent at once, or held.
+        mutating func count(_ answer: AppManager.AppInbox.Answer) {
+            switch answer {
+            case .sent: self.postsSent += 1
+            case .held: self.postsHeld += 1
+            case .refused, .storeFailed: break
+            }
+        }
+
         /// Runs `body` on one app's record where it lies in the dictionary (reading `records[app]` copies the whole
         /// record, on the hot paths of posting); `nil` when there is no such app.
         mutating func update<T, Failure: Error>(_ app: AppName, _ body: (inout Record) throws(Failure) -> T) throws(Failure) -> T? {
