@@ -171,12 +171,12 @@ extension AppManager {
         let finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
 
         /// Tells the poster what its post came to; `failure` is the store's error when the write failed.
-        func answer(_ answer: AppInbox.Answer, failure: @autoclosure () -> StoreError) {
+        func answer(_ answer: AppInbox.Answer, failure: StoreError) {
             switch answer {
             case .sent: self.finished(true, nil)
             case .held: self.finished(false, nil)
             case .refused(let refusal): self.finished(false, refusal)
-            case .storeFailed: self.finished(false, failure())
+            case .storeFailed: self.finished(false, failure)
             }
         }
     }
@@ -326,9 +326,6 @@ extension AppManager {
             }
         }
     }
-
-    /// The error a post failed by its write hears when the store gave none.
-    private var writeRefused: StoreError { .cannotWrite(path: self.store.path, reason: "the write was refused") }
 
     private static func storeRow(_ row: AppInbox.Row) -> EventRow {
         switch row {

@@ -189,6 +189,8 @@ final class AppManager: Sendable {
     /// The lifecycle's clock. Its timers run on ``eventLoop``: a test gives both manual time (an
     /// `NIOAsyncTestingEventLoop`, and a clock that reads the loop's time).
     let now: @Sendable () -> Instant
+    /// The error a post failed with its write hears when the store gave none.
+    let writeRefused: StoreError
 
     /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
     /// - Parameters:
@@ -208,6 +210,7 @@ final class AppManager: Sendable {
         self.logger = logger
         self.startUnit = startUnit
         self.now = now
+        self.writeRefused = .cannotWrite(path: store.path, reason: "the write was refused")
         var state = State()
         let timings = daemon.configuration.timings
         let now = wallClock()
