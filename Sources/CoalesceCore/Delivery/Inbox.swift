@@ -282,9 +282,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             self._drainRefused = false
             if !flight.held.isEmpty { Self.drain(&flight) }
         }
-        var posts: [Post] = []
-        swap(&posts, &self.waiting)  // taken, not copied
-        let refusals = self.decide(posts, into: &flight, reception)
+        let refusals = self.decide(self.waiting, into: &flight, reception)
+        self.waiting.removeAll(keepingCapacity: true)  // the next posts to the app reuse its room
         let answers: [Action] = refusals.isEmpty ? [] : [.answer(refusals)]
         guard !flight.answers.isEmpty || flight.drains else {
             // Nothing to write: each post was refused, or a wake found nothing held.
@@ -306,7 +305,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         let refusals = self.decide(self.waiting, into: &flight, reception)
         guard write(Amended(kept: kept, added: Array(flight.rows[kept...]))) else { return [] }
         self.flight = flight
-        self.waiting.removeAll()
+        self.waiting.removeAll(keepingCapacity: true)
         return refusals.isEmpty ? [] : [.answer(refusals)]
     }
 
@@ -317,28 +316,34 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     func decide(_ posts: [Post], into flight: inout Flight, _ reception: Reception) -> [(ticket: Ticket, answer: Answer)] {
         var refusals: [(ticket: Ticket, answer: Answer)] = []
         flight.rows.removeLast(flight.touched.count)  // written again below, as the kinds stand at the end
-        for post in posts {
+        flight.answers.reserveCapacity(flight.answers.count + posts.count)
+        // Each post read where it lies (`posts[index]`), not copied out whole: this is the path of every post.
+        for index in posts.indices {
             if self.sendsNow(reception, besides: flight.events.count, drainAttempted: flight.attempt) {
                 if !flight.held.isEmpty { Self.drain(&flight) }
-                if post.policy == .netChange {
-                    flight.held.setBaseline(post.kind, post.payload)
-                    if post.durable { flight.rows.append(.baseline(post.kind, post.payload)) }
+                if posts[index].policy == .netChange {
+                    flight.held.setBaseline(posts[index].kind, posts[index].payload)
+                    if posts[index].durable { flight.rows.append(.baseline(posts[index].kind, posts[index].payload)) }
                 }
-                let event = Self.event(post)
-                if post.durable { flight.rows.append(.delivery(event)) }
-                flight.events.append((post.durable, event))
-                flight.answers.append((post.ticket, .sent))
+                let event = Self.event(posts[index])
+                if posts[index].durable { flight.rows.append(.delivery(event)) }
+                flight.events.append((posts[index].durable, event))
+                flight.answers.append((posts[index].ticket, .sent))
                 continue
             }
             do throws(PostRefusal) {
-                try flight.held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
+                try flight.held.post(
+                    posts[index].kind, posts[index].payload, policy: posts[index].policy, at: posts[index].posted
+                )
             } catch {
-                refusals.append((post.ticket, .refused(error)))
+                refusals.append((posts[index].ticket, .refused(error)))
                 continue
             }
-            flight.answers.append((post.ticket, .held))
-            if post.durable, flight.storedKinds.insert(post.kind).inserted || !flight.touched.contains(post.kind) {
-                flight.touched.append(post.kind)
+            flight.answers.append((posts[index].ticket, .held))
+            // A kind it touches is stored from now on; the list is short, and cheaper to look in than to hash.
+            if posts[index].durable, !flight.touched.contains(posts[index].kind) {
+                flight.storedKinds.insert(posts[index].kind)
+                flight.touched.append(posts[index].kind)
             }
         }
         let kinds = flight.held.kinds

@@ -310,13 +310,14 @@ extension AppManager {
     /// Carries out what an inbox decided, outside the lock: writes to the store, answers to the posters,
     /// acknowledged events forgotten, a retry armed. `failure` is the store's error of the write being answered.
     func carryOut(_ actions: [InboxAction], of appName: AppName, failure: StoreError?) {
+        let failure = failure ?? self.writeRefused
         for action in actions {
             switch action {
             case .write, .send:
                 break  // carried out under the lock (``inboxInput(_:of:together:_:)``)
             case .answer(let answers):
                 for (ticket, answer) in answers {
-                    ticket.answer(answer, failure: failure ?? self.writeRefused)
+                    ticket.answer(answer, failure: failure)
                 }
             case .forget(let ids):
                 // Not waited for: an acknowledgement lost in a crash only means the events come again.
