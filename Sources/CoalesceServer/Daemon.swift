@@ -138,11 +138,13 @@ public enum Daemon {
             }
         )
         // Started in this order and stopped in the reverse: the reloader first, then STATUS= (which says
-        // STOPPING=1), the watchdog, the server (its connections and streaming calls), and the store last.
+        // STOPPING=1), the watchdog, the apps (left as they are for the next start), the server (its connections
+        // and streaming calls), and the store last.
         var configuration = ServiceGroupConfiguration(
             services: [
                 .init(service: StoreService(store: started.apps.store)),
                 .init(service: ServingService(server: started.server)),
+                .init(service: AppsService(apps: started.apps)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),
                 .init(service: StatusService(status: status, notifier: notifier, logger: logger)),
                 .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),

@@ -86,20 +86,20 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Where it keeps its state (its predecessor's, for a restarted daemon).
     public var stateDirectory: String { self.predecessor?.stateDirectory ?? self.directory.file("state") }
 
-    /// Kills this daemon with SIGKILL (unless it ended already), waits for it to end, and starts another on the same
-    /// socket and state directory, with `configuration`; not yet ready when this returns. It blocks: call it off
-    /// the test's task (``onThread``).
-    public func restarted(configuration: String = "") throws -> DaemonProcess {
-        self.signal(SIGKILL)
-        _ = self.waitForExit()
+    /// Ends this daemon with `signal` (SIGKILL, a crash, unless told otherwise) unless it ended already, waits for
+    /// it to end, and starts another on the same socket and state directory, with `configuration`; not yet ready
+    /// when this returns. It blocks: call it off the test's task (``onThread``).
+    public func restarted(configuration: String = "", endingWith signal: Int32 = SIGKILL) throws -> DaemonProcess {
+        self.signal(signal)
+        guard self.waitForExit() != nil else { throw SupportError("the daemon did not end on signal \(signal); output:\n\(self.output)") }
         return try DaemonProcess(
             configuration: configuration, environment: [:], arguments: [], stateFiles: [:], wrapper: [], continuing: self
         )
     }
 
     /// ``restarted(configuration:)``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.
-    public func restartedWhenReady(configuration: String = "") throws -> DaemonProcess {
-        let next = try self.restarted(configuration: configuration)
+    public func restartedWhenReady(configuration: String = "", endingWith signal: Int32 = SIGKILL) throws -> DaemonProcess {
+        let next = try self.restarted(configuration: configuration, endingWith: signal)
         try next.waitUntilReady()
         return next
     }

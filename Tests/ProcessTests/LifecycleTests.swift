@@ -388,6 +388,45 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    /// A graceful stop (SIGTERM, as `systemctl restart` sends) leaves the apps as a crash does: a running app keeps
+    /// its state, its process attaches again on its own and hears no launch, and the daemon says it left it so.
+    @Test func aGracefulStopLeavesRunningAppsInTheirStates() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        let (mail, maps) = try await onThread {
+            let system = try testClient(socket)
+            let mail = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            _ = try system.call("io.coalesced.System.Deactivate")
+            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            let maps = try ExampleApp(socket: socket, name: Self.maps)
+            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try waitForApp(system, Self.mail, "state", "suspended")
+            return (mail, maps)
+        }
+        let second = try await onThread { try first.restartedWhenReady(endingWith: SIGTERM) }
+        #expect(first.child.wait(timeout: .seconds(1)) == 0, "a graceful stop exits 0")
+        #expect(first.output.contains("Leaving 2 running apps as they are for the next start"), "\(first.output)")
+        try await onThread {
+            let system = try testClient(socket)
+            #expect(try appInfo(system, Self.mail)["state"] == "suspended")
+            #expect(try appInfo(system, Self.maps)["state"] == "active")
+            #expect(try appInfo(system, Self.maps)["pid"] == .int(Int64(maps.child.pid)))
+            try waitForApp(system, Self.mail, "attached", true)  // the client library attaches again
+            try waitForApp(system, Self.maps, "attached", true)
+            #expect(mail.unreadCallbacks.isEmpty, "no launch: the app was running all along")
+            #expect(maps.unreadCallbacks.isEmpty, "no launch: the app was running all along")
+
+            _ = try system.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try maps.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+        }
+        #expect(second.output.contains("\(Self.mail): suspended as before the restart, waiting for pid \(mail.child.pid) to attach again"))
+        #expect(!second.output.contains("while the daemon was not running"), "\(second.output)")
+        second.signal(SIGKILL)
+    }
+
     /// A daemon killed (`kill -9`) and started again with `configuration` while the app, launched from this test's
     /// own process, runs on: its stream stays open until the first daemon is gone, as an app's process keeps it.
     static func restartedWhileThisProcessRunsTheApp(configuration: String) async throws -> DaemonProcess {

@@ -70,6 +70,47 @@ import Varlink
         }
     }
 
+    /// `systemctl restart coalesced` leaves a running app as it was: its process (a service of its own, the example
+    /// app built on the client library) attaches again to the new daemon, which takes it up in its state without a
+    /// launch, and the journal says so.
+    @Test func aRestartOfTheServiceLeavesRunningAppsInTheirStates() async throws {
+        guard Self.requireSandbox() else { return }
+        try await withSystemdSandbox(binaries: ["coalesced", "coalescectl", "coalesce-example"]) { sandbox in
+            try sandbox.installUnits()
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            let started = try sandbox.run(
+                "systemd-run", "--unit=mail-app", "/usr/local/bin/coalesce-example", "--name", "org.example.mail"
+            )
+            #expect(started.status == 0, "systemd-run: \(started.stderr)")
+            let app = { () throws -> JSONValue in
+                let reply = try sandbox.run("coalescectl", "call", "io.coalesced.System.GetApp", #"{"app":"org.example.mail"}"#)
+                return try JSONParser.parse(reply.stdout)["app"] ?? .null
+            }
+            var seen: JSONValue = .null
+            try waitUntil("the app active and attached (\(seen))", timeout: .seconds(20), poll: .milliseconds(50)) {
+                seen = (try? app()) ?? .null
+                return seen["state"] == "active" && seen["attached"] == true
+            }
+            let pid = seen["pid"]
+            let daemonPID = try sandbox.property("coalesced.service", "MainPID")
+
+            #expect(try sandbox.run("systemctl", "restart", "coalesced.service").status == 0)
+            #expect(try sandbox.property("coalesced.service", "MainPID") != daemonPID)
+            try waitUntil("the app attached again (\(seen))", timeout: .seconds(20), poll: .milliseconds(50)) {
+                seen = (try? app()) ?? .null
+                return seen["attached"] == true
+            }
+            #expect(seen["state"] == "active")
+            #expect(seen["pid"] == pid)
+            let appLog = try sandbox.run("journalctl", "-u", "mail-app", "--no-pager", "-o", "cat").stdout
+            #expect(appLog.components(separatedBy: "didFinishLaunching").count == 2, "launched once: \(appLog)")
+            let log = try sandbox.run("journalctl", "-u", "coalesced.service", "--no-pager", "-o", "cat").stdout
+            #expect(log.contains("Leaving 1 running app as it is for the next start"), "\(log)")
+            #expect(log.contains("org.example.mail: active as before the restart"), "\(log)")
+            #expect(!log.contains("processExited"), "\(log)")
+        }
+    }
+
     @Test func watchdogRestartsAHungDaemon() async throws {
         guard Self.requireSandbox() else { return }
         try await withSystemdSandbox { sandbox in

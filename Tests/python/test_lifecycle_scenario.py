@@ -11,7 +11,9 @@ import time
 import pytest
 import varlink
 
-from test_varlink_client import running_daemon
+import tempfile
+
+from test_varlink_client import daemon_in, running_daemon
 
 APP = "org.example.pyapp"
 
@@ -42,11 +44,39 @@ APP_SOURCE = textwrap.dedent(
 )
 
 
+# An app that outlives its daemon: when its stream ends it connects again until a daemon answers, and attaches
+# again (the same process, so the daemon takes it up in its state).
+RECONNECTING_APP_SOURCE = textwrap.dedent(
+    """
+    import sys, time, varlink
+    address, name = sys.argv[1], sys.argv[2]
+    registered = False
+    while True:
+        try:
+            with varlink.Client(address=address) as client, \\
+                    client.open("io.coalesced.App") as requests, client.open("io.coalesced.App") as stream:
+                if not registered:
+                    requests.Register(name=name)
+                    registered = True
+                for reply in stream.Attach(name, _more=True):
+                    callback = reply.get("callback")
+                    if callback is None:
+                        print("state", reply["state"], flush=True)
+                        continue
+                    print("callback", callback["kind"], reply["state"], flush=True)
+                    requests.Ack(name, callback["seq"])
+        except Exception:
+            pass
+        print("stream ended", flush=True)
+        time.sleep(0.05)
+    """
+)
+
+
 class AppProcess:
-    def __init__(self, address, note):
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", APP_SOURCE, address, APP, note], stdout=subprocess.PIPE, text=True
-        )
+    def __init__(self, address, note, source=APP_SOURCE):
+        arguments = [address, APP, note] if source == APP_SOURCE else [address, APP]
+        self.process = subprocess.Popen([sys.executable, "-c", source] + arguments, stdout=subprocess.PIPE, text=True)
         self.lines = []
         self.ready = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -63,6 +93,15 @@ class AppProcess:
                 lambda: len([l for l in self.lines if l.startswith("callback")]) >= count, timeout
             ), self.lines
             return [l.split()[1].removeprefix("lifecycle.") for l in self.lines if l.startswith("callback")][:count]
+
+
+    def states(self, count, timeout=20):
+        """The first `count` states the app was told when it attached."""
+        with self.ready:
+            assert self.ready.wait_for(
+                lambda: len([l for l in self.lines if l.startswith("state")]) >= count, timeout
+            ), self.lines
+            return [l.split()[1] for l in self.lines if l.startswith("state")][:count]
 
 
 @pytest.fixture
@@ -163,3 +202,31 @@ def test_events_are_held_while_suspended_and_arrive_coalesced(address):
         with pytest.raises(varlink.VarlinkError) as refused:
             app_side.Post(target=APP, kind="Bad Kind", payload={})
         assert refused.value.error() == "io.coalesced.App.InvalidKind"
+
+
+def test_a_graceful_restart_leaves_a_python_app_in_its_state():
+    """SIGTERM (systemctl restart) and a new daemon on the same store: the app's process, still running, attaches
+    again and is taken up as it was, with no launch callbacks."""
+    with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
+        with daemon_in(directory) as address, varlink.Client(address=address) as client, \
+                client.open("io.coalesced.System") as system:
+            app = AppProcess(address, None, source=RECONNECTING_APP_SOURCE)
+            try:
+                assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+                system.Deactivate()
+                assert app.callbacks(4)[2:] == ["willResignActive", "didEnterBackground"]
+                wait_for_state(system, "suspended")
+            except BaseException:
+                app.process.kill()
+                raise
+        try:
+            with daemon_in(directory) as address, varlink.Client(address=address) as client, \
+                    client.open("io.coalesced.System") as system:
+                assert app.states(2) == ["notRunning", "suspended"]
+                taken = system.GetApp(APP)["app"]
+                assert (taken["state"], taken["pid"]) == ("suspended", app.process.pid)
+                system.Activate(APP)
+                assert app.callbacks(6)[4:] == ["willEnterForeground", "didBecomeActive"]
+                assert "didFinishLaunching" not in app.callbacks(6)[1:]
+        finally:
+            app.process.kill()

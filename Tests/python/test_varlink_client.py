@@ -31,27 +31,36 @@ def running_daemon():
     """The real daemon on a socket in a temporary directory, ready (READY=1) when this yields its address; stopped
     with SIGTERM afterwards, which must end it with status 0."""
     with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
-        sock = os.path.join(directory, "io.coalesced")
-        notify_path = os.path.join(directory, "notify")
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(notify_path)
-        notify.settimeout(30)
-        env = dict(os.environ, NOTIFY_SOCKET=notify_path, SWIFT_BACKTRACE="enable=no")
-        process = subprocess.Popen(
-            [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"),
-             "--config", "/dev/null"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                if b"READY=1" in notify.recv(4096).split(b"\n"):
-                    break
-            yield f"unix:{sock}"
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=20) == 0
-            notify.close()
+        with daemon_in(directory) as address:
+            yield address
+
+
+@contextlib.contextmanager
+def daemon_in(directory):
+    """The real daemon with its socket and state in `directory` (a second one there takes up the first's store),
+    ready when this yields its address; stopped with SIGTERM afterwards, which must end it with status 0."""
+    sock = os.path.join(directory, "io.coalesced")
+    notify_path = os.path.join(directory, "notify")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(notify_path)
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    notify.settimeout(30)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path, SWIFT_BACKTRACE="enable=no")
+    process = subprocess.Popen(
+        [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"), "--config", "/dev/null"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if b"READY=1" in notify.recv(4096).split(b"\n"):
+                break
+        yield f"unix:{sock}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        notify.close()
 
 
 @pytest.fixture(scope="module")

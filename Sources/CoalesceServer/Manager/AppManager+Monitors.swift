@@ -83,14 +83,17 @@ extension AppManager {
         }
     }
 
-    /// A parked stream's client went away. For an attached app that means its process is gone.
+    /// A parked stream's client went away. For an attached app that means its process is gone, unless the daemon
+    /// is stopping and closed the stream itself: then the app keeps its state (as recorded) for the next start.
     func streamClosed(_ id: Int) {
         self.locked { state, log in
             state.monitors[id] = nil
             if let appName = state.attached.removeValue(forKey: id), state.records[appName]?.attachment?.id == id {
                 state.records[appName]!.attachment = nil
-                let now = self.now()
-                self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now) }
+                if !state.stopping {
+                    let now = self.now()
+                    self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now) }
+                }
             }
             self.endPark(id, .closed, in: &state)
         }

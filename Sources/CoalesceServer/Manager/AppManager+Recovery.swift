@@ -73,6 +73,20 @@ extension AppManager {
         }
     }
 
+    /// The daemon begins to stop. The apps are left as a crash leaves them: those whose processes run keep their
+    /// states, recorded with their processes as each transition was, and the next start takes them up; their
+    /// streams, closed by the daemon from now on, change nothing.
+    func daemonStopping() {
+        let running = self.locked { state, _ in
+            state.stopping = true
+            return state.records.values.count { $0.process != nil }
+        }
+        self.logger.notice(
+            "Leaving \(running) running app\(running == 1 ? "" : "s") as \(running == 1 ? "it is" : "they are") for the next start",
+            metadata: ["apps": "\(running)"]
+        )
+    }
+
     /// Records the app's state and the process running it, for a restart of the daemon to take up.
     func recordState(_ appName: AppName, _ record: Record) {
         var recorded = Store.RecordedState(state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)

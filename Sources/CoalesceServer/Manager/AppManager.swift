@@ -147,6 +147,9 @@ final class AppManager: Sendable {
         var inboxActions: [(AppName, [AppManager.InboxAction])] = []
         /// Processes the lifecycle decided to kill, signalled once the lock is released.
         var kills: [ProcessHandle] = []
+        /// The daemon is stopping: a stream that closes from now on was closed by the daemon, not by its app's
+        /// process ending (``AppManager/daemonStopping()``).
+        var stopping = false
 
         /// Counts a post the inbox answered: sent at once, or held.
         mutating func count(_ answer: AppManager.AppInbox.Answer) {
