@@ -86,10 +86,15 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Where it keeps its state (its predecessor's, for a restarted daemon).
     public var stateDirectory: String { self.predecessor?.stateDirectory ?? self.directory.file("state") }
 
-    /// Ends this daemon with `signal` (SIGKILL, a crash, unless told otherwise) unless it ended already, waits for
-    /// it to end, and starts another on the same socket and state directory, with `configuration`; not yet ready
-    /// when this returns. It blocks: call it off the test's task (``onThread``).
-    public func restarted(configuration: String = "", endingWith signal: Int32 = SIGKILL) throws -> DaemonProcess {
+    /// Kills this daemon with SIGKILL, as a crash ends it, and starts another: ``restarted(configuration:endingWith:)``.
+    public func restarted(configuration: String = "") throws -> DaemonProcess {
+        try self.restarted(configuration: configuration, endingWith: SIGKILL)
+    }
+
+    /// Ends this daemon with `signal` unless it ended already, waits for it to end, and starts another on the same
+    /// socket and state directory, with `configuration`; not yet ready when this returns. It blocks: call it off
+    /// the test's task (``onThread``).
+    public func restarted(configuration: String = "", endingWith signal: Int32) throws -> DaemonProcess {
         self.signal(signal)
         guard self.waitForExit() != nil else { throw SupportError("the daemon did not end on signal \(signal); output:\n\(self.output)") }
         return try DaemonProcess(
@@ -98,7 +103,13 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// ``restarted(configuration:)``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.
-    public func restartedWhenReady(configuration: String = "", endingWith signal: Int32 = SIGKILL) throws -> DaemonProcess {
+    public func restartedWhenReady(configuration: String = "") throws -> DaemonProcess {
+        try self.restartedWhenReady(configuration: configuration, endingWith: SIGKILL)
+    }
+
+    /// ``restarted(configuration:endingWith:)``, then waits for the new daemon's READY=1. It blocks: call it off the
+    /// test's task.
+    public func restartedWhenReady(configuration: String = "", endingWith signal: Int32) throws -> DaemonProcess {
         let next = try self.restarted(configuration: configuration, endingWith: signal)
         try next.waitUntilReady()
         return next
