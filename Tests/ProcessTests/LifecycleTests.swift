@@ -406,7 +406,7 @@ import Varlink
             return (mail, maps)
         }
         let second = try await onThread { try first.restartedWhenReady(endingWith: SIGTERM) }
-        #expect(first.child.wait(timeout: .seconds(1)) == 0, "a graceful stop exits 0")
+        #expect(first.waitForExit(timeout: .seconds(1)) == 0, "a graceful stop exits 0")
         #expect(first.output.contains("Leaving 2 running apps as they are for the next start"), "\(first.output)")
         try await onThread {
             let system = try testClient(socket)
