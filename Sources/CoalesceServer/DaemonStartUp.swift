@@ -66,6 +66,11 @@ struct DaemonStartUp {
             return .failure(Failure(status: DaemonExit.cannotCreate))
         }
 
+        if !ProcessHandle.identifiesProcesses {
+            logger.warning(
+                "Cannot read this boot's id (/proc/sys/kernel/random/boot_id): apps whose processes outlive a restart of the daemon are launched anew instead of taken up; do not hide /proc/sys from the daemon (ProcSubset=pid)"
+            )
+        }
         let state = DaemonState(configuration: self.configuration)
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager

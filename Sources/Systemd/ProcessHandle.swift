@@ -101,6 +101,9 @@ public final class ProcessHandle: Sendable {
         return "\(boot) \(fields[19])"
     }
 
+    /// Whether processes have an ``identity``: this boot's id can be read (a unit with `ProcSubset=pid` hides it).
+    public static var identifiesProcesses: Bool { Self.bootID != nil }
+
     /// This boot's id, from the kernel.
     private static let bootID: String? = {
         guard let text = ProcessHandle.readFile("/proc/sys/kernel/random/boot_id") else { return nil }
