@@ -141,7 +141,7 @@ public enum Daemon {
         // STOPPING=1), the watchdog, the server (its connections and streaming calls), and the store last.
         var configuration = ServiceGroupConfiguration(
             services: [
-                .init(service: StoreService(store: started.apps.store)),
+                .init(service: StoreService(store: started.apps.store, logger: logger)),
                 .init(service: ServingService(server: started.server)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),
                 .init(service: StatusService(status: status, notifier: notifier, logger: logger)),
