@@ -62,6 +62,9 @@ public final class Store: Sendable {
             check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
         } catch let error as StoreError {
             throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            // Not damage: moving the store aside is not what to do.
+            throw .diskFull(path: self.path)
         } catch {
             throw .cannotOpen(path: self.path, reason: "\(error)")
         }
