@@ -142,7 +142,7 @@ public enum Daemon {
         // and streaming calls), and the store last.
         var configuration = ServiceGroupConfiguration(
             services: [
-                .init(service: StoreService(store: started.apps.store)),
+                .init(service: StoreService(store: started.apps.store, logger: logger)),
                 .init(service: ServingService(server: started.server)),
                 .init(service: AppsService(apps: started.apps)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),

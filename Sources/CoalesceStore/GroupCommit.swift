@@ -164,6 +164,8 @@ final class GroupCommit: Sendable {
         var hurried = false
         /// When the oldest unhurried write in `pending` goes anyway.
         var unhurriedDeadline: Date?
+        /// The store is closing: the writes queued are the last, and any other is refused.
+        var closed = false
     }
 
     /// The writer thread's name (at most 15 bytes, the kernel's limit).
@@ -174,9 +176,13 @@ final class GroupCommit: Sendable {
     private let delay: TimeInterval
 
     private let queue = Queue()
+    private let path: String
+    private let finishing: @Sendable (() -> Void) -> Void
 
     init(pool: DatabasePool, unhurriedDelay: TimeInterval, finishing: @escaping @Sendable (() -> Void) -> Void) {
         self.delay = unhurriedDelay
+        self.path = pool.path
+        self.finishing = finishing
         let queue = self.queue
         let thread = Thread {
             Self.nameThisThread()
@@ -226,7 +232,12 @@ final class GroupCommit: Sendable {
     /// Queues `operation` for the next transaction; it returns at once.
     /// - Parameter unhurried: whether it may wait (up to ``unhurriedDelay``) for a write that starts a transaction.
     func submit(_ operation: any StoreOperation, unhurried: Bool = false) {
+        var refused = false
         let wake = self.queue.condition.withLock {
+            guard !self.queue.closed else {
+                refused = true
+                return false
+            }
             self.queue.pending.append(operation)
             if !unhurried {
                 guard !self.queue.hurried else { return false }  // the writer is already woken
@@ -240,6 +251,21 @@ final class GroupCommit: Sendable {
         }
         // As in hurry(): after the lock is let go.
         if wake { self.queue.condition.signal() }
+        if refused {
+            let failure = StoreError.cannotWrite(path: self.path, reason: "the daemon is stopping")
+            self.finishing { operation.finish(failure) }
+        }
+    }
+
+    /// Queues `last` as the last write and starts a transaction for what is queued; every write submitted after it
+    /// is refused. Once `last` is finished, nothing more is written.
+    func shutDown(after last: any StoreOperation) {
+        self.queue.condition.withLock {
+            self.queue.pending.append(last)
+            self.queue.hurried = true
+            self.queue.closed = true
+        }
+        self.queue.condition.signal()
     }
 
     private static func commit(

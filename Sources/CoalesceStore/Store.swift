@@ -10,6 +10,8 @@ public final class Store: Sendable {
     public let path: String
     private let pool: DatabasePool
     private let commits: GroupCommit
+    private let lock: StoreLock
+    private let record: StoreRecord
 
     /// Opens (or creates) the store and brings its schema up to date.
     /// - Throws: ``StoreError`` naming the file when it is not a database this daemon can use; the daemon refuses
@@ -30,6 +32,10 @@ public final class Store: Sendable {
         finishing: @escaping @Sendable (() -> Void) -> Void = { $0() }
     ) throws(StoreError) {
         self.path = stateDirectory + "/coalesced.db"
+        // One daemon per store, taken before any of the store's files is looked at.
+        self.lock = try StoreLock(directory: stateDirectory)
+        self.record = StoreRecord(directory: stateDirectory)
+        let existed = try Self.checkBeforeOpening(database: self.path, record: self.record)
         var configuration = Configuration()
         configuration.journalMode = .wal
         let synchronous: Int?
@@ -43,8 +49,22 @@ public final class Store: Sendable {
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 return try Int.fetchOne(db, sql: "PRAGMA synchronous")
             }
+            if existed {
+                // A read opens (or creates) the log: from here on, the log of a daemon that dies is left behind.
+                // Recorded before the first write, so that a log lost after it is noticed.
+                _ = try self.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+                try self.record.write(.open)
+            }
             try Self.migrator.migrate(self.pool)
+            // A new store is recorded once its schema exists: an empty file left by a first start that died before
+            // is not a store that was lost.
+            if !existed { try self.record.write(.open) }
             check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            // Not damage: moving the store aside is not what to do.
+            throw .diskFull(path: self.path)
         } catch {
             throw .cannotOpen(path: self.path, reason: "\(error)")
         }
@@ -53,6 +73,50 @@ public final class Store: Sendable {
             throw .notSynchronous(path: self.path, synchronous: synchronous ?? -1)
         }
         self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay, finishing: finishing)
+    }
+
+    /// What can be checked before SQLite opens the store, which would otherwise start on what it finds without a word:
+    /// a database missing or emptied where the record says one was made; a log missing where the record says the
+    /// daemon that last had the store open did not stop; a log whose damage would drop commits.
+    /// - Returns: whether the database existed (it holds something).
+    private static func checkBeforeOpening(database: String, record: StoreRecord) throws(StoreError) -> Bool {
+        let log = database + "-wal"
+        let mark = try record.read()
+        let existed = (Self.size(of: database) ?? 0) > 0
+        if mark != nil, !existed { throw .missing(path: database, record: record.path) }
+        if mark == .open, Self.size(of: log) == nil { throw .logMissing(path: log, record: record.path) }
+        if let dropped = try WriteAheadLog.droppedCommits(path: log) {
+            throw .logDamaged(path: log, what: dropped, database: database, record: record.path)
+        }
+        return existed
+    }
+
+    /// The size of the file at `path`, or `nil` if there is none.
+    private static func size(of path: String) -> Int? {
+        var status = stat()
+        return stat(path, &status) == 0 ? Int(status.st_size) : nil
+    }
+
+    /// Stops taking writes, waits for those taken, copies the log into the database and empties it
+    /// (`PRAGMA wal_checkpoint(TRUNCATE)`), and records that the store was closed: a clean stop leaves everything in
+    /// `coalesced.db`. Writes submitted after this are refused.
+    /// - Throws: ``StoreError`` when the checkpoint or the record fails; the log is then left as it is, and read at
+    ///   the next start.
+    public func close() async throws(StoreError) {
+        let last = StatementWrite(path: self.path) { _ in }
+        self.commits.shutDown(after: last)
+        try? await last.commit.wait()  // a failed last write still ends the writes before it
+        let result: Row?
+        do {
+            result = try self.pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        } catch {
+            throw StoreError(writing: self.path, error)
+        }
+        // One row: busy (1 when a reader or writer kept it from finishing), the log's frames, those copied.
+        guard let result, result[0] as Int == 0 else {
+            throw .cannotWrite(path: self.path + "-wal", reason: "the checkpoint at stop could not finish")
+        }
+        try self.record.write(.closed)
     }
 
     /// `PRAGMA synchronous` reads back 2 for FULL.

@@ -16,6 +16,18 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case cannotRead(path: String, reason: String)
     /// A write failed, other than for a full disk.
     case cannotWrite(path: String, reason: String)
+    /// Another daemon holds the state directory's lock (`pid`, when the lock file names it): two daemons writing
+    /// one store would each answer posts the other's writes then lose.
+    case inUse(directory: String, pid: Int32?)
+    /// The database is missing or empty, though the record beside it (`record`) says the daemon had made it.
+    case missing(path: String, record: String)
+    /// The write-ahead log `path` is missing, though the record beside the database (`record`) says the daemon that
+    /// last had the store open did not stop cleanly: the commits it held that were not yet copied into the database
+    /// are gone with it.
+    case logMissing(path: String, record: String)
+    /// The write-ahead log `path` holds commits SQLite would drop (`what`, named): a frame fails its checksum and
+    /// commits made after it follow, and SQLite reads a log only up to its first bad frame.
+    case logDamaged(path: String, what: String, database: String, record: String)
 
     public var description: String {
         switch self {
@@ -27,6 +39,18 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             return "SQLite would not sync each commit to \(path) (PRAGMA synchronous is \(synchronous))"
         case .cannotRead(let path, let reason): return "cannot read \(path): \(reason)"
         case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
+        case .inUse(let directory, let pid):
+            let holder = pid.map { "another coalesced (pid \($0))" } ?? "another coalesced"
+            return "\(directory) is in use by \(holder); stop it, or give this daemon a --state-dir of its own"
+        case .missing(let path, let record):
+            return "\(path) is missing or empty, though \(record) says the store was made there; restore it from a "
+                + "backup, or remove \(record) to start with an empty store"
+        case .logMissing(let path, let record):
+            return "\(path) is missing, though \(record) says the daemon that last had the store open did not stop "
+                + "cleanly, so commits it held are lost; put it back, or remove \(record) to start with what is left"
+        case .logDamaged(let path, let what, let database, let record):
+            return "\(path) is damaged (\(what)); restore it from a backup, or keep the commits before the damage "
+                + "with `sqlite3 \(database) 'PRAGMA wal_checkpoint(TRUNCATE)'` and remove \(record)"
         }
     }
 

@@ -131,4 +131,30 @@ import Varlink
         }
         restarted.signal(SIGKILL)
     }
+
+    /// A disk with no room at start-up stops the daemon with the line that says so, not with advice to move the store
+    /// aside; once there is room it starts with everything.
+    @Test func aFullDiskAtStartUpSaysSo() async throws {
+        let first = try DaemonProcess()  // only for its temporary directory, socket and listener
+        first.signal(SIGKILL)
+        _ = first.waitForExit()
+        let disk = try SmallDisk(at: first.directory.file("state"))
+        let arguments = ["--socket", first.socketPath, "--state-dir", disk.path, "--config", first.configPath]
+        let daemon = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+        try await onThread { try daemon.waitUntilReady() }
+        _ = try await onThread { try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": .string(Self.app)]) }
+        daemon.signal(SIGTERM)
+        #expect(try await onThread { daemon.waitForExit() } == 0)
+        disk.fill()
+        let full = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+        #expect(try await onThread { full.waitForExit() } == 1, "\(full.output)")
+        #expect(full.output.contains("is full; free space there"), "\(full.output)")
+        #expect(!full.output.contains("move it aside"), "\(full.output)")
+        disk.free()
+        let restarted = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+        try await onThread { try restarted.waitUntilReady() }
+        let apps = try await onThread { try testClient(first.socketPath).call("io.coalesced.System.ListApps")["apps"] }
+        #expect(apps?.arrayValue?.compactMap { $0["name"]?.stringValue } == [Self.app])
+        restarted.signal(SIGKILL)
+    }
 }
