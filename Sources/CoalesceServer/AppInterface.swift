@@ -1,4 +1,5 @@
 import CoalesceCore
+import Systemd
 import Varlink
 
 /// `io.coalesced.App`: an app acting for itself.
@@ -43,8 +44,13 @@ enum AppInterface {
                 },
                 "Attach": .streaming { request, responder in
                     guard responder.streams else { throw VarlinkError.expectedMore }
-                    let peer = try self.peer(request)
-                    try await apps.attach(name: try request.string("app"), peer: peer, responder: responder)
+                    var peer = try self.peer(request)
+                    // The app's process, held by one pidfd while it is attached: taken from the connection now,
+                    // as no other call needs one.
+                    peer.process = await peer.connectedProcess()
+                    let process = ProcessHandle.connected(peer)
+                    peer.process = nil
+                    try await apps.attach(name: try request.string("app"), peer: peer, process: process, responder: responder)
                 },
                 "Ack": .immediate { request in
                     let peer = try self.peer(request)

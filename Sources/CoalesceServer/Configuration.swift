@@ -13,6 +13,15 @@ public struct Configuration: Sendable, Hashable {
     public var maxMessageSize: Int = 1 << 20
     /// `[Varlink] MaxConnections=`: connections served at once.
     public var maxConnections: Int = 4096
+    /// `[Varlink] MaxConnectionsPerUser=`: connections served at once for one uid other than root and the admin
+    /// group's.
+    public var maxConnectionsPerUser: Int = 256
+    /// `[Varlink] ReservedConnections=`: of ``maxConnections``, those kept for root, the daemon's own user and the
+    /// admin group, so that they can connect however many others hold.
+    public var reservedConnections: Int = 32
+    /// `[Varlink] IncompleteMessageTimeoutSec=`: how long a client may leave a message unfinished (sent in part,
+    /// without its closing NUL) before its connection is closed.
+    public var incompleteMessageTimeout: Duration = .seconds(10)
     /// `[Varlink] EventLoops=`: threads serving connections, each connection on one of them. Read at start only.
     public var eventLoops: Int = 1
     /// `[Daemon] AdminGroup=`: members of this group may call the System interface, besides root and the
@@ -197,6 +206,18 @@ enum ConfigurationKey {
             "MaxConnections": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxConnections =
                     value.isEmpty ? Configuration().maxConnections : try parseInteger(value, in: 1...65536)
+            },
+            "MaxConnectionsPerUser": { configuration, value throws(ConfigurationValueError) in
+                configuration.maxConnectionsPerUser =
+                    value.isEmpty ? Configuration().maxConnectionsPerUser : try parseInteger(value, in: 1...65536)
+            },
+            "ReservedConnections": { configuration, value throws(ConfigurationValueError) in
+                configuration.reservedConnections =
+                    value.isEmpty ? Configuration().reservedConnections : try parseInteger(value, in: 0...65535)
+            },
+            "IncompleteMessageTimeoutSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.incompleteMessageTimeout =
+                    value.isEmpty ? Configuration().incompleteMessageTimeout : try parseTimeSpan(value)
             },
             "EventLoops": { configuration, value throws(ConfigurationValueError) in
                 configuration.eventLoops =

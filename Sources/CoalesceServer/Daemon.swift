@@ -87,7 +87,7 @@ public enum Daemon {
             printError("\(error); fix the configuration and start again")
             return DaemonExit.configuration
         }
-        raiseDescriptorLimit()
+        let descriptorLimit = raiseDescriptorLimit()
         let levelControl = LogLevelControl(configuration.logLevel)
         DaemonLogging.bootstrap(identifier: "coalesced", control: levelControl)
         let logger = Logger(label: "coalesced")
@@ -96,7 +96,14 @@ public enum Daemon {
         // own loop's queue, in the order they were decided).
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops)
         let status: Int32
-        switch await DaemonStartUp(options: options, configuration: configuration, group: group, logger: logger).start() {
+        let startUp = DaemonStartUp(
+            options: options,
+            configuration: configuration,
+            descriptorLimit: descriptorLimit,
+            group: group,
+            logger: logger
+        )
+        switch await startUp.start() {
         case .failure(let failure):
             status = failure.status
         case .success(let started):
@@ -161,10 +168,14 @@ public enum Daemon {
         }
     }
 
-    static func limits(_ configuration: Configuration) -> VarlinkServerLimits {
+    /// The server's limits under `configuration`; MaxConnections= no more than the descriptors leave room for.
+    static func limits(_ configuration: Configuration, connectionBudget: Int) -> VarlinkServerLimits {
         VarlinkServerLimits(
             maximumMessageSize: configuration.maxMessageSize,
-            maximumConnections: configuration.maxConnections
+            maximumConnections: min(configuration.maxConnections, connectionBudget),
+            maximumConnectionsPerUser: configuration.maxConnectionsPerUser,
+            reservedConnections: configuration.reservedConnections,
+            incompleteMessageTimeout: configuration.incompleteMessageTimeout
         )
     }
 }

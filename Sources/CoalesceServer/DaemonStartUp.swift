@@ -30,6 +30,8 @@ struct DaemonStartUp {
 
     let options: DaemonOptions
     let configuration: Configuration
+    /// The soft RLIMIT_NOFILE, raised to the hard limit (``raiseDescriptorLimit()``).
+    let descriptorLimit: Int
     let group: MultiThreadedEventLoopGroup
     let logger: Logger
 
@@ -71,7 +73,11 @@ struct DaemonStartUp {
                 "Cannot read this boot's id (/proc/sys/kernel/random/boot_id): apps whose processes outlive a restart of the daemon are launched anew instead of taken up; do not hide /proc/sys from the daemon (ProcSubset=pid)"
             )
         }
-        let state = DaemonState(configuration: self.configuration)
+        let state = DaemonState(
+            configuration: self.configuration,
+            connectionBudget: connectionBudget(descriptorLimit: self.descriptorLimit)
+        )
+        state.checkConnectionBudget(logger: logger)
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager
         do {
@@ -111,10 +117,12 @@ struct DaemonStartUp {
         )
         let server = VarlinkServer(
             service: service,
-            limits: Daemon.limits(self.configuration),
+            limits: state.serverLimits,
             statistics: statistics,
             group: self.group,
-            logger: logger
+            logger: logger,
+            // Root, the daemon's user and the admin group may use the reserved connections, whatever others hold.
+            isPrivileged: { peer in Authorization.isAdmin(peer, group: state.configuration.adminGroup) }
         )
 
         do {
@@ -174,12 +182,46 @@ func startUnit(_ unit: String, on scope: SystemBus.Scope) throws(SystemdError) {
 }
 
 /// Every connection and every attached app holds a descriptor; the soft limit (often 1,024) is lifted to the hard
-/// limit, as systemd's own daemons do, so that MaxConnections= is what bounds them.
-func raiseDescriptorLimit() {
+/// limit, as systemd's own daemons do, so that MaxConnections= is what bounds them. Returns the soft limit in force.
+func raiseDescriptorLimit() -> Int {
     var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-    limit.rlim_cur = limit.rlim_max
-    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)  // the old limit stays if this fails
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = rlimit(rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max)
+        // The old limit stays if this fails, and is what is returned.
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), [raised]) == 0 { limit = raised }
+    }
+    return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
+}
+
+/// Descriptors the daemon keeps besides its connections, beyond those open at start-up: the store's files, the
+/// journal's socket, a pidfd per attached app, the server's spare descriptor.
+let descriptorHeadroom = 64
+
+/// The connections the descriptor limit leaves room for: the limit, less the descriptors open now and
+/// ``descriptorHeadroom``.
+func connectionBudget(descriptorLimit: Int) -> Int {
+    guard descriptorLimit != Int.max else { return Int.max }
+    var open = 0
+    if let directory = opendir("/proc/self/fd") {
+        while readdir(directory) != nil { open += 1 }
+        closedir(directory)
+        open -= 2  // . and ..
+    }
+    return max(descriptorLimit - open - descriptorHeadroom, 1)
+}
+
+extension DaemonState {
+    /// Logs when MaxConnections= does not fit the descriptor limit: the daemon then serves as many connections as
+    /// fit, and refuses the others with TooManyConnections rather than failing to accept them.
+    func checkConnectionBudget(logger: Logger) {
+        let configured = self.configuration.maxConnections
+        guard configured > self.connectionBudget else { return }
+        logger.warning(
+            "MaxConnections= does not fit the file descriptor limit; serving fewer connections. Raise LimitNOFILE= or lower MaxConnections=",
+            metadata: ["max_connections": "\(configured)", "serving": "\(self.connectionBudget)"]
+        )
+    }
 }
 
 /// Creates a directory, and its missing parents with mode 0755, giving the directory itself `mode` when it creates

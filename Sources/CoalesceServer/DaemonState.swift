@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import Synchronization
+import Varlink
 
 /// What the daemon knows about itself: when it started, the configuration in force, and its reloads.
 final class DaemonState: Sendable {
@@ -22,7 +23,12 @@ final class DaemonState: Sendable {
     /// whole configuration to read one number.
     private let payloadLimit: Synchronization.Atomic<Int>
 
-    init(configuration: Configuration) {
+    /// The connections the file descriptor limit leaves room for (``connectionBudget(descriptorLimit:)``): what
+    /// bounds MaxConnections= when it does not fit.
+    let connectionBudget: Int
+
+    init(configuration: Configuration, connectionBudget: Int = .max) {
+        self.connectionBudget = connectionBudget
         self.stored = NIOLockedValueBox(Stored(configuration: configuration))
         self.payloadLimit = Synchronization.Atomic(configuration.maxPayloadSize)
     }
@@ -38,6 +44,9 @@ final class DaemonState: Sendable {
     }
 
     var configuration: Configuration { self.stored.withLockedValue { $0.configuration } }
+
+    /// The server's limits under the configuration in force.
+    var serverLimits: VarlinkServerLimits { Daemon.limits(self.configuration, connectionBudget: self.connectionBudget) }
 
     func reloaded(_ configuration: Configuration) {
         self.stored.withLockedValue {

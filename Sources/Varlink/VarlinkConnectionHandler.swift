@@ -77,12 +77,14 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     @exclusivity(unchecked) private var splitting = false
     /// The input broke the protocol: later bytes are dropped.
     @exclusivity(unchecked) private var inputRefused = false
-    /// Who connected, as the kernel said, with the process and the groups it tells apart.
-    @exclusivity(unchecked) private var peer: VarlinkPeer? { didSet { self.updateRequestPeer() } }
-    @exclusivity(unchecked) private var peerProcess: VarlinkPeerProcess? { didSet { self.updateRequestPeer() } }
-    @exclusivity(unchecked) private var peerGroups: [UInt32]? { didSet { self.updateRequestPeer() } }
-    /// The three together, as each call's request carries them: put together once, not for every call.
+    /// Who connected, as the kernel said when the connection was accepted, as each call's request carries it.
     @exclusivity(unchecked) private var requestPeer: VarlinkPeer?
+    /// How long a message may stay unfinished.
+    private let incompleteMessageTimeout: TimeAmount
+    /// When the unfinished message in ``input`` began; `nil` while the input ends with a whole message.
+    @exclusivity(unchecked) private var incompleteSince: NIODeadline?
+    /// Closes the connection if the message begun at ``incompleteSince`` is not finished in time.
+    @exclusivity(unchecked) private var incompleteMessageDeadline: Scheduled<Void>?
     /// The channel takes more writes without growing past its bound (as the last writability change said).
     @exclusivity(unchecked) private var writable = true
     @exclusivity(unchecked) private var pendingFlush = false
@@ -95,8 +97,11 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         statistics: VarlinkServerStatistics,
         calls: VarlinkCalls,
         limits: VarlinkServerLimits,
+        peer: VarlinkPeer?,
         logger: Logger
     ) {
+        self.requestPeer = peer
+        self.incompleteMessageTimeout = limits.incompleteMessageTimeout.timeAmount
         self.service = service
         self.statistics = statistics
         self.calls = calls
@@ -124,28 +129,17 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if let provider = context.channel as? any SocketOptionProvider {
-            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-                .whenSuccess { (credentials: PeerCredentialsLayout) in
-                    loopBound.value.peer = VarlinkPeer(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
-                }
-            // Its supplementary groups; more than the buffer holds (or an old kernel) and the peer has none listed.
-            provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: Self.peerGroupsOption)
-                .whenSuccess { (groups: VarlinkPeerGroups) in loopBound.value.peerGroups = groups.groups }
-            // A pidfd of the process that connected; older kernels refuse the option and the peer has none.
-            provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: Self.peerPidfdOption)
-                .whenSuccess { (descriptor: CInt) in
-                    guard descriptor >= 0 else { return }
-                    loopBound.value.peerProcess = VarlinkPeerProcess(descriptor: descriptor)
-                }
-        }
+        // The peer's pidfd is taken when a method asks for it, not here: most connections never need it, and each
+        // would hold a second descriptor for its lifetime.
+        self.requestPeer?.processSource = VarlinkPeerProcessSource(channel: context.channel)
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         // The peer is gone: what it asked for can no longer be answered.
         if case .running(let scope) = self.state { scope.cancel() }
+        self.incompleteMessageDeadline?.cancel()
+        self.incompleteMessageDeadline = nil
         self.owed.removeAll()
         self.parked.removeAll()
         self.state = .closing
@@ -169,7 +163,11 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         // A call handled below may lead to another read before it returns: its bytes wait for this loop.
         guard !self.splitting else { return }
         self.splitting = true
-        defer { self.splitting = false }
+        var split = false
+        defer {
+            self.splitting = false
+            self.watchIncompleteMessage(context: context, restart: split)
+        }
         while !self.inputRefused, self.input != nil {
             let frame: ByteBuffer?
             do throws(VarlinkProtocolError) {
@@ -180,6 +178,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 return
             }
             guard let frame else { return }  // the rest of a message is still to come
+            split = true
             if self.input?.readableBytes == 0 { self.input = nil }  // the next read's buffer is taken as it is
             let pending = self.parse(frame)
             switch self.state {
@@ -188,6 +187,60 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             case .closing: self.input = nil
             }
         }
+    }
+
+    /// Starts the clock on a message left unfinished after a read, or stops it once the input ends with a whole
+    /// message. The clock runs from the message's first bytes, so that a peer cannot keep a connection by
+    /// dripping a byte now and then; `restart`: a message ended in this read, and what is left is the next one's.
+    /// One timer at most per connection: a read that leaves part of a message (as many do under a stream of
+    /// pipelined calls) only notes the time.
+    private func watchIncompleteMessage(context: ChannelHandlerContext, restart: Bool) {
+        guard self.input != nil, !self.inputRefused else {
+            self.incompleteSince = nil
+            return
+        }
+        guard restart || self.incompleteSince == nil else { return }
+        let now = NIODeadline.now()
+        self.incompleteSince = now
+        if self.incompleteMessageDeadline == nil {
+            self.armIncompleteMessageDeadline(context: context, at: now + self.incompleteMessageTimeout)
+        }
+    }
+
+    private func armIncompleteMessageDeadline(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loopContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+        self.incompleteMessageDeadline = context.eventLoop.scheduleTask(deadline: deadline) {
+            handler.value.incompleteMessageDeadlinePassed(context: loopContext.value)
+        }
+    }
+
+    private func incompleteMessageDeadlinePassed(context: ChannelHandlerContext) {
+        self.incompleteMessageDeadline = nil
+        guard let since = self.incompleteSince else { return }
+        let deadline = since + self.incompleteMessageTimeout
+        let now = NIODeadline.now()
+        if now < deadline {
+            // The message this timer was set for ended; another began since.
+            self.armIncompleteMessageDeadline(context: context, at: deadline)
+            return
+        }
+        guard self.reading else {
+            // The rest waits in the socket because this side stopped reading, not because the peer is slow: the
+            // clock starts again.
+            self.incompleteSince = now
+            self.armIncompleteMessageDeadline(context: context, at: now + self.incompleteMessageTimeout)
+            return
+        }
+        self.statistics.update { $0.connectionsTimedOut += 1 }
+        self.logger.debug(
+            "Varlink peer left a message unfinished, closing",
+            metadata: ["bytes": "\(self.input?.readableBytes ?? 0)", "timeout": "\(self.incompleteMessageTimeout)"]
+        )
+        self.state = .closing
+        self.input = nil
+        self.incompleteSince = nil
+        context.close(promise: nil)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -221,12 +274,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         case .closing: break
         }
     }
-
-    /// SO_PEERGROUPS (Linux 4.13).
-    private static let peerGroupsOption = SocketOptionName(59)
-
-    /// SO_PEERPIDFD (Linux 6.5), which Glibc 2.36's headers do not name yet.
-    private static let peerPidfdOption = SocketOptionName(77)
 
     private func parse(_ frame: ByteBuffer) -> Pending {
         do throws(VarlinkProtocolError) {
@@ -286,13 +333,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
             channel.close(promise: nil)
         }
-    }
-
-    private func updateRequestPeer() {
-        var peer = self.peer
-        peer?.process = self.peerProcess
-        peer?.groups = self.peerGroups
-        self.requestPeer = peer
     }
 
     /// Takes the call: it moves into the request rather than being copied (the request is made in the branch that

@@ -59,9 +59,9 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
     case messageTooLarge(limit: Int)
     /// A message was not valid JSON, or not a well-formed call or reply.
     case invalidMessage(String)
-    /// The server already serves as many connections as it may; sent instead of any reply, then the connection
-    /// is closed.
-    case tooManyConnections(limit: Int)
+    /// A quota on connections refuses this one (the server serves as many as the quota allows it, or it has no
+    /// descriptor left); sent instead of any reply, then the connection is closed.
+    case tooManyConnections(VarlinkConnectionQuota)
     /// A method failed in a way its interface does not declare: a bug in the server.
     case internalError(String)
 
@@ -77,7 +77,8 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
 
     public var varlinkParameters: JSONObject {
         switch self {
-        case .messageTooLarge(let limit), .tooManyConnections(let limit): return ["limit": .int(Int64(limit))]
+        case .messageTooLarge(let limit): return ["limit": .int(Int64(limit))]
+        case .tooManyConnections(let quota): return ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
         case .invalidMessage(let reason), .internalError(let reason): return ["reason": .string(reason)]
         }
     }
@@ -91,7 +92,7 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
         switch self {
         case .messageTooLarge(let limit): return "message larger than the limit of \(limit) bytes"
         case .invalidMessage(let reason): return "invalid message: \(reason)"
-        case .tooManyConnections(let limit): return "already serving the limit of \(limit) connections"
+        case .tooManyConnections(let quota): return "too many connections (\(quota))"
         case .internalError(let reason): return "internal error: \(reason)"
         }
     }

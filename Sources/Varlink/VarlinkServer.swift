@@ -56,21 +56,35 @@ public enum VarlinkServerError: Error, Hashable, CustomStringConvertible {
 /// ``stop()`` or ``shutdown()`` stop it.
 public final class VarlinkServer: Sendable {
     public let statistics: VarlinkServerStatistics
-    private let service: VarlinkService
-    private let group: any EventLoopGroup
-    private let logger: Logger
+    let service: VarlinkService
+    let group: any EventLoopGroup
+    let logger: Logger
     private let limitsBox: NIOLockedValueBox<VarlinkServerLimits>
-    private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
-    private let calls = VarlinkCalls()
+    let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    let calls = VarlinkCalls()
     private let listener = NIOLockedValueBox<(channel: any Channel, ownedPath: String?)?>(nil)
+    let admission = NIOLockedValueBox(VarlinkConnectionAdmission())
+    let isPrivileged: @Sendable (VarlinkPeer) -> Bool
+    let refusalLog: NIOLockedValueBox<VarlinkLogRateLimit>
+    let descriptors = VarlinkSpareDescriptor()
+    /// Accepting failed for want of descriptors, and no connection was accepted normally since: logged once.
+    let descriptorsRanOut = NIOLockedValueBox(false)
 
+    /// - Parameters:
+    ///   - isPrivileged: whether a peer may use the connections ``VarlinkServerLimits/reservedConnections`` keeps,
+    ///     free of ``VarlinkServerLimits/maximumConnectionsPerUser``; asked once per connection, on its event loop.
     public init(
         service: VarlinkService,
         limits: VarlinkServerLimits,
         statistics: VarlinkServerStatistics = VarlinkServerStatistics(),
         group: any EventLoopGroup,
-        logger: Logger
+        logger: Logger,
+        isPrivileged: @escaping @Sendable (VarlinkPeer) -> Bool = { $0.uid == 0 }
     ) {
+        self.isPrivileged = isPrivileged
+        self.refusalLog = NIOLockedValueBox(
+            VarlinkLogRateLimit(interval: limits.refusalLogInterval.timeAmount, burst: limits.refusalLogBurst)
+        )
         self.service = service
         self.statistics = statistics
         self.group = group
@@ -92,6 +106,13 @@ public final class VarlinkServer: Sendable {
     public func start(_ address: VarlinkListenAddress, socketMode: UInt32 = 0o666) async throws {
         let bootstrap = ServerBootstrap(group: self.group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in self.acceptBackoff(after: error) }
+                    )
+                }
+            }
             .childChannelInitializer { [self] channel in
                 self.initialize(channel)
             }
@@ -109,51 +130,6 @@ public final class VarlinkServer: Sendable {
             channel = try await bootstrap.withBoundSocket(fd).get()
         }
         self.listener.withLockedValue { $0 = (channel, ownedPath) }
-    }
-
-    private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
-        let limits = self.limits
-        let id = ObjectIdentifier(channel)
-        var refused = false
-        self.statistics.update { statistics in
-            statistics.connectionsTotal += 1
-            if statistics.connections >= limits.maximumConnections {
-                statistics.connectionsRefused += 1
-                refused = true
-            } else {
-                statistics.connections += 1
-            }
-        }
-        if refused {
-            self.logger.warning(
-                "Connection limit reached, refusing a connection",
-                metadata: ["limit": "\(limits.maximumConnections)"]
-            )
-            return channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(
-                    VarlinkRefusingHandler(
-                        error: VarlinkProtocolError.tooManyConnections(limit: limits.maximumConnections)
-                            .varlinkError(in: self.service.protocolErrorInterface)
-                    )
-                )
-            }
-        }
-        self.channels.withLockedValue { $0[id] = channel }
-        channel.closeFuture.whenComplete { [self] _ in
-            self.channels.withLockedValue { _ = $0.removeValue(forKey: id) }
-            self.statistics.update { $0.connections -= 1 }
-        }
-        return channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(
-                VarlinkConnectionHandler(
-                    service: self.service,
-                    statistics: self.statistics,
-                    calls: self.calls,
-                    limits: limits,
-                    logger: self.logger
-                )
-            )
-        }
     }
 
     /// Runs the streaming calls of every connection, each as a child task, until the server stops; then cancels

@@ -1,3 +1,5 @@
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,9 +9,11 @@ public struct VarlinkPeer: Sendable, Hashable {
     public var pid: Int32
     public var uid: UInt32
     public var gid: UInt32
-    /// The peer process itself (`SO_PEERPIDFD`, Linux 6.5 and later): the process that connected, even if its pid
-    /// has been reused since. `nil` where the kernel cannot say.
+    /// The peer process itself (`SO_PEERPIDFD`, Linux 6.5 and later), where one was taken (``connectedProcess()``):
+    /// the process that connected, even if its pid has been reused since.
     public var process: VarlinkPeerProcess?
+    /// The connection, to take the peer's pidfd from when it is asked for.
+    var processSource: VarlinkPeerProcessSource?
     /// The peer's supplementary groups when it connected (`SO_PEERGROUPS`), `nil` where the kernel could not say
     /// (more than ``VarlinkPeerGroups/capacity`` of them, or an old kernel).
     public var groups: [UInt32]?
@@ -20,6 +24,13 @@ public struct VarlinkPeer: Sendable, Hashable {
         self.gid = gid
         self.process = process
         self.groups = groups
+    }
+
+    /// Takes a pidfd of the process that connected, from the connection (`SO_PEERPIDFD`): the kernel keeps the
+    /// process the connection was made by, so it is that process even if its pid has been reused since. `nil` where
+    /// the kernel cannot say, or that process has ended. Each call opens a descriptor of its own.
+    public func connectedProcess() async -> VarlinkPeerProcess? {
+        await self.processSource?.take()
     }
 
     public static func == (lhs: VarlinkPeer, rhs: VarlinkPeer) -> Bool {
@@ -50,6 +61,29 @@ struct VarlinkPeerGroups {
             groups.append(group)
         }
         return groups
+    }
+}
+
+/// Takes a connection's peer's pidfd.
+final class VarlinkPeerProcessSource: Sendable {
+    private let channel: any Channel
+
+    init(channel: any Channel) {
+        self.channel = channel
+    }
+
+    /// SO_PEERPIDFD (Linux 6.5), which Glibc 2.36's headers do not name yet.
+    private static let peerPidfdOption = SocketOptionName(77)
+
+    func take() async -> VarlinkPeerProcess? {
+        guard let provider = self.channel as? any SocketOptionProvider else { return nil }
+        // Fails on an older kernel, a closed connection, or a peer that has ended: then there is none.
+        let descriptor: CInt? = try? await provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: Self.peerPidfdOption
+        ).get()
+        guard let descriptor, descriptor >= 0 else { return nil }
+        return VarlinkPeerProcess(descriptor: descriptor)
     }
 }
 

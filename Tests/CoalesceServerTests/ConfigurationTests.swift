@@ -27,12 +27,18 @@ import Testing
             [Varlink]
             MaxMessageSize=64K
             MaxConnections=12
+            MaxConnectionsPerUser=5
+            ReservedConnections=3
+            IncompleteMessageTimeoutSec=750ms
             EventLoops=2
             """
         )
         #expect(configuration.logLevel == .debug)
         #expect(configuration.maxMessageSize == 65536)
         #expect(configuration.maxConnections == 12)
+        #expect(configuration.maxConnectionsPerUser == 5)
+        #expect(configuration.reservedConnections == 3)
+        #expect(configuration.incompleteMessageTimeout == .milliseconds(750))
         #expect(configuration.eventLoops == 2)
         #expect(try self.parse("").eventLoops == 1)
     }
@@ -83,7 +89,7 @@ import Testing
         ("[Apps]\nLaunchTimeoutSec=0\n", "f0.conf:2: bad value '0' for LaunchTimeoutSec=: must be longer than zero"),
         ("[Apps]\nBackgroundTaskExpiry=never\n", "f0.conf:2: bad value 'never' for BackgroundTaskExpiry=: expected suspend or terminate"),
         ("[Apps]\nExclusiveForeground=maybe\n", "f0.conf:2: bad value 'maybe' for ExclusiveForeground=: expected yes or no"),
-        ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: EventLoops, MaxConnections, MaxMessageSize"),
+        ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: EventLoops, IncompleteMessageTimeoutSec, MaxConnections, MaxConnectionsPerUser, MaxMessageSize, ReservedConnections"),
         ("[Varlink]\nEventLoops=0\n", "f0.conf:2: bad value '0' for EventLoops=: must be between 1 and 64"),
         ("\n\n[Varlink]\nMaxMessageSize=lots\n", "f0.conf:4: bad value 'lots' for MaxMessageSize=: expected a size in bytes, optionally with K, M or G"),
         ("[Varlink]\nMaxMessageSize=1K\n", "f0.conf:2: bad value '1K' for MaxMessageSize=: must be between 4096 and 67108864 bytes"),

@@ -46,7 +46,7 @@ import Testing
         )
         // A pid no process can have: a kill the lifecycle decides signals nothing.
         let peer = VarlinkPeer(pid: Int32.max, uid: 0, gid: 0)
-        async let attached: Void = try manager.attach(name: Self.mail, peer: peer, responder: responder)
+        async let attached: Void = try manager.attach(name: Self.mail, peer: peer, process: nil, responder: responder)
         // Attach runs in its own task: wait (bounded) for the launch it makes.
         for _ in 0..<5_000 where (try? manager.get(Self.mail).state) != .active {
             try await Task.sleep(for: .milliseconds(1))

@@ -134,8 +134,13 @@ import Varlink
     }
 
     /// Serves the test interface for the duration of `body`.
+    /// - Parameters:
+    ///   - isPrivileged: which peers the server treats as privileged (all of the test's connections are root's).
+    ///   - logger: where the server logs; nowhere by default.
     func withServer(
         limits: VarlinkServerLimits = VarlinkServerLimits(),
+        isPrivileged: @escaping @Sendable (VarlinkPeer) -> Bool = { $0.uid == 0 },
+        logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: @escaping @Sendable (String, VarlinkServer) throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory()
@@ -149,7 +154,8 @@ import Varlink
             ),
             limits: limits,
             group: group,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            logger: logger,
+            isPrivileged: isPrivileged
         )
         try await server.start(.path(path))
         async let serving: Void = server.run()
@@ -480,7 +486,7 @@ import Varlink
             _ = try first.call("org.example.test.Echo", ["value": "1"])
             _ = try second.call("org.example.test.Echo", ["value": "2"])
             let third = try testClient(path)
-            #expect(try third.receiveReply() == VarlinkReply(error: VarlinkProtocolError.tooManyConnections(limit: 2).varlinkError(in: Self.protocolErrors)))
+            #expect(try third.receiveReply() == Self.refusal(.connections(limit: 2)))
             #expect(third.waitForClose(timeout: .seconds(10)))
             #expect(server.statistics.snapshot.connectionsRefused == 1)
             #expect(try first.call("org.example.test.Echo", ["value": "1"]) == ["value": "1"])

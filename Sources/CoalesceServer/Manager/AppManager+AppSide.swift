@@ -18,7 +18,8 @@ extension AppManager {
 
     /// Serves an Attach until its stream ends: sends the current state, launches the app if it was not running,
     /// and then parks until the client hangs up, the app ends, or another Attach replaces this one.
-    func attach(name: String, peer: VarlinkPeer, responder: VarlinkResponder) async throws(AppError) {
+    /// - Parameter process: the peer's process (``ProcessHandle/connected(_:)``), `nil` where it cannot be had.
+    func attach(name: String, peer: VarlinkPeer, process: ProcessHandle?, responder: VarlinkResponder) async throws(AppError) {
         let appName = try Self.appName(name)
         // Read only when the attach is going to launch the app: a running app's new stream needs none.
         var restored: String?
@@ -32,7 +33,6 @@ extension AppManager {
                 throw .storageFailed(reason: error.description)
             }
         }
-        let process = ProcessHandle.connected(peer)
         let identity = process?.identity
         let id = try self.locked { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: peer.uid, in: state)

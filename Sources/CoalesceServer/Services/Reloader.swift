@@ -40,8 +40,9 @@ struct Reloader: Service {
                 )
             }
             self.levelControl.current = configuration.logLevel
-            self.server.limits = Daemon.limits(configuration)
             self.state.reloaded(configuration)
+            self.server.limits = self.state.serverLimits
+            self.state.checkConnectionBudget(logger: self.logger)
             self.apps.timingsChanged(configuration.timings)
             self.logger.notice(
                 "Configuration reloaded",
