@@ -43,6 +43,7 @@ struct Reloader: Service {
             self.server.limits = Daemon.limits(configuration)
             self.state.reloaded(configuration)
             self.apps.timingsChanged(configuration.timings)
+            self.apps.quotasChanged(configuration.quotas)
             self.logger.notice(
                 "Configuration reloaded",
                 metadata: ["config": "\(self.options.configPath)", "message_id": "\(MessageID.reloaded)"]
