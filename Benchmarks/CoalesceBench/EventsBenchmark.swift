@@ -154,7 +154,47 @@ struct EventsBenchmark {
         print("| RSS, \(self.suspendedApps) suspended apps (10 kinds each) holding nothing / after \(totals) posts to them | \(resident.joined(separator: " / ")) MiB |")
         memory.signal(SIGTERM)
         _ = memory.waitForExit()
+        try Self.quotaFlood()
         print("")
+    }
+
+    /// A hostile flood: one user posts 60 KiB payloads to its own app's volatile queue kind (bound 10,000), which
+    /// nothing drains, past its quota. RSS is read when the quota first refuses, and again after as many posts more,
+    /// all refused: flat at the ceiling.
+    static func quotaFlood() throws {
+        let quota = 64 << 20
+        let daemon = try DaemonProcess(configuration: "[Quotas]\nAdminHeldBytes=\(quota)\n")
+        try daemon.waitUntilReady()
+        defer {
+            daemon.signal(SIGTERM)
+            _ = daemon.waitForExit()
+        }
+        let client = try VarlinkClient(path: daemon.socketPath)
+        _ = try client.call(
+            "io.coalesced.App.Register",
+            ["name": "org.bench.flood", "kinds": ["chat": ["policy": "queue", "bound": 10000, "volatile": true]]]
+        )
+        let idle = (daemon.residentKiB ?? 0) / 1024
+        let payload: JSONValue = ["text": .string(String(repeating: "x", count: 60 << 10))]
+        func flood(_ posts: Int) throws -> Int {
+            var refused = 0
+            for _ in 0..<posts {
+                do {
+                    try post(client, "org.bench.flood", "chat", payload)
+                } catch let error as VarlinkError where error.varlinkName == "io.coalesced.App.QuotaExceeded" {
+                    refused += 1
+                }
+            }
+            return refused
+        }
+        let filling = quota / (60 << 10) + 16
+        let refusedFilling = try flood(filling)
+        let atCeiling = (daemon.residentKiB ?? 0) / 1024
+        let refusedAfter = try flood(filling)
+        let after = (daemon.residentKiB ?? 0) / 1024
+        print(
+            "| RSS under a flood of 60 KiB volatile posts past AdminHeldBytes=64M: idle / at the quota (\(filling - refusedFilling) taken) / after \(filling) more (\(refusedAfter) refused) | \(idle) / \(atCeiling) / \(after) MiB |"
+        )
     }
 
     /// Attaches each of `names` (registered) from the benchmark's process, as its apps' processes would, has their

@@ -22,6 +22,8 @@ struct Status: ParsableCommand {
                 ("Apps", Self.apps(stats)),
                 ("Transitions", int("transitions")),
                 ("Events", Self.events(stats["events"] ?? .null)),
+                ("Held in memory", Self.held(stats["quotas"] ?? .null)),
+                ("Your quotas", Self.caller(stats["quotas"]?["caller"] ?? .null)),
                 ("Protocol errors", int("protocolErrors")),
                 ("Reloads", "\(int("reloads")) done, \(int("failedReloads")) refused"),
                 (
@@ -48,6 +50,34 @@ struct Status: ParsableCommand {
         func int(_ key: String) -> Int64 { events[key]?.intValue ?? 0 }
         return "\(int("postsSent")) posts sent at once, \(int("postsHeld")) held; "
             + "\(int("kindsHeld")) kinds held now, \(int("unacknowledged")) unacknowledged"
+    }
+
+    /// "1.2 MiB of 256.0 MiB (HeldBytes=)".
+    static func held(_ quotas: JSONValue) -> String {
+        "\(Self.bytes(quotas["heldBytes"]?.intValue)) of \(Self.bytes(quotas["heldBytesLimit"]?.intValue)) (HeldBytes=)"
+    }
+
+    /// "uid 1000: 3 of 64 apps (UserApps=), 1.0 KiB of 16.0 MiB held (UserHeldBytes=)".
+    static func caller(_ user: JSONValue) -> String {
+        let uid = user["uid"]?.intValue.map { String($0) } ?? "?"
+        let apps = user["apps"]?.intValue.map { String($0) } ?? "?"
+        let appsLimit = user["appsLimit"]?.intValue.map { String($0) } ?? "?"
+        return "uid \(uid): \(apps) of \(appsLimit) apps (\(user["appsQuota"]?.stringValue ?? "?")=), "
+            + "\(Self.bytes(user["heldBytes"]?.intValue)) of \(Self.bytes(user["heldBytesLimit"]?.intValue)) held "
+            + "(\(user["heldBytesQuota"]?.stringValue ?? "?")=)"
+    }
+
+    /// Bytes as systemd prints sizes: "512B", "1.5K"... here spelled out: "512 B", "1.5 KiB", "16.0 MiB".
+    static func bytes(_ count: Int64?) -> String {
+        guard let count else { return "?" }
+        var value = Double(count)
+        for unit in ["B", "KiB", "MiB", "GiB"] {
+            if value < 1024 || unit == "GiB" {
+                return unit == "B" ? "\(count) B" : "\((value * 10).rounded() / 10) \(unit)"
+            }
+            value /= 1024
+        }
+        return "\(count) B"
     }
 
     /// "2d 3h 4min 5s", as systemd prints time spans.

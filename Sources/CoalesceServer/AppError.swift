@@ -28,6 +28,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case notANumber(target: String, kind: String, field: String)
     case payloadTooLarge(size: Int, limit: Int)
     case storageFailed(reason: String)
+    /// A quota (`[Quotas]`) would be passed: the apps a user registers, or the bytes apps' events take.
+    case quotaExceeded(Quota)
 
     static let interface = "io.coalesced.App"
 
@@ -51,6 +53,7 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .notANumber: return Self.interface + ".NotANumber"
         case .payloadTooLarge: return Self.interface + ".PayloadTooLarge"
         case .storageFailed: return Self.interface + ".StorageFailed"
+        case .quotaExceeded: return Self.interface + ".QuotaExceeded"
         }
     }
 
@@ -75,6 +78,10 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
             return ["target": .string(target), "kind": .string(kind), "field": .string(field)]
         case .payloadTooLarge(let size, let limit): return ["size": .int(Int64(size)), "limit": .int(Int64(limit))]
         case .storageFailed(let reason): return ["reason": .string(reason)]
+        case .quotaExceeded(let quota):
+            var parameters: JSONObject = ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
+            if let uid = quota.uid { parameters["uid"] = .int(Int64(uid)) }
+            return parameters
         }
     }
 
@@ -86,6 +93,7 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         switch refusal {
         case .notANumber(let kind, let field): self = .notANumber(target: target, kind: kind.value, field: field)
         case .tooManyKinds(let limit): self = .tooManyKinds(target: target, limit: limit)
+        case .overQuota(let quota): self = .quotaExceeded(quota)
         }
     }
 }

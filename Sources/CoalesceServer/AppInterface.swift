@@ -38,6 +38,7 @@ enum AppInterface {
                             topics: (request.call.parameters["topics"] ?? .null) == .null
                         ),
                         uid: peer.uid,
+                        admin: Authorization.isAdmin(peer, group: daemon.configuration.adminGroup),
                         limit: daemon.configuration.maxApps
                     )
                     responder.finish(["app": self.info(snapshot)])

@@ -45,6 +45,27 @@ public struct Configuration: Sendable, Hashable {
     public var maxKindsPerApp: Int = 1024
     /// `[Events] MaxPayloadSize=`: the largest payload of a post, its JSON text as sent, in bytes.
     public var maxPayloadSize: Int = 64 << 10
+    /// `[Quotas]`: what one user's apps, and all apps, may take.
+    public var quotas = Quotas()
+
+    public init() {}
+}
+
+/// `[Quotas]`: bounds on what apps take, per user (the apps' owner) and in all, so that the daemon's memory is
+/// bounded by its configuration whatever clients send. Root, the daemon's own user and members of `AdminGroup=`
+/// have quotas of their own.
+public struct Quotas: Sendable, Hashable {
+    /// `HeldBytes=`: the bytes every app's events may take in memory in all (held, stored and not sent, sent and
+    /// not acknowledged).
+    public var heldBytes: Int = 256 << 20
+    /// `UserHeldBytes=`: what one user's apps' events may take in memory.
+    public var userHeldBytes: Int = 16 << 20
+    /// `AdminHeldBytes=`: the same for an administrator's apps.
+    public var adminHeldBytes: Int = 128 << 20
+    /// `UserApps=`: apps one user may register.
+    public var userApps: Int = 64
+    /// `AdminApps=`: apps an administrator may register.
+    public var adminApps: Int = 4096
 
     public init() {}
 }
@@ -196,6 +217,28 @@ enum ConfigurationKey {
             "MaxPayloadSize": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxPayloadSize =
                     value.isEmpty ? Configuration().maxPayloadSize : try parseSize(value, in: 2...(16 << 20))
+            },
+        ],
+        "Quotas": [
+            "HeldBytes": { configuration, value throws(ConfigurationValueError) in
+                configuration.quotas.heldBytes =
+                    value.isEmpty ? Quotas().heldBytes : try parseSize(value, in: (64 << 10)...(1 << 40))
+            },
+            "UserHeldBytes": { configuration, value throws(ConfigurationValueError) in
+                configuration.quotas.userHeldBytes =
+                    value.isEmpty ? Quotas().userHeldBytes : try parseSize(value, in: (4 << 10)...(1 << 40))
+            },
+            "AdminHeldBytes": { configuration, value throws(ConfigurationValueError) in
+                configuration.quotas.adminHeldBytes =
+                    value.isEmpty ? Quotas().adminHeldBytes : try parseSize(value, in: (4 << 10)...(1 << 40))
+            },
+            "UserApps": { configuration, value throws(ConfigurationValueError) in
+                configuration.quotas.userApps =
+                    value.isEmpty ? Quotas().userApps : try parseInteger(value, in: 1...1_000_000)
+            },
+            "AdminApps": { configuration, value throws(ConfigurationValueError) in
+                configuration.quotas.adminApps =
+                    value.isEmpty ? Quotas().adminApps : try parseInteger(value, in: 1...1_000_000)
             },
         ],
         "Varlink": [

@@ -9,11 +9,17 @@ import Glibc
 
 /// An event's payload: a JSON object, merged member by member, summed by one numeric member.
 struct EventPayload: CoalescablePayload {
-    var value: JSONValue
+    let value: JSONValue
+    /// Its JSON text's length in bytes: as sent (a payload kept as its text), or as written out.
+    let size: Int
 
     init(_ value: JSONValue) {
         self.value = value
+        if case .text(let text) = value { self.size = text.count } else { self.size = value.jsonText.utf8.count }
     }
+
+    /// Equal by value, however each was written.
+    static func == (lhs: EventPayload, rhs: EventPayload) -> Bool { lhs.value == rhs.value }
 
     func merged(with newer: EventPayload) -> EventPayload {
         guard let base = self.value.objectValue, let overlay = newer.value.objectValue else { return newer }

@@ -12,7 +12,7 @@ enum SystemInterface {
         return VarlinkInterface(
             text: InterfaceText.ioCoalescedSystem,
             methods: [
-                "Stats": .immediate { _ in
+                "Stats": .immediate { request in
                     let connections = statistics.snapshot
                     let state = daemon.snapshot
                     let lifecycle = apps.statistics
@@ -39,6 +39,22 @@ enum SystemInterface {
                             ]
                         }()),
                         "failedReloads": .int(Int64(state.failedReloads)),
+                        "quotas": .object({
+                            let usage = apps.quotaUsage(of: request.peer?.uid ?? 0)
+                            return [
+                                "heldBytes": .int(Int64(usage.held)),
+                                "heldBytesLimit": .int(Int64(usage.ceiling.limit)),
+                                "caller": [
+                                    "uid": .int(Int64(request.peer?.uid ?? 0)),
+                                    "apps": .int(Int64(usage.apps)),
+                                    "appsQuota": .string(usage.userApps.name),
+                                    "appsLimit": .int(Int64(usage.userApps.limit)),
+                                    "heldBytes": .int(Int64(usage.bytes)),
+                                    "heldBytesQuota": .string(usage.userHeld.name),
+                                    "heldBytesLimit": .int(Int64(usage.userHeld.limit)),
+                                ],
+                            ]
+                        }()),
                         "limits": [
                             "maxMessageSize": .int(Int64(state.configuration.maxMessageSize)),
                             "maxConnections": .int(Int64(state.configuration.maxConnections)),

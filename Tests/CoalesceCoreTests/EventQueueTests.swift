@@ -14,6 +14,9 @@ struct Fields: CoalescablePayload {
     func number(at field: String) -> Double? { self.members[field] }
 
     static func sum(_ sum: Double, at field: String) -> Fields { Fields([field: sum]) }
+
+    /// As if each member took 16 bytes of JSON, in braces.
+    var size: Int { 2 + 16 * self.members.count }
 }
 
 typealias Queue = EventQueue<Fields, Int>

@@ -193,6 +193,18 @@ import Testing
             }
         }
 
+        /// What the app's events take, counted from scratch, against the inbox's own count (checked between writes,
+        /// when the inbox's count is of what it holds, not of a write's outcome).
+        mutating func checkFootprint() {
+            guard !self.inbox.writing else { return }
+            let held = self.inbox.held.kinds.reduce(0) { $0 + TestInbox.Queue.bytes(of: self.inbox.held.slot(of: $1)!) }
+            let outstanding = (self.inbox.unacknowledged.map(\.event) + self.inbox.undelivered.map(\.event))
+                .reduce(0) { $0 + TestInbox.bytes(of: $1) }
+            if self.inbox.footprint != held + outstanding {
+                self.problems.append("footprint \(self.inbox.footprint), counted \(held + outstanding)")
+            }
+        }
+
         /// Wakes the app and lets everything through, the store keeping every write, the app acknowledging all.
         mutating func settle() {
             if !self.reception.attached { self.run(.attach) }
@@ -209,10 +221,15 @@ import Testing
     @Test func nothingLostNothingInventedNumbersGoUp() async {
         await propertyCheck(count: 500, input: Gen.int(in: 0...(Step.allCases.count - 1)).array(of: 0...80)) { codes in
             var world = World()
-            for code in codes { world.run(Step(rawValue: code)!) }
+            for code in codes {
+                world.run(Step(rawValue: code)!)
+                world.checkFootprint()
+            }
             world.settle()
+            world.checkFootprint()
             #expect(world.problems == [], "steps: \(codes.map { "\(Step(rawValue: $0)!)" })")
             #expect(world.inbox.held.isEmpty && world.inbox.outstanding == 0 && !world.inbox.writing, "everything went out")
+            #expect(world.inbox.footprint == 0, "and takes no memory")
             #expect(world.disk.held.isEmpty && world.disk.deliveries.isEmpty, "and the store is empty")
             for kind in [world.a, world.b] {
                 #expect(

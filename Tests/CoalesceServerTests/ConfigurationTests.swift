@@ -43,6 +43,16 @@ import Testing
         #expect(try self.parse("").eventLoops == 1)
     }
 
+    @Test func readsTheQuotas() throws {
+        let quotas = try self.parse("[Quotas]\nHeldBytes=1G\nUserHeldBytes=8M\nAdminHeldBytes=64M\nUserApps=3\nAdminApps=30\n").quotas
+        #expect(quotas.heldBytes == 1 << 30 && quotas.userHeldBytes == 8 << 20 && quotas.adminHeldBytes == 64 << 20)
+        #expect(quotas.userApps == 3 && quotas.adminApps == 30)
+        #expect(try self.parse("[Quotas]\nUserApps=3\nUserApps=\n").quotas == Quotas(), "an empty value restores the default")
+        #expect(throws: ConfigurationError(path: "f0.conf", line: 2, reason: "bad value '1K' for HeldBytes=: must be between 65536 and 1099511627776 bytes")) {
+            try self.parse("[Quotas]\nHeldBytes=1K\n")
+        }
+    }
+
     @Test func readsTheLifecycleAndEventSettings() throws {
         let configuration = try self.parse(
             """
@@ -84,7 +94,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Varlink]"),
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Quotas], [Varlink]"),
         ("[Apps]\nAcknowledgeTimeoutSec=soon\n", "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min"),
         ("[Apps]\nLaunchTimeoutSec=0\n", "f0.conf:2: bad value '0' for LaunchTimeoutSec=: must be longer than zero"),
         ("[Apps]\nBackgroundTaskExpiry=never\n", "f0.conf:2: bad value 'never' for BackgroundTaskExpiry=: expected suspend or terminate"),

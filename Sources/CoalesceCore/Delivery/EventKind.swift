@@ -119,4 +119,6 @@ public protocol CoalescablePayload: Sendable, Equatable {
     func number(at field: String) -> Double?
     /// A payload holding `sum` in member `field`: what a sum delivers.
     static func sum(_ sum: Double, at field: String) -> Self
+    /// The bytes it stands for (its JSON text): what the quotas on what apps hold count.
+    var size: Int { get }
 }

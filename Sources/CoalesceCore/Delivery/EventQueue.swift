@@ -4,12 +4,34 @@ public enum PostRefusal: Error, Sendable, Hashable, CustomStringConvertible {
     case notANumber(kind: EventKind, field: String)
     /// The app already holds as many kinds as allowed.
     case tooManyKinds(limit: Int)
+    /// What the app holds would grow past the quota named (its owner's, or the daemon's in all) of `limit` bytes.
+    case overQuota(Quota)
 
     public var description: String {
         switch self {
         case .notANumber(let kind, let field): return "\(kind) sums member '\(field)', and this payload has no number there"
         case .tooManyKinds(let limit): return "the app already holds events of \(limit) kinds"
+        case .overQuota(let quota): return "what the app holds would pass \(quota)"
         }
+    }
+}
+
+/// A bound on the bytes events take in memory, as the shell names it: a user's quota or the daemon's ceiling.
+public struct Quota: Sendable, Hashable, CustomStringConvertible {
+    /// The setting that sets it, such as `UserHeldBytes`.
+    public var name: String
+    public var limit: Int
+    /// The user it bounds; `nil` for the daemon's ceiling.
+    public var uid: UInt32?
+
+    public init(name: String, limit: Int, uid: UInt32? = nil) {
+        self.name = name
+        self.limit = limit
+        self.uid = uid
+    }
+
+    public var description: String {
+        "\(self.name)=\(self.limit)" + (self.uid.map { " of uid \($0)" } ?? "")
     }
 }
 
@@ -72,6 +94,24 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
     public let kindLimit: Int
     @usableFromInline var slots: [EventKind: Slot] = [:]
     @usableFromInline var order: [EventKind] = []
+    /// The bytes held, by ``bytes(of:)``: kept as posts come, so that a quota is checked without a walk.
+    public var bytes: Int { self._bytes }
+    @usableFromInline var _bytes = 0
+
+    /// What a slot counts for, beyond its payloads: its kind, stamps and bookkeeping.
+    @inlinable public static var slotOverhead: Int { 128 }
+    /// What each entry of a queue kind (and each event sent and not acknowledged) counts for beyond its payload.
+    @inlinable public static var entryOverhead: Int { 32 }
+
+    /// The bytes a slot counts for.
+    @inlinable
+    public static func bytes(of slot: Slot) -> Int {
+        switch slot.held {
+        case .payload(let payload): Self.slotOverhead + payload.size
+        case .nothing, .sum: Self.slotOverhead
+        case .list(let list, _): Self.slotOverhead + list.reduce(0) { $0 + Self.entryOverhead + $1.payload.size }
+        }
+    }
     /// The payload of each netChange kind the app last received: what a wake compares against.
     public private(set) var lastDelivered: [EventKind: Payload] = [:]
 
@@ -92,7 +132,12 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
 
     /// Puts back a slot read from the store; slots come back in the order they were first posted.
     public mutating func restore(_ kind: EventKind, _ slot: Slot) {
-        if self.slots.updateValue(slot, forKey: kind) == nil { self.order.append(kind) }
+        self._bytes += Self.bytes(of: slot)
+        if let replaced = self.slots.updateValue(slot, forKey: kind) {
+            self._bytes -= Self.bytes(of: replaced)
+        } else {
+            self.order.append(kind)
+        }
     }
 
     /// Puts `kind`'s slot back to what it was before a post (`nil`: the kind was not held), for a post the store
@@ -100,7 +145,8 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
     public mutating func reset(_ kind: EventKind, to slot: Slot?) {
         if let slot {
             self.restore(kind, slot)
-        } else if self.slots.removeValue(forKey: kind) != nil {
+        } else if let removed = self.slots.removeValue(forKey: kind) {
+            self._bytes -= Self.bytes(of: removed)
             self.order.removeAll { $0 == kind }
         }
     }
@@ -120,36 +166,47 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
     public mutating func post(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) {
         guard let index = self.slots.index(forKey: kind) else {
             guard self.order.count < self.kindLimit else { throw .tooManyKinds(limit: self.kindLimit) }
-            self.slots[kind] = try Self.open(kind, payload, policy: policy, at: stamp)
+            let slot = try Self.open(kind, payload, policy: policy, at: stamp)
+            self._bytes += Self.bytes(of: slot)
+            self.slots[kind] = slot
             self.order.append(kind)
             return
         }
         // In place: a queue kind's list is appended to, not copied.
-        try Self.fold(&self.slots.values[index], kind, payload, at: stamp)
+        self._bytes += try Self.fold(&self.slots.values[index], kind, payload, at: stamp)
     }
 
+    /// Folds a post into its kind's slot; returns by how many bytes the slot grew (or shrank).
     @inlinable
-    static func fold(_ slot: inout Slot, _ kind: EventKind, _ payload: Payload, at stamp: Stamp) throws(PostRefusal) {
+    static func fold(_ slot: inout Slot, _ kind: EventKind, _ payload: Payload, at stamp: Stamp) throws(PostRefusal) -> Int {
+        var grown = 0
         switch slot.policy {
-        case .latest, .netChange: slot.held = .payload(payload)
+        case .latest, .netChange:
+            if case .payload(let replaced) = slot.held { grown = payload.size - replaced.size }
+            slot.held = .payload(payload)
         case .first, .count: break
         case .sum(let field):
             guard case .sum(let total) = slot.held else { preconditionFailure("a sum slot holds a sum") }  // open() pairs them
             guard let number = payload.number(at: field) else { throw .notANumber(kind: kind, field: field) }
             slot.held = .sum(total + number)
         case .merge:
-            guard case .payload(let merged) = slot.held else { preconditionFailure("a merge slot holds a payload") }
-            slot.held = .payload(merged.merged(with: payload))
+            guard case .payload(let base) = slot.held else { preconditionFailure("a merge slot holds a payload") }
+            let merged = base.merged(with: payload)
+            grown = merged.size - base.size
+            slot.held = .payload(merged)
         case .queue(let bound):
             guard case .list(var list, let dropped) = slot.held else { preconditionFailure("a queue slot holds a list") }
             slot.held = .nothing  // the list's only reference is now `list`: appending does not copy it
             list.append((payload, stamp))
+            grown = Self.entryOverhead + payload.size
             let excess = max(0, list.count - bound)
+            for entry in list.prefix(excess) { grown -= Self.entryOverhead + entry.payload.size }
             list.removeFirst(excess)
             slot.held = .list(list, dropped: dropped + excess)
         }
         slot.count += 1
         slot.last = max(slot.last, stamp)
+        return grown
     }
 
     /// Everything held, coalesced: one event per kind in order of first post (a queue kind: each of its events,
@@ -187,6 +244,7 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
         }
         self.slots.removeAll()
         self.order.removeAll()
+        self._bytes = 0
         return events
     }
 

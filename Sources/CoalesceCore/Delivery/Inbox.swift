@@ -6,15 +6,29 @@ public struct Reception: Sendable, Hashable {
     public var attached: Bool
     /// The stream's unread replies are under their bound: an app that does not read gets its events held.
     public var keepsUp: Bool
+    /// How many bytes the app's events may take in memory, and the quota that says so; `nil`: no bound.
+    public var allowance: Allowance?
 
-    public init(runs: Bool, attached: Bool, keepsUp: Bool = true) {
+    public init(runs: Bool, attached: Bool, keepsUp: Bool = true, allowance: Allowance? = nil) {
         self.runs = runs
         self.attached = attached
         self.keepsUp = keepsUp
+        self.allowance = allowance
     }
 
     /// Whether events can go out on the stream now.
     public var receives: Bool { self.runs && self.attached }
+}
+
+/// The bytes an app's events may take in memory in all (``Inbox/footprint``), by the quota that binds first.
+public struct Allowance: Sendable, Hashable {
+    public var bytes: Int
+    public var quota: Quota
+
+    public init(bytes: Int, quota: Quota) {
+        self.bytes = bytes
+        self.quota = quota
+    }
 }
 
 /// One app's events, as a pure state machine: what it holds while it receives nothing, what it was sent and has
@@ -39,6 +53,9 @@ public struct Reception: Sendable, Hashable {
 /// - A new stream gets what was sent and not acknowledged again, renumbered, before anything else.
 /// - An app that acknowledges again after it fell behind gets what was held meanwhile, once it is under half of
 ///   ``maximumUnacknowledged``.
+///
+/// - A post that would take the app's events in memory (``footprint``) past its ``Reception/allowance`` is refused
+///   (``PostRefusal/overQuota(_:)``), whether it would be sent or held: its user's quota or the daemon's ceiling.
 ///
 /// Sequence numbers come from the app's one counter (``AppLifecycle/nextSequence``), passed in as `next`.
 ///
@@ -154,6 +171,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         @usableFromInline var storedKinds: Set<EventKind>
         /// Events it decided to send, in order, and whether each is stored (ids come with the store's answer).
         @usableFromInline var events: [(stored: Bool, event: Event)] = []
+        /// The bytes of those events (``Inbox/bytes(of:)``).
+        @usableFromInline var eventBytes = 0
         @usableFromInline var answers: [(ticket: Ticket, answer: Answer)] = []
         /// It delivers what the app held.
         @usableFromInline var drains = false
@@ -195,6 +214,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// stored them. They go out first when it receives again.
     public var undelivered: [Stored] { self._undelivered }
     @usableFromInline var _undelivered: [Stored] = []
+    /// The bytes of what is unacknowledged and undelivered, kept as they change.
+    @usableFromInline var outstandingBytes = 0
     /// Posts accepted and not yet in a write, in order.
     @usableFromInline var waiting: [Post] = []
     /// What the app holds is to go out with the next write (a wake, a retry, an app that caught up).
@@ -221,6 +242,23 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     @inlinable public var needsFlush: Bool { self.flight == nil && (!self.waiting.isEmpty || self.drainWanted) }
     /// Events sent or stored for the app and not acknowledged.
     @inlinable public var outstanding: Int { self._unacknowledged.count + self._undelivered.count }
+    /// The bytes the app's events take in memory, as its quota counts them: what it holds (as its write with the
+    /// store will leave it), what was stored and not sent, and what was sent and not acknowledged.
+    @inlinable public var footprint: Int {
+        guard let flight = self.flight else { return self._held.bytes + self.outstandingBytes }
+        return flight.held.bytes + self.outstandingBytes + flight.eventBytes
+    }
+
+    /// The bytes an event counts for in ``footprint``.
+    @inlinable
+    public static func bytes(of event: Event) -> Int { Queue.entryOverhead + (event.payload?.size ?? 0) }
+
+    /// The quota a post of `size` bytes would pass, with the app's events at `footprint`; `nil` when it fits.
+    @inlinable
+    static func passes(_ reception: Reception, footprint: Int, adding size: Int) -> Quota? {
+        guard let allowance = reception.allowance, footprint + Queue.slotOverhead + size > allowance.bytes else { return nil }
+        return allowance.quota
+    }
 
     // MARK: What the store kept
 
@@ -233,7 +271,10 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
 
     /// Puts back a stored event not yet acknowledged.
     @inlinable
-    public mutating func restore(_ stored: Stored) { self._undelivered.append(stored) }
+    public mutating func restore(_ stored: Stored) {
+        self._undelivered.append(stored)
+        self.outstandingBytes += Self.bytes(of: stored.event)
+    }
 
     /// Puts back what the app last received of a netChange kind.
     @inlinable
@@ -255,12 +296,20 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 self.waiting.append(post)  // what it held goes first, through the store
                 return .waits
             }
+            if let quota = Self.passes(reception, footprint: self.footprint, adding: post.payload.size) {
+                return .answered(.refused(.overQuota(quota)), sending: [])
+            }
             if post.policy == .netChange { self._held.setBaseline(post.kind, post.payload) }
-            self._undelivered.append(Stored(id: nil, event: Self.event(post)))
+            let event = Self.event(post)
+            self._undelivered.append(Stored(id: nil, event: event))
+            self.outstandingBytes += Self.bytes(of: event)
             // Empty while a new stream waits to get what it missed first.
             return .answered(.sent, sending: self.sendUndelivered(reception, next: &next))
         }
         do throws(PostRefusal) {
+            if let quota = Self.passes(reception, footprint: self.footprint, adding: post.payload.size) {
+                throw .overQuota(quota)
+            }
             try self._held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
             return .answered(.held, sending: [])
         } catch {
@@ -319,6 +368,11 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         flight.answers.reserveCapacity(flight.answers.count + posts.count)
         // Each post read where it lies (`posts[index]`), not copied out whole: this is the path of every post.
         for index in posts.indices {
+            let footprint = flight.held.bytes + self.outstandingBytes + flight.eventBytes
+            if let quota = Self.passes(reception, footprint: footprint, adding: posts[index].payload.size) {
+                refusals.append((posts[index].ticket, .refused(.overQuota(quota))))
+                continue
+            }
             if self.sendsNow(reception, besides: flight.events.count, drainAttempted: flight.attempt) {
                 if !flight.held.isEmpty { Self.drain(&flight) }
                 if posts[index].policy == .netChange {
@@ -328,6 +382,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 let event = Self.event(posts[index])
                 if posts[index].durable { flight.rows.append(.delivery(event)) }
                 flight.events.append((posts[index].durable, event))
+                flight.eventBytes += Self.bytes(of: event)
                 flight.answers.append((posts[index].ticket, .sent))
                 continue
             }
@@ -365,6 +420,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         for (stored, event) in flight.events {
             self._undelivered.append(Stored(id: stored ? ids.popFirst() : nil, event: event))
         }
+        self.outstandingBytes += flight.eventBytes
         var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers)]
         actions += self.sending(self.sendUndelivered(reception, next: &next))
         actions += self.flush(reception, next: &next)
@@ -429,6 +485,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         guard let first = self._unacknowledged.first, first.seq <= seq else { return [] }
         let handled = self._unacknowledged.prefix { $0.seq <= seq }
         let ids = handled.compactMap(\.id)
+        for sent in handled { self.outstandingBytes -= Self.bytes(of: sent.event) }
         self._unacknowledged.removeFirst(handled.count)
         var actions: [Action] = ids.isEmpty ? [] : [.forget(ids)]
         if reception.receives, self._unacknowledged.count < Self.maximumUnacknowledged / 2, !self._drainRefused,
@@ -466,6 +523,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 }
             }
             flight.events.append((stored, event))
+            flight.eventBytes += Self.bytes(of: event)
         }
         flight.storedKinds.removeAll()
         flight.touched.removeAll()  // the kinds' rows went before the clear: they count no more
@@ -480,7 +538,11 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         for stored in self._undelivered {
             let sent = Self.numbered(stored.id, stored.event, &next)
             burst.append(sent)
-            if stored.id != nil { self._unacknowledged.append(sent) }
+            if stored.id != nil {
+                self._unacknowledged.append(sent)
+            } else {
+                self.outstandingBytes -= Self.bytes(of: stored.event)  // a volatile event is not kept once sent
+            }
         }
         self._undelivered.removeAll(keepingCapacity: true)
         return burst

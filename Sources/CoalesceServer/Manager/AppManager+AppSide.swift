@@ -71,7 +71,7 @@ extension AppManager {
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
             if !unsent.isEmpty { responder.send(all: unsent) }
             if record.lifecycle.receivesAtOnce {
-                state.inboxActions.append((appName, self.inboxInput(&record, of: appName) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+                state.inboxActions.append((appName, self.inboxInput(&record, of: appName, charging: state.ledger) { inbox, reception, next in inbox.woke(reception, next: &next) }))
             }
             state.records[appName] = record
             state.attached[id] = appName
@@ -113,8 +113,9 @@ extension AppManager {
                 state.records[appName]!.termination = nil
                 termination.acknowledged()
             }
+            let ledger = state.ledger
             let decided = state.update(appName) { record in
-                self.inboxInput(&record, of: appName) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
+                self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
             }
             if let decided { state.inboxActions.append((appName, decided)) }
             let now = self.now()

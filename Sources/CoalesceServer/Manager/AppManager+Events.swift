@@ -200,6 +200,7 @@ extension AppManager {
         var launches = false
         var flushes = false
         let outcome = self.state.withLock { state -> Enqueued in
+            let ledger = state.ledger
             let outcome = state.update(appName) { record -> Enqueued in
                 if let posterUID {
                     let recipient = Recipient(record, appName, uid: posterUID)
@@ -219,7 +220,7 @@ extension AppManager {
                     posted: wallClock(),
                     ticket: ticket
                 )
-                switch Self.numbering(&record, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
+                switch Self.numbering(&record, ledger, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
                 case .waits:
                     if record.inbox.hasWaiting, !record.flushQueued {
                         record.flushQueued = true
@@ -243,12 +244,13 @@ extension AppManager {
         return outcome
     }
 
-    /// What the inbox needs to know of the app now.
-    static func reception(_ record: borrowing Record) -> Reception {
+    /// What the inbox needs to know of the app now, its allowance by the quotas among it.
+    static func reception(_ record: borrowing Record, _ ledger: QuotaLedger) -> Reception {
         Reception(
             runs: record.lifecycle.receivesAtOnce,
             attached: record.attachment != nil,
-            keepsUp: (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound
+            keepsUp: (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound,
+            allowance: ledger.allowance(record.account, footprint: record.inbox.footprint)
         )
     }
 
@@ -260,10 +262,11 @@ extension AppManager {
     func inboxInput(
         _ record: inout Record,
         of appName: AppName,
+        charging ledger: QuotaLedger,
         together: Bool = false,
         _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]
     ) -> [InboxAction] {
-        var actions = Self.numbering(&record, body)
+        var actions = Self.numbering(&record, ledger, body)
         Self.send(&actions, to: record.attachment?.responder, state: record.lifecycle.state)
         if let index = actions.firstIndex(where: { if case .write = $0 { true } else { false } }),
             case .write(let rows) = actions.remove(at: index)
@@ -276,11 +279,19 @@ extension AppManager {
     }
 
     /// Feeds one input to an app's inbox, as the app is now, with the next number of the app's one counter (the
-    /// lifecycle's, so that callbacks and events share it).
-    private static func numbering<T>(_ record: inout Record, _ body: (inout AppInbox, Reception, inout UInt64) -> T) -> T {
-        let reception = Self.reception(record)
+    /// lifecycle's, so that callbacks and events share it); the ledger is charged with what its events take after.
+    private static func numbering<T>(
+        _ record: inout Record,
+        _ ledger: QuotaLedger,
+        _ body: (inout AppInbox, Reception, inout UInt64) -> T
+    ) -> T {
+        let reception = Self.reception(record, ledger)
+        let footprint = record.inbox.footprint
         var next = record.lifecycle.nextSequence
-        defer { record.lifecycle.nextSequence = next }
+        defer {
+            record.lifecycle.nextSequence = next
+            ledger.charge(record.account, record.inbox.footprint - footprint)
+        }
         return body(&record.inbox, reception, &next)
     }
 
@@ -359,16 +370,19 @@ extension AppManager {
             state.flushScheduled = false
             let apps = state.unflushed
             state.unflushed.removeAll(keepingCapacity: true)
+            let ledger = state.ledger
             for appName in apps {
                 let flushed = state.update(appName) { record -> [InboxAction] in
                     record.flushQueued = false
                     guard record.inbox.writing else {
-                        return self.inboxInput(&record, of: appName, together: together) { inbox, reception, next in
+                        return self.inboxInput(&record, of: appName, charging: ledger, together: together) { inbox, reception, next in
                             inbox.flush(reception, next: &next)
                         }
                     }
                     let write = record.pendingWrite
-                    return record.inbox.join(Self.reception(record)) { change in
+                    let footprint = record.inbox.footprint
+                    defer { ledger.charge(record.account, record.inbox.footprint - footprint) }
+                    return record.inbox.join(Self.reception(record, ledger)) { change in
                         write?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow)) ?? false
                     }
                 }
@@ -389,10 +403,11 @@ extension AppManager {
         if case .failure(let error) = result { failure = error } else { failure = nil }
         var refusalLog: DeliveryLog?
         let (actions, storeLog) = self.state.withLock { state -> ([InboxAction], StoreLog?) in
+            let ledger = state.ledger
             let actions = state.update(appName) { record -> [InboxAction] in
                 let drained = record.inbox.draining
                 record.pendingWrite = nil
-                let actions = self.inboxInput(&record, of: appName) { inbox, reception, next in
+                let actions = self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in
                     switch result {
                     case .success(let ids): inbox.written(ids: ids, reception, next: &next)
                     case .failure: inbox.writeFailed(reception, next: &next)
@@ -444,9 +459,10 @@ extension AppManager {
     /// with its next wake instead.
     private func retryDelivery(_ appName: AppName) {
         let actions = self.state.withLock { state -> [InboxAction] in
+            let ledger = state.ledger
             let actions =
                 state.update(appName) { record in
-                    self.inboxInput(&record, of: appName) { inbox, reception, next in inbox.retry(reception, next: &next) }
+                    self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.retry(reception, next: &next) }
                 } ?? []
             self.count(actions, in: &state)
             return actions

@@ -77,7 +77,7 @@ extension AppManager {
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
         if !wasReceiving, record.lifecycle.receivesAtOnce {
             // After the callbacks the effects sent: a wake's events follow them.
-            state.inboxActions.append((appName, self.inboxInput(&record, of: appName) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+            state.inboxActions.append((appName, self.inboxInput(&record, of: appName, charging: state.ledger) { inbox, reception, next in inbox.woke(reception, next: &next) }))
         }
         self.reschedule(appName, &record, now: self.now())
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {

@@ -21,7 +21,8 @@ extension AppManager {
     ///
     /// The change is made in memory first, so that a concurrent registration of the same new name by another user
     /// is refused at once (the first one owns it), and undone if the store cannot keep it.
-    /// - Throws: ``AppError`` for a bad name, an app another user owns, the `limit`, or storage.
+    /// - Parameter admin: the kernel says `uid` is an administrator (its apps have the administrators' quotas).
+    /// - Throws: ``AppError`` for a bad name, an app another user owns, the `limit`, the owner's quota, or storage.
     func register(
         name: String,
         traits: AppTraits,
@@ -29,6 +30,7 @@ extension AppManager {
         declarations given: EventDeclarations,
         keeping: (kinds: Bool, posters: Bool, topics: Bool) = (false, false, false),
         uid: UInt32,
+        admin: Bool = false,
         limit: Int
     ) async throws(AppError) -> Snapshot {
         let appName = try Self.appName(name)
@@ -51,6 +53,11 @@ extension AppManager {
                 registration.owner = previous.registration.owner
             } else if state.records.count >= limit {
                 throw .tooManyApps(limit: limit)
+            } else {
+                let account = state.ledger.account(of: uid)
+                if admin { account.admin = true }
+                let quota = state.ledger.appsQuota(of: account)
+                guard account.apps < quota.limit else { throw .quotaExceeded(quota) }
             }
             // What a registration leaves out, it keeps from the one before.
             var declarations = given
@@ -73,6 +80,7 @@ extension AppManager {
                     self.apply(previous, previousDeclarations ?? EventDeclarations(), in: &state)
                 } else if state.records[appName]?.lifecycle.state == .notRunning {
                     for topic in declarations.topics { state.subscribers[topic]?.remove(appName) }
+                    state.records[appName]?.account.apps -= 1
                     state.records[appName] = nil
                     state.counts[.notRunning, default: 0] -= 1
                 }
@@ -86,7 +94,10 @@ extension AppManager {
     }
 
     func apply(_ registration: AppRegistration, _ declarations: EventDeclarations, in state: inout State) {
-        if state.records[registration.name] == nil { state.counts[.notRunning, default: 0] += 1 }
+        if state.records[registration.name] == nil {
+            state.counts[.notRunning, default: 0] += 1
+            state.ledger.account(of: registration.owner).apps += 1
+        }
         var record =
             state.records[registration.name]
             ?? Record(
@@ -97,7 +108,8 @@ extension AppManager {
                     firstSequence: self.firstSequence
                 ),
                 since: wallClock(),
-                inbox: AppInbox(kindLimit: self.daemon.configuration.maxKindsPerApp)
+                inbox: AppInbox(kindLimit: self.daemon.configuration.maxKindsPerApp),
+                account: state.ledger.account(of: registration.owner)
             )
         for topic in record.declarations.topics.subtracting(declarations.topics) {
             state.subscribers[topic]?.remove(registration.name)

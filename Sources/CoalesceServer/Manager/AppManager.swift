@@ -112,6 +112,8 @@ final class AppManager: Sendable {
         var flushQueued = false
         /// The write of its inbox's the store is carrying out, until the store answers it.
         var pendingWrite: EventWrite?
+        /// Its owner's account with the quotas, which its events are charged to.
+        var account: QuotaLedger.Account
     }
 
     /// A parked stream's task, waiting for its end.
@@ -150,6 +152,8 @@ final class AppManager: Sendable {
         /// The daemon is stopping: a stream that closes from now on was closed by the daemon, not by its app's
         /// process ending (``AppManager/daemonStopping()``).
         var stopping = false
+        /// What each user's apps take against the quotas.
+        var ledger = QuotaLedger(quotas: Quotas())
 
         /// Counts a post the inbox answered: sent at once, or held.
         mutating func count(_ answer: AppManager.AppInbox.Answer) {
@@ -215,6 +219,7 @@ final class AppManager: Sendable {
         self.now = now
         self.writeRefused = .cannotWrite(path: store.path, reason: "the write was refused")
         var state = State()
+        state.ledger = QuotaLedger(quotas: daemon.configuration.quotas)
         let timings = daemon.configuration.timings
         let now = wallClock()
         // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
@@ -224,7 +229,8 @@ final class AppManager: Sendable {
                 registration: registration,
                 lifecycle: AppLifecycle(traits: registration.traits, timings: timings, firstSequence: self.firstSequence),
                 since: now,
-                inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp)
+                inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp),
+                account: state.ledger.account(of: registration.owner)
             )
             guard let stored = EventDeclarations(stored: declarations) else {
                 throw .damaged(path: store.path, what: "the event declarations of \(registration.name) cannot be read")
@@ -252,6 +258,7 @@ final class AppManager: Sendable {
             state.records[app]?.inbox.restoreBaseline(kind, EventPayload(payload))
         }
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
+        Self.account(&state, adminGroup: daemon.configuration.adminGroup)
         self.state = Mutex(state)
         for appName in restoring {
             let timeout = daemon.configuration.launchTimeout
@@ -277,6 +284,37 @@ final class AppManager: Sendable {
                 unacknowledged += state.records[name]!.inbox.outstanding
             }
             return (state.postsSent, state.postsHeld, kinds, unacknowledged)
+        }
+    }
+
+    /// Charges the ledger with the apps loaded at start-up and what their events take; owners in the admin group
+    /// get the administrators' quotas (looked up here, before the daemon serves).
+    private static func account(_ state: inout State, adminGroup: AdminGroup?) {
+        let ledger = state.ledger
+        for record in state.records.values {
+            let account = record.account
+            if let adminGroup, !account.admin, QuotaLedger.isMember(account.uid, of: adminGroup) { account.admin = true }
+            account.apps += 1
+            ledger.charge(account, record.inbox.footprint)
+        }
+    }
+
+    /// A reload changed the quotas: posts and registrations are held to the new ones from now on (what apps hold
+    /// already stays, over a lowered quota too, and new posts are refused until it is under again).
+    func quotasChanged(_ quotas: Quotas) {
+        self.state.withLock { $0.ledger.quotas = quotas }
+    }
+
+    /// What the quotas count now: every app's events in all against the ceiling, and `uid`'s apps and events
+    /// against its quotas.
+    func quotaUsage(of uid: UInt32) -> (held: Int, ceiling: Quota, apps: Int, bytes: Int, userHeld: Quota, userApps: Quota) {
+        self.state.withLock { state in
+            let ledger = state.ledger
+            let account = ledger.usage(of: uid)
+            return (
+                ledger.bytes, ledger.heldBytesCeiling, account.apps, account.bytes, ledger.heldBytesQuota(of: account),
+                ledger.appsQuota(of: account)
+            )
         }
     }
 

@@ -44,6 +44,7 @@ struct Reloader: Service {
             self.server.limits = self.state.serverLimits
             self.state.checkConnectionBudget(logger: self.logger)
             self.apps.timingsChanged(configuration.timings)
+            self.apps.quotasChanged(configuration.quotas)
             self.logger.notice(
                 "Configuration reloaded",
                 metadata: ["config": "\(self.options.configPath)", "message_id": "\(MessageID.reloaded)"]
