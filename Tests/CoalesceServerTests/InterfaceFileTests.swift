@@ -45,6 +45,7 @@ import Varlink
         .stateTooLarge(app: "", size: 1, limit: 1), .replaced(app: ""), .unknownTarget(target: ""),
         .invalidKind(kind: "", reason: ""), .notAllowedToPost(target: ""), .tooManyKinds(target: "", limit: 1),
         .notANumber(target: "", kind: "", field: ""), .payloadTooLarge(size: 1, limit: 1), .storageFailed(reason: ""),
+        .quotaExceeded(Quota(name: "UserApps", limit: 1, uid: 1)),
     ]
     static let systemErrors: [SystemError] = [
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,
