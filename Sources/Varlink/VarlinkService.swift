@@ -161,8 +161,9 @@ public struct VarlinkInterface: Sendable {
         fields: [VarlinkField],
         _ definitions: [String: VarlinkType]
     ) -> VarlinkMethod {
+        let parameters = VarlinkParameterCheck(fields: fields, definitions: definitions)
         @Sendable func check(_ request: VarlinkRequest) throws(VarlinkError) {
-            if let mismatch = VarlinkType.mismatch(request.call.parameters, fields: fields, definitions: definitions) {
+            if let mismatch = parameters.mismatch(request.call.parameters) {
                 throw .invalidParameter(mismatch.path, reason: mismatch.reason)
             }
         }

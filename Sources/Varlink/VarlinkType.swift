@@ -235,3 +235,117 @@ extension VarlinkType {
         }
     }
 }
+
+/// The check of one method's parameters against their declared types, prepared once for every call of it.
+///
+/// Every call passes here, a post among them, so the common case costs little: each member is read where it is
+/// stored, matched to its field by length and name, and a field of a plain type (`string`, `int`, `float`, `bool`,
+/// `object`, `any`, or one of them nullable) is checked by the value's case against the cases it accepts. Only a field
+/// of another type (an array, a map, a named type) is checked the general way
+/// (``VarlinkType/mismatch(_:definitions:)``), and only a call that does not fit is gone over again to say why
+/// (``VarlinkType/mismatch(_:fields:definitions:)``).
+public struct VarlinkParameterCheck: Sendable {
+    private let fields: [VarlinkField]
+    private let definitions: [String: VarlinkType]
+    private let names: [String]
+    private let lengths: [Int]
+    /// By field, the cases of ``JSONValue`` it takes at once, one bit each (``JSONValue/caseBit``); none for a field
+    /// checked the general way.
+    private let accepted: [UInt16]
+    /// By field, whether it is an `object` (or `?object`): a value kept as text fits when it is one.
+    private let takesObject: [Bool]
+    /// By field, whether it is checked the general way.
+    private let general: [Bool]
+    private let nullable: [Bool]
+    private let required: Int
+
+    public init(fields: [VarlinkField], definitions: [String: VarlinkType]) {
+        self.fields = fields
+        self.definitions = definitions
+        self.names = fields.map(\.name)
+        self.lengths = fields.map(\.name.utf8.count)
+        var accepted: [UInt16] = []
+        var takesObject: [Bool] = []
+        var general: [Bool] = []
+        var nullable: [Bool] = []
+        for field in fields {
+            var type = field.type
+            var bits: UInt16 = 0
+            if case .optional(let wrapped) = type {
+                type = wrapped
+                bits |= JSONValue.null.caseBit
+            }
+            nullable.append(bits != 0)
+            switch type {
+            case .string: bits |= JSONValue.string("").caseBit
+            case .int: bits |= JSONValue.int(0).caseBit
+            case .float: bits |= JSONValue.int(0).caseBit | JSONValue.double(0).caseBit
+            case .bool: bits |= JSONValue.bool(false).caseBit
+            case .object: bits |= JSONValue.object([:]).caseBit
+            case .any: bits |= ~JSONValue.null.caseBit
+            default: break
+            }
+            accepted.append(bits)
+            takesObject.append(type == .object)
+            general.append(!type.isPlain)
+        }
+        self.accepted = accepted
+        self.takesObject = takesObject
+        self.general = general
+        self.nullable = nullable
+        self.required = nullable.filter { !$0 }.count
+    }
+
+    /// The first parameter that does not fit its declared type, or `nil`.
+    public func mismatch(_ members: JSONObject) -> VarlinkTypeMismatch? {
+        let fits = members.withMembers { members in
+            var required = 0
+            for index in members.indices {
+                let length = members[index].key.utf8.count
+                var field = 0
+                while field < self.names.count, self.lengths[field] != length || self.names[field] != members[index].key {
+                    field += 1
+                }
+                // A member the interface does not declare is left alone.
+                guard field < self.names.count else { continue }
+                if !self.nullable[field] { required += 1 }
+                if self.accepted[field] & members[index].value.caseBit != 0 { continue }
+                if self.takesObject[field], members[index].value.isObject { continue }
+                if self.general[field],
+                    self.fields[field].type.mismatch(members[index].value, definitions: self.definitions) == nil
+                {
+                    continue
+                }
+                return false
+            }
+            return required == self.required
+        }
+        return fits ? nil : VarlinkType.mismatch(members, fields: self.fields, definitions: self.definitions)
+    }
+}
+
+extension VarlinkType {
+    /// Whether a value of this type is told by its case alone.
+    fileprivate var isPlain: Bool {
+        switch self {
+        case .bool, .int, .float, .string, .object, .any: return true
+        default: return false
+        }
+    }
+}
+
+extension JSONValue {
+    /// One bit for each case, read without copying what the value holds.
+    var caseBit: UInt16 {
+        switch self {
+        case .null: return 1 << 0
+        case .bool: return 1 << 1
+        case .int: return 1 << 2
+        case .double: return 1 << 3
+        case .string: return 1 << 4
+        case .array: return 1 << 5
+        case .object: return 1 << 6
+        case .text: return 1 << 7
+        }
+    }
+}

@@ -102,9 +102,15 @@ import Varlink
         Row(["tree": ["value": 1, "children": [["value": "2"]]]], "tree.children[0].value", "expected an int, got a string"),
         Row(["inline": ["x": 1, "y": ["z": 0]]], "inline.y.z", "expected a bool, got an int"),
     ])
-    func checksEachParameterAgainstItsDeclaredType(row: Row) {
+    func checksEachParameterAgainstItsDeclaredType(row: Row) throws {
         let parameters = Self.good.merging(row.added) { _, new in new }
         #expect(Self.description.mismatch(inParametersOf: "Do", parameters) == row.mismatch)
+        // The check prepared for every call of the method (what the server runs) says the same.
+        let prepared = VarlinkParameterCheck(
+            fields: try #require(Self.description.parameters["Do"]),
+            definitions: Self.description.definitions
+        )
+        #expect(prepared.mismatch(parameters) == row.mismatch)
     }
 
     @Test func aMissingRequiredParameterIsNamed() {
@@ -113,6 +119,8 @@ import Varlink
                 == VarlinkTypeMismatch(path: "name", reason: "missing; expected a string")
         )
         #expect(Self.description.mismatch(inParametersOf: "Nothing", ["extra": true]) == nil, "undeclared members are left alone")
+        let prepared = VarlinkParameterCheck(fields: Self.description.parameters["Do"] ?? [], definitions: Self.description.definitions)
+        #expect(prepared.mismatch(["payload": [:], "extra": 1]) == VarlinkTypeMismatch(path: "name", reason: "missing; expected a string"))
     }
 
     @Test func anObjectKeptAsTextIsCheckedWithoutBeingRead() throws {
@@ -129,6 +137,11 @@ import Varlink
             Self.description.mismatch(inParametersOf: "Do", members)
                 == VarlinkTypeMismatch(path: "uids[1]", reason: "expected an int, got a string")
         )
+        let prepared = VarlinkParameterCheck(fields: Self.description.parameters["Do"] ?? [], definitions: Self.description.definitions)
+        #expect(prepared.mismatch(members) == VarlinkTypeMismatch(path: "uids[1]", reason: "expected an int, got a string"))
+        var fine = members
+        fine["uids"] = [1]
+        #expect(prepared.mismatch(fine) == nil, "a payload kept as text fits an object")
     }
 
     @Test func pathsQuoteMemberNamesThatAreNotPlain() {
