@@ -245,29 +245,28 @@ extension VarlinkType {
 /// (``VarlinkType/mismatch(_:definitions:)``), and only a call that does not fit is gone over again to say why
 /// (``VarlinkType/mismatch(_:fields:definitions:)``).
 public struct VarlinkParameterCheck: Sendable {
+    /// What the check needs of one field, in one place: a call's member is matched and checked with one array read.
+    private struct Field: Sendable {
+        var name: String
+        var length: Int
+        /// The cases of ``JSONValue`` it takes at once, one bit each (``JSONValue/caseBit``).
+        var accepted: UInt16
+        /// An `object` (or `?object`): a value kept as text fits when it is one.
+        var takesObject: Bool
+        /// Checked the general way: an array, a map, a named type.
+        var general: Bool
+        var nullable: Bool
+    }
+
     private let fields: [VarlinkField]
     private let definitions: [String: VarlinkType]
-    private let names: [String]
-    private let lengths: [Int]
-    /// By field, the cases of ``JSONValue`` it takes at once, one bit each (``JSONValue/caseBit``); none for a field
-    /// checked the general way.
-    private let accepted: [UInt16]
-    /// By field, whether it is an `object` (or `?object`): a value kept as text fits when it is one.
-    private let takesObject: [Bool]
-    /// By field, whether it is checked the general way.
-    private let general: [Bool]
-    private let nullable: [Bool]
+    private let plan: [Field]
     private let required: Int
 
     public init(fields: [VarlinkField], definitions: [String: VarlinkType]) {
         self.fields = fields
         self.definitions = definitions
-        self.names = fields.map(\.name)
-        self.lengths = fields.map(\.name.utf8.count)
-        var accepted: [UInt16] = []
-        var takesObject: [Bool] = []
-        var general: [Bool] = []
-        var nullable: [Bool] = []
+        var plan: [Field] = []
         for field in fields {
             var type = field.type
             var bits: UInt16 = 0
@@ -275,7 +274,7 @@ public struct VarlinkParameterCheck: Sendable {
                 type = wrapped
                 bits |= JSONValue.null.caseBit
             }
-            nullable.append(bits != 0)
+            let nullable = bits != 0
             switch type {
             case .string: bits |= JSONValue.string("").caseBit
             case .int: bits |= JSONValue.int(0).caseBit
@@ -285,40 +284,47 @@ public struct VarlinkParameterCheck: Sendable {
             case .any: bits |= ~JSONValue.null.caseBit
             default: break
             }
-            accepted.append(bits)
-            takesObject.append(type == .object)
-            general.append(!type.isPlain)
+            plan.append(
+                Field(
+                    name: field.name,
+                    length: field.name.utf8.count,
+                    accepted: bits,
+                    takesObject: type == .object,
+                    general: !type.isPlain,
+                    nullable: nullable
+                )
+            )
         }
-        self.accepted = accepted
-        self.takesObject = takesObject
-        self.general = general
-        self.nullable = nullable
-        self.required = nullable.filter { !$0 }.count
+        self.plan = plan
+        self.required = plan.filter { !$0.nullable }.count
     }
 
     /// The first parameter that does not fit its declared type, or `nil`.
     public func mismatch(_ members: JSONObject) -> VarlinkTypeMismatch? {
-        let fits = members.withMembers { members in
-            var required = 0
-            for index in members.indices {
-                let length = members[index].key.utf8.count
-                var field = 0
-                while field < self.names.count, self.lengths[field] != length || self.names[field] != members[index].key {
-                    field += 1
+        let fits = self.plan.withUnsafeBufferPointer { plan in
+            members.withMembers { members in
+                var required = 0
+                for index in members.indices {
+                    let length = members[index].key.utf8.count
+                    var position = 0
+                    while position < plan.count, plan[position].length != length || plan[position].name != members[index].key {
+                        position += 1
+                    }
+                    // A member the interface does not declare is left alone.
+                    guard position < plan.count else { continue }
+                    // Read in place: a copy of the field would copy its name.
+                    if !plan[position].nullable { required += 1 }
+                    if plan[position].accepted & members[index].value.caseBit != 0 { continue }
+                    if plan[position].takesObject, members[index].value.isObject { continue }
+                    if plan[position].general,
+                        self.fields[position].type.mismatch(members[index].value, definitions: self.definitions) == nil
+                    {
+                        continue
+                    }
+                    return false
                 }
-                // A member the interface does not declare is left alone.
-                guard field < self.names.count else { continue }
-                if !self.nullable[field] { required += 1 }
-                if self.accepted[field] & members[index].value.caseBit != 0 { continue }
-                if self.takesObject[field], members[index].value.isObject { continue }
-                if self.general[field],
-                    self.fields[field].type.mismatch(members[index].value, definitions: self.definitions) == nil
-                {
-                    continue
-                }
-                return false
+                return required == self.required
             }
-            return required == self.required
         }
         return fits ? nil : VarlinkType.mismatch(members, fields: self.fields, definitions: self.definitions)
     }
