@@ -56,21 +56,23 @@ enum AppInterface {
                 "Ack": .immediate { request in
                     let peer = try self.peer(request)
                     guard let sequence = request.call.parameters["seq"]?.intValue, let sequence = UInt64(exactly: sequence)
-                    else { throw VarlinkError.invalidParameter("seq") }
+                    else { throw VarlinkError.invalidParameter("seq", reason: "must not be negative") }
                     try apps.acknowledge(name: try request.string("app"), uid: peer.uid, upTo: sequence)
                     return [:]
                 },
                 "BeginBackgroundTask": .immediate { request in
                     let peer = try self.peer(request)
                     let name = try request.string("name")
-                    guard name.utf8.count <= self.maximumTaskNameLength else { throw VarlinkError.invalidParameter("name") }
+                    guard name.utf8.count <= self.maximumTaskNameLength else {
+                        throw VarlinkError.invalidParameter("name", reason: "longer than \(self.maximumTaskNameLength) bytes")
+                    }
                     let task = try apps.beginBackgroundTask(name: try request.string("app"), uid: peer.uid, taskName: name)
                     return ["id": .int(Int64(task.id)), "remainingSec": .double(task.remaining.seconds)]
                 },
                 "EndBackgroundTask": .immediate { request in
                     let peer = try self.peer(request)
                     guard let id = request.call.parameters["id"]?.intValue, let id = Int(exactly: id) else {
-                        throw VarlinkError.invalidParameter("id")
+                        throw VarlinkError.invalidParameter("id", reason: "expected an int")
                     }
                     try apps.endBackgroundTask(name: try request.string("app"), uid: peer.uid, id: id)
                     return [:]
@@ -80,8 +82,9 @@ enum AppInterface {
                 // order.
                 "Post": .deferred { request, reply in
                     let peer = try self.peer(request)
-                    guard let payload = request.call.parameters["payload"], payload.isObject else {
-                        throw VarlinkError.invalidParameter("payload")
+                    // Its type is checked with the others' (an object, kept as its text).
+                    guard let payload = request.call.parameters["payload"] else {
+                        throw VarlinkError.invalidParameter("payload", reason: "missing; expected an object")
                     }
                     let limit = daemon.maxPayloadSize
                     // As sent (its text), or as written out compactly where it reached us built.
@@ -128,7 +131,7 @@ enum AppInterface {
                     switch request.call.parameters["data"] {
                     case nil, .null?: data = nil
                     case .string(let text)?: data = text
-                    default: throw VarlinkError.invalidParameter("data")
+                    default: throw VarlinkError.invalidParameter("data", reason: "expected a string")
                     }
                     try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
                     responder.finish()
@@ -168,16 +171,28 @@ enum AppInterface {
 
     private static func backgroundModes(_ value: JSONValue?) throws(VarlinkError) -> Set<String> {
         guard let value, value != .null else { return [] }
-        guard let modes = value.arrayValue?.compactMap(\.stringValue), modes.count == value.arrayValue?.count,
-            modes.count <= self.maximumModes,
-            modes.allSatisfy({ !$0.isEmpty && $0.utf8.count <= self.maximumModeLength })
-        else { throw .invalidParameter("backgroundModes") }
-        return Set(modes)
+        guard let elements = value.arrayValue else {
+            throw .invalidParameter("backgroundModes", reason: "expected an array of string")
+        }
+        guard elements.count <= self.maximumModes else {
+            throw .invalidParameter("backgroundModes", reason: "\(elements.count) modes; at most \(self.maximumModes)")
+        }
+        var modes: Set<String> = []
+        for (index, element) in elements.enumerated() {
+            guard let mode = element.stringValue, !mode.isEmpty, mode.utf8.count <= self.maximumModeLength else {
+                throw .invalidParameter(
+                    "backgroundModes[\(index)]",
+                    reason: "a background mode is 1 to \(self.maximumModeLength) bytes"
+                )
+            }
+            modes.insert(mode)
+        }
+        return modes
     }
 
     private static func flag(_ value: JSONValue?, _ name: String) throws(VarlinkError) -> Bool {
         guard let value, value != .null else { return false }
-        guard let flag = value.boolValue else { throw .invalidParameter(name) }
+        guard let flag = value.boolValue else { throw .invalidParameter(name, reason: "expected a bool") }
         return flag
     }
 
@@ -186,7 +201,12 @@ enum AppInterface {
         if value == "" { return .clear }
         guard let unit = value.stringValue, unit.hasSuffix(".service"), unit.count > ".service".count,
             unit.utf8.count <= 255, !unit.contains("/")
-        else { throw .invalidParameter("launchUnit") }
+        else {
+            throw .invalidParameter(
+                "launchUnit",
+                reason: "expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or \"\""
+            )
+        }
         return .set(unit, byAdmin: byAdmin)
     }
 }

@@ -116,34 +116,39 @@ extension Configuration {
             var section: String?
             for (offset, rawLine) in source.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let lineNumber = offset + 1
-                let line = rawLine.trimmingWhitespace()
-                if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
                 func fail(_ reason: String) -> ConfigurationError {
                     ConfigurationError(path: source.path, line: lineNumber, reason: reason)
                 }
+                // A NUL ends the text wherever it is read as a C string (the journal, a terminal): the line is refused
+                // and shown whole, its NULs written out.
+                if rawLine.utf8.contains(0) {
+                    throw fail("NUL byte in line '\(visible(rawLine))'; a configuration file is text")
+                }
+                let line = rawLine.trimmingWhitespace()
+                if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
                 if line.hasPrefix("[") {
-                    guard line.hasSuffix("]"), line.count > 2 else { throw fail("malformed section header '\(line)'") }
+                    guard line.hasSuffix("]"), line.count > 2 else { throw fail("malformed section header '\(visible(line))'") }
                     let name = String(line.dropFirst().dropLast())
                     guard ConfigurationKey.sections.contains(name) else {
-                        throw fail("unknown section [\(name)]; known sections: \(ConfigurationKey.sectionList)")
+                        throw fail("unknown section [\(visible(name))]; known sections: \(ConfigurationKey.sectionList)")
                     }
                     section = name
                     continue
                 }
                 guard let equals = line.firstIndex(of: "=") else {
-                    throw fail("expected Key=Value, got '\(line)'")
+                    throw fail("expected Key=Value, got '\(visible(line))'")
                 }
                 let key = String(line[..<equals]).trimmingWhitespace()
                 let value = String(line[line.index(after: equals)...]).trimmingWhitespace()
-                guard let section else { throw fail("assignment to \(key) outside of any [Section]") }
+                guard let section else { throw fail("assignment to \(visible(key)) outside of any [Section]") }
                 guard let setting = ConfigurationKey.all[section]?[key] else {
                     let known = ConfigurationKey.all[section]!.keys.sorted().joined(separator: ", ")  // section is known
-                    throw fail("unknown key '\(key)' in [\(section)]; known keys: \(known)")
+                    throw fail("unknown key '\(visible(key))' in [\(section)]; known keys: \(known)")
                 }
                 do {
                     try setting(&configuration, value)
                 } catch {
-                    throw fail("bad value '\(value)' for \(key)=: \(error.reason)")
+                    throw fail("bad value '\(visible(value))' for \(key)=: \(error.reason)")
                 }
             }
         }
@@ -365,6 +370,24 @@ enum ConfigurationKey {
         }
         return bytes
     }
+}
+
+/// Text from a configuration file as an error message quotes it: control characters written out (`\0`, `\x1B`), so
+/// that the message shows the whole text, cut nowhere and changing no terminal.
+func visible<Text: StringProtocol>(_ text: Text) -> String {
+    var shown = ""
+    for scalar in text.unicodeScalars {
+        switch scalar.value {
+        case 0: shown += "\\0"
+        case 0x09: shown += "\\t"
+        case 0x0D: shown += "\\r"
+        case 0x01...0x1F, 0x7F:
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            shown += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+        default: shown.unicodeScalars.append(scalar)
+        }
+    }
+    return shown
 }
 
 extension StringProtocol {

@@ -87,42 +87,91 @@ struct EventDeclarations: Sendable, Hashable {
 
     static let maximumTopics = 64
 
-    /// Reads Register's `kinds`, `posters` and `topics`.
+    /// Reads Register's `kinds`, `posters` and `topics`, already of the types the interface declares (the server
+    /// checks that): what is left to refuse here are values out of range, named by their path.
     init(kinds: JSONValue?, posters: JSONValue?, topics: JSONValue? = nil) throws(VarlinkError) {
         if let topics, topics != .null {
-            guard let names = topics.arrayValue, names.count <= Self.maximumTopics else { throw .invalidParameter("topics") }
-            for name in names {
-                guard let text = name.stringValue, let topic = try? EventKind(text) else { throw .invalidParameter("topics") }
-                self.topics.insert(topic)
+            guard let names = topics.arrayValue else { throw .invalidParameter("topics", reason: "expected an array of string") }
+            guard names.count <= Self.maximumTopics else {
+                throw .invalidParameter("topics", reason: "\(names.count) topics; at most \(Self.maximumTopics)")
+            }
+            for (index, name) in names.enumerated() {
+                guard let text = name.stringValue else {
+                    throw .invalidParameter("topics[\(index)]", reason: "expected a string")
+                }
+                do {
+                    self.topics.insert(try EventKind(text))
+                } catch {
+                    throw .invalidParameter("topics[\(index)]", reason: error.reason)
+                }
             }
         }
         if let kinds, kinds != .null {
-            guard let members = kinds.objectValue, members.count <= Self.maximumKinds else {
-                throw .invalidParameter("kinds")
+            guard let members = kinds.objectValue else { throw .invalidParameter("kinds", reason: "expected an object of Policy") }
+            guard members.count <= Self.maximumKinds else {
+                throw .invalidParameter("kinds", reason: "\(members.count) kinds; at most \(Self.maximumKinds)")
             }
             for (name, declaration) in members {
-                guard let kind = try? EventKind(name), let declared = KindDeclaration(wire: declaration) else {
-                    throw .invalidParameter("kinds")
+                let path = VarlinkTypeMismatch.path("kinds", member: name)
+                let kind: EventKind
+                do {
+                    kind = try EventKind(name)
+                } catch {
+                    throw .invalidParameter(path, reason: error.reason)
+                }
+                guard let declared = KindDeclaration(wire: declaration) else {
+                    throw Self.declarationProblem(declaration, parameter: path)
                 }
                 self.kinds[kind] = declared
             }
         }
         if let posters, posters != .null {
-            guard let declared = CoalesceWire.Posters(wire: posters) else { throw .invalidParameter("posters") }
+            guard let declared = CoalesceWire.Posters(wire: posters) else {
+                throw .invalidParameter("posters", reason: "expected a Posters object")
+            }
             self.posters.anyone = declared.anyone
             self.posters.uids.formUnion(declared.uids)
-            for name in declared.groups {
-                guard let entry = getgrnam(name) else { throw .invalidParameter("posters") }
+            for (index, name) in declared.groups.enumerated() {
+                guard let entry = getgrnam(name) else {
+                    throw .invalidParameter("posters.groups[\(index)]", reason: "no group named \(JSONValue.string(name).jsonText)")
+                }
                 self.posters.groups[name] = entry.pointee.gr_gid
             }
         }
     }
 
     /// A policy as Register's `kinds` and Post's `policy` give it (``CoalescingPolicy/init(wire:)``).
-    /// - Throws: `InvalidParameter` naming `parameter` when it is not one.
+    /// - Throws: `InvalidParameter` naming the member of `parameter` that is not right, and why.
     static func policy(_ value: JSONValue, parameter: String) throws(VarlinkError) -> CoalescingPolicy {
-        guard let policy = CoalescingPolicy(wire: value) else { throw .invalidParameter(parameter) }
+        guard let policy = CoalescingPolicy(wire: value) else { throw Self.declarationProblem(value, parameter: parameter) }
         return policy
+    }
+
+    /// Why `value` is not a kind's declaration (a policy, perhaps with `volatile` and `backgroundMode`), as an
+    /// `InvalidParameter` naming the member at fault under `parameter`.
+    static func declarationProblem(_ value: JSONValue, parameter: String) -> VarlinkError {
+        let names = "latest, first, count, sum, merge, netChange or queue"
+        switch value["policy"]?.stringValue {
+        case nil:
+            return .invalidParameter(parameter + ".policy", reason: "missing; expected \(names)")
+        case "sum"? where CoalescingPolicy(wire: value) == nil:
+            return .invalidParameter(
+                parameter + ".field",
+                reason: "a sum needs the name of a member, 1 to \(CoalescingPolicy.maximumFieldLength) bytes"
+            )
+        case "queue"? where CoalescingPolicy(wire: value) == nil:
+            return .invalidParameter(
+                parameter + ".bound",
+                reason: "a queue needs a bound from 1 to \(CoalescingPolicy.maximumQueueBound)"
+            )
+        case let name? where CoalescingPolicy(wire: value) == nil:
+            return .invalidParameter(parameter + ".policy", reason: "unknown policy \(JSONValue.string(name).jsonText); expected \(names)")
+        default:
+            return .invalidParameter(
+                parameter + ".backgroundMode",
+                reason: "a background mode is 1 to \(KindDeclaration.maximumModeLength) bytes"
+            )
+        }
     }
 
     /// As the store keeps it: the wire forms Register takes, with the posters' uids and groups in order.

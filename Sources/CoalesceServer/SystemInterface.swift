@@ -79,10 +79,13 @@ enum SystemInterface {
                     case nil, .null?: destination = .foreground
                     case .string(let text)?:
                         guard let parsed = LaunchDestination(rawValue: text) else {
-                            throw VarlinkError.invalidParameter("destination")
+                            throw VarlinkError.invalidParameter(
+                                "destination",
+                                reason: "expected foreground or background, got \(JSONValue.string(text).jsonText)"
+                            )
                         }
                         destination = parsed
-                    default: throw VarlinkError.invalidParameter("destination")
+                    default: throw VarlinkError.invalidParameter("destination", reason: "expected a string")
                     }
                     let snapshot = try await apps.launch(name: try request.string("app"), destination: destination)
                     responder.finish(["app": AppInterface.info(snapshot)])
@@ -101,7 +104,11 @@ enum SystemInterface {
                     switch try request.string("phase") {
                     case "begin": begins = true
                     case "end": begins = false
-                    default: throw VarlinkError.invalidParameter("phase")
+                    case let phase:
+                        throw VarlinkError.invalidParameter(
+                            "phase",
+                            reason: "expected begin or end, got \(JSONValue.string(phase).jsonText)"
+                        )
                     }
                     let snapshot = try apps.interrupt(name: try self.optionalString(request, "app"), begins: begins)
                     return ["app": AppInterface.info(snapshot)]
@@ -115,7 +122,7 @@ enum SystemInterface {
                     var count = 1
                     if let value = request.call.parameters["count"], value != .null {
                         guard let number = value.intValue, number >= 1, number <= 1_000_000 else {
-                            throw VarlinkError.invalidParameter("count")
+                            throw VarlinkError.invalidParameter("count", reason: "must be between 1 and 1000000")
                         }
                         count = Int(number)
                     }
@@ -151,7 +158,7 @@ enum SystemInterface {
         switch request.call.parameters[name] {
         case nil, .null?: return nil
         case .string(let value)?: return value
-        default: throw .invalidParameter(name)
+        default: throw .invalidParameter(name, reason: "expected a string")
         }
     }
 }

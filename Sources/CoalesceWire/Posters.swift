@@ -18,18 +18,29 @@ public struct Posters: Sendable, Hashable {
         ["anyone": .bool(self.anyone), "uids": .array(self.uids.map { .int(Int64($0)) }), "groups": .array(self.groups.map { .string($0) })]
     }
 
-    /// Reads the wire form (``wire``); a member left out (or an `anyone` that is not a boolean) declares nothing.
-    /// `nil` when it is not an object, or a uid or a group is not one.
+    /// Reads the wire form (``wire``); a member left out (or null) declares nothing. `nil` when it is not an object,
+    /// `anyone` is not a boolean, or `uids` and `groups` are not arrays of uids and of names.
     public init?(wire value: JSONValue) {
         guard let object = value.objectValue else { return nil }
-        self.init(anyone: object["anyone"]?.boolValue ?? false)
-        for uid in object["uids"]?.arrayValue ?? [] {
-            guard let number = uid.intValue, let value = UInt32(exactly: number) else { return nil }
+        switch object["anyone"] {
+        case nil, .null?: self.init()
+        case .bool(let anyone)?: self.init(anyone: anyone)
+        default: return nil
+        }
+        guard let uids = Self.elements(object["uids"]), let groups = Self.elements(object["groups"]) else { return nil }
+        for uid in uids {
+            guard case .int(let number) = uid, let value = UInt32(exactly: number) else { return nil }
             self.uids.append(value)
         }
-        for group in object["groups"]?.arrayValue ?? [] {
+        for group in groups {
             guard let name = group.stringValue else { return nil }
             self.groups.append(name)
         }
+    }
+
+    /// An array member's elements: none when it is left out or null, `nil` when it is not an array.
+    private static func elements(_ member: JSONValue?) -> [JSONValue]? {
+        guard let member, member != .null else { return [] }
+        return member.arrayValue
     }
 }

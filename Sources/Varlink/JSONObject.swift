@@ -11,7 +11,7 @@ public struct JSONObject: Sendable {
 
     /// A stored member: a struct rather than the `Element` tuple, whose copies and destruction go through the
     /// runtime's generic tuple code.
-    fileprivate struct Member: Sendable {
+    struct Member: Sendable {
         var key: String
         var value: JSONValue
     }
@@ -123,6 +123,12 @@ public struct JSONObject: Sendable {
             }
         }
         return merged
+    }
+
+    /// Calls `body` with the members where they are stored: for a pass over every call's parameters
+    /// (``VarlinkParameterCheck``), which reads each member without copying it out.
+    func withMembers<Result>(_ body: (UnsafeBufferPointer<Member>) -> Result) -> Result {
+        self.members.withUnsafeBufferPointer(body)
     }
 
     /// Visits the members ordered by name, as they are written out; those built or received in order (most of

@@ -340,12 +340,16 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     private func dispatch(context: ChannelHandlerContext, call: consuming VarlinkCall, size: Int) {
         let method: VarlinkMethod
         do throws(VarlinkError) {
-            if call.upgrade { throw VarlinkError.invalidParameter("upgrade") }
             if let last = self.lastMethod, last.name == call.method {
                 method = last.method
             } else {
                 method = try self.service.method(for: call)
                 self.lastMethod = (call.method, method, self.service.parametersKeptAsText(call.method))
+            }
+            // A message field, not a parameter: no method here hands the connection over to another protocol.
+            if call.upgrade {
+                throw VarlinkProtocolError.upgradeNotSupported(method: call.method)
+                    .varlinkError(in: self.service.protocolErrorInterface)
             }
         } catch {
             self.statistics.update { $0.calls += 1 }

@@ -39,8 +39,13 @@ public struct VarlinkError: VarlinkErrorConvertible, Hashable, CustomStringConve
     }
 
     /// A parameter is missing, of the wrong type, or out of range.
-    public static func invalidParameter(_ parameter: String) -> VarlinkError {
-        VarlinkError(name: "org.varlink.service.InvalidParameter", parameters: ["parameter": .string(parameter)])
+    /// - Parameters:
+    ///   - parameter: its name, or its path where it is nested (`posters.anyone`, `uids[2]`).
+    ///   - reason: why, in words ("expected a bool, got a string"); sent as `reason` when given.
+    public static func invalidParameter(_ parameter: String, reason: String? = nil) -> VarlinkError {
+        var parameters: JSONObject = ["parameter": .string(parameter)]
+        if let reason { parameters["reason"] = .string(reason) }
+        return VarlinkError(name: "org.varlink.service.InvalidParameter", parameters: parameters)
     }
 
     /// The caller may not call this method.
@@ -64,6 +69,9 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
     case tooManyConnections(VarlinkConnectionQuota)
     /// A method failed in a way its interface does not declare: a bug in the server.
     case internalError(String)
+    /// The call asked to leave Varlink for another protocol (`"upgrade": true`), which this method does not offer;
+    /// answered like any failed call, and the connection stays a Varlink connection.
+    case upgradeNotSupported(method: String)
 
     /// The error's name within the interface that declares it, such as `MessageTooLarge`.
     public var errorName: String {
@@ -72,6 +80,7 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
         case .invalidMessage: return "InvalidMessage"
         case .tooManyConnections: return "TooManyConnections"
         case .internalError: return "InternalError"
+        case .upgradeNotSupported: return "UpgradeNotSupported"
         }
     }
 
@@ -80,6 +89,7 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
         case .messageTooLarge(let limit): return ["limit": .int(Int64(limit))]
         case .tooManyConnections(let quota): return ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
         case .invalidMessage(let reason), .internalError(let reason): return ["reason": .string(reason)]
+        case .upgradeNotSupported(let method): return ["method": .string(method)]
         }
     }
 
@@ -94,6 +104,7 @@ public enum VarlinkProtocolError: Error, Hashable, CustomStringConvertible {
         case .invalidMessage(let reason): return "invalid message: \(reason)"
         case .tooManyConnections(let quota): return "too many connections (\(quota))"
         case .internalError(let reason): return "internal error: \(reason)"
+        case .upgradeNotSupported(let method): return "\(method) offers no protocol upgrade"
         }
     }
 }

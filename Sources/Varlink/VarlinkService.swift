@@ -117,7 +117,7 @@ public struct VarlinkRequest: Sendable {
     /// A required string parameter.
     /// - Throws: `org.varlink.service.InvalidParameter` naming the parameter when it is missing or not a string.
     public func string(_ name: String) throws(VarlinkError) -> String {
-        guard let value = self.call.parameters.string(name) else { throw .invalidParameter(name) }
+        guard let value = self.call.parameters.string(name) else { throw .invalidParameter(name, reason: "expected a string") }
         return value
     }
 }
@@ -179,8 +179,45 @@ public struct VarlinkInterface: Sendable {
             "\(description.name): parameters kept as text for undeclared methods"
         )
         self.description = description
-        self.methods = methods
+        var checked: [String: VarlinkMethod] = [:]
+        for (name, method) in methods {
+            checked[name] = Self.checking(method, fields: description.parameters[name] ?? [], description.definitions)
+        }
+        self.methods = checked
         self.parametersKeptAsText = parametersKeptAsText
+    }
+
+    /// `method`, refusing first every call whose parameters are not of the types the interface declares for it, with
+    /// `InvalidParameter` naming the parameter (its path, where nested) and why: the one place parameters are
+    /// checked against the interface, so that a method reads only values of its declared types.
+    private static func checking(
+        _ method: VarlinkMethod,
+        fields: [VarlinkField],
+        _ definitions: [String: VarlinkType]
+    ) -> VarlinkMethod {
+        let parameters = VarlinkParameterCheck(fields: fields, definitions: definitions)
+        @Sendable func check(_ request: VarlinkRequest) throws(VarlinkError) {
+            if let mismatch = parameters.mismatch(request.call.parameters) {
+                throw .invalidParameter(mismatch.path, reason: mismatch.reason)
+            }
+        }
+        switch method {
+        case .immediate(let body):
+            return .immediate { request in
+                try check(request)
+                return try body(request)
+            }
+        case .streaming(let body):
+            return .streaming { request, responder in
+                try check(request)
+                try await body(request, responder)
+            }
+        case .deferred(let body):
+            return .deferred { request, reply in
+                try check(request)
+                try body(request, reply)
+            }
+        }
     }
 
     /// Convenience for interfaces whose text is known to be valid (it ships inside the binary).

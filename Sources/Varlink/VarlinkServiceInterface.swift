@@ -28,8 +28,10 @@ enum VarlinkServiceInterface {
         # The interface declares the method but this service does not implement it.
         error MethodNotImplemented (method: string)
 
-        # A parameter is missing, has the wrong type, or is out of range.
-        error InvalidParameter (parameter: string)
+        # A parameter is missing, has the wrong type, or is out of range. parameter
+        # names it, with its path where it is nested (posters.anyone, uids[2]);
+        # reason says why ("expected a bool, got a string").
+        error InvalidParameter (parameter: string, reason: ?string)
 
         # The caller is not allowed to call this method.
         error PermissionDenied ()

@@ -108,6 +108,13 @@ import Testing
         ("LogLevel=debug\n", "f0.conf:1: assignment to LogLevel outside of any [Section]"),
         ("[Daemon]\nLogLevel\n", "f0.conf:2: expected Key=Value, got 'LogLevel'"),
         ("[Daemon\n", "f0.conf:1: malformed section header '[Daemon'"),
+        ("[Apps]\nMaxApps=5\u{0}x\n", #"f0.conf:2: NUL byte in line 'MaxApps=5\0x'; a configuration file is text"#),
+        ("[Apps]\n# a comment\u{0}\n", #"f0.conf:2: NUL byte in line '# a comment\0'; a configuration file is text"#),
+        ("[Ap\u{0}ps]\n", #"f0.conf:1: NUL byte in line '[Ap\0ps]'; a configuration file is text"#),
+        (
+            "[Daemon]\nLogLevel=\u{1B}[31mred\n",
+            #"f0.conf:2: bad value '\x1B[31mred' for LogLevel=: expected debug, info, notice, warning, error or critical"#
+        ),
     ])
     func errorsNameTheFileAndLine(text: String, message: String) {
         #expect {

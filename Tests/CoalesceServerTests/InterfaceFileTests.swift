@@ -32,6 +32,7 @@ import Varlink
         let description = try VarlinkInterfaceDescription(text: text)
         let sent: [VarlinkProtocolError] = [
             .messageTooLarge(limit: 1), .invalidMessage(""), .tooManyConnections(.connections(limit: 1)), .internalError(""),
+            .upgradeNotSupported(method: ""),
         ]
         #expect(description.name == ProtocolInterface.name)
         #expect(Set(sent.map { $0.varlinkError(in: ProtocolInterface.name).varlinkName.replacingOccurrences(of: description.name + ".", with: "") }) == description.errors)

@@ -40,5 +40,9 @@ import Varlink
         #expect(Posters(wire: posters.wire) == posters)
         #expect(Posters(wire: try JSONParser.parse(#"{"uids":[-1]}"#)) == nil)
         #expect(Posters(wire: try JSONParser.parse(#"{"groups":[7]}"#)) == nil)
+        #expect(Posters(wire: try JSONParser.parse(#"{"anyone":"yes"}"#)) == nil, "not read as false")
+        #expect(Posters(wire: try JSONParser.parse(#"{"uids":1000}"#)) == nil, "not read as none")
+        #expect(Posters(wire: try JSONParser.parse(#"{"uids":[1000.5]}"#)) == nil)
+        #expect(Posters(wire: try JSONParser.parse(#"{"anyone":null,"uids":null}"#)) == Posters())
     }
 }

@@ -39,10 +39,15 @@ import Varlink
                 parameters: ["name": "Mail", "reason": "expected reverse-DNS form such as org.example.mail"]
             )
         ) { try client.call("io.coalesced.App.Register", ["name": "Mail"]) }
-        #expect(throws: VarlinkError.invalidParameter("backgroundModes")) {
+        #expect(throws: VarlinkError.invalidParameter("backgroundModes", reason: "expected an array of string, got a string")) {
             try client.call("io.coalesced.App.Register", ["name": "org.example.a", "backgroundModes": "audio"])
         }
-        #expect(throws: VarlinkError.invalidParameter("launchUnit")) {
+        #expect(
+            throws: VarlinkError.invalidParameter(
+                "launchUnit",
+                reason: #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or """#
+            )
+        ) {
             try client.call("io.coalesced.App.Register", ["name": "org.example.a", "launchUnit": "../x"])
         }
         _ = try client.call("io.coalesced.App.Register", ["name": "org.example.a"])

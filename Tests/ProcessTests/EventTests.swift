@@ -857,11 +857,18 @@ import Varlink
         #expect(throws: VarlinkError(name: "io.coalesced.App.InvalidKind", parameters: ["kind": "lifecycle.x", "reason": "lifecycle.* kinds are the daemon's own"])) {
             try post(client, Self.mail, "lifecycle.x", [:])
         }
-        #expect(throws: VarlinkError.invalidParameter("payload")) { try post(client, Self.mail, "mail", [1, 2]) }
+        #expect(throws: VarlinkError.invalidParameter("payload", reason: "expected an object, got an array")) {
+            try post(client, Self.mail, "mail", [1, 2])
+        }
         #expect(throws: VarlinkError(name: "io.coalesced.App.PayloadTooLarge", parameters: ["size": 81, "limit": 64])) {
             try post(client, Self.mail, "mail", ["text": .string(String(repeating: "x", count: 70))])
         }
-        #expect(throws: VarlinkError.invalidParameter("policy")) { try post(client, Self.mail, "mail", [:], policy: ["policy": "most"]) }
+        #expect(
+            throws: VarlinkError.invalidParameter(
+                "policy.policy",
+                reason: #"unknown policy "most"; expected latest, first, count, sum, merge, netChange or queue"#
+            )
+        ) { try post(client, Self.mail, "mail", [:], policy: ["policy": "most"]) }
         #expect(
             throws: VarlinkError(name: "io.coalesced.App.NotANumber", parameters: ["target": "org.example.mail", "kind": "badge", "field": "n"])
         ) { try post(client, Self.mail, "badge", ["n": "three"]) }

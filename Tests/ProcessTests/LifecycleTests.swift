@@ -524,7 +524,7 @@ import Varlink
             try client.call("io.coalesced.System.Deactivate")
         }
         #expect(throws: VarlinkError(name: "io.coalesced.System.NothingToPurge")) { try client.call("io.coalesced.System.Purge") }
-        #expect(throws: VarlinkError.invalidParameter("phase")) {
+        #expect(throws: VarlinkError.invalidParameter("phase", reason: #"expected begin or end, got "sideways""#)) {
             try client.call("io.coalesced.System.Interrupt", ["phase": "sideways"])
         }
         #expect(throws: VarlinkError(name: "io.coalesced.System.LaunchTimedOut", parameters: ["app": "org.example.mail", "timeoutSec": 0.5])) {
@@ -549,7 +549,7 @@ import Varlink
         #expect(
             throws: VarlinkError(name: "io.coalesced.App.StateTooLarge", parameters: ["app": "org.example.mail", "size": 17, "limit": 16])
         ) { try client.call("io.coalesced.App.SaveState", ["app": .string(Self.mail), "data": "12345678901234567"]) }
-        #expect(throws: VarlinkError.invalidParameter("seq")) {
+        #expect(throws: VarlinkError.invalidParameter("seq", reason: "must not be negative")) {
             try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": -1])
         }
         #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "the daemon is still serving")

@@ -189,12 +189,46 @@ import Varlink
             #expect(throws: VarlinkError.methodNotFound("org.example.test.Nope")) {
                 try client.call("org.example.test.Nope")
             }
-            #expect(throws: VarlinkError.invalidParameter("value")) { try client.call("org.example.test.Echo") }
-            #expect(throws: VarlinkError.invalidParameter("value")) {
+            #expect(throws: VarlinkError.invalidParameter("value", reason: "missing; expected a string")) {
+                try client.call("org.example.test.Echo")
+            }
+            #expect(throws: VarlinkError.invalidParameter("value", reason: "expected a string, got an int")) {
                 try client.call("org.example.test.Echo", ["value": 5])
             }
             // The connection survives a method's error.
             #expect(try client.call("org.example.test.Echo", ["value": "still"]) == ["value": "still"])
+        }
+    }
+
+    /// Parameters are checked against the declared types before any kind of method runs: an immediate one, a
+    /// streaming one, a deferred one.
+    @Test func parametersOfAnotherTypeNeverReachTheMethod() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path)
+            #expect(throws: VarlinkError.invalidParameter("n", reason: "expected an int, got a string")) {
+                try client.callMore("org.example.test.Count", ["n": "3"]) { _ in }
+            }
+            #expect(throws: VarlinkError.invalidParameter("size", reason: "expected an int, got a float (1.5)")) {
+                try client.call("org.example.test.Stack", ["size": 1.5, "value": "typed"])
+            }
+            #expect(Stack.shared.started(size: 1) == [], "the deferred method never started")
+            #expect(throws: VarlinkError.invalidParameter("interface", reason: "expected a string, got an array")) {
+                try client.call("org.varlink.service.GetInterfaceDescription", ["interface": ["org.example.test"]])
+            }
+            #expect(try client.call("org.example.test.Echo", ["value": "still", "undeclared": 1]) == ["value": "still"])
+        }
+    }
+
+    /// `upgrade` is a field of the message, not a parameter: a method that offers no other protocol answers with
+    /// the protocol's error, and the connection goes on speaking Varlink.
+    @Test func anUpgradeIsRefusedAndTheConnectionStaysVarlink() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path)
+            try client.send(VarlinkCall(method: "org.example.test.Echo", parameters: ["value": "up"], upgrade: true))
+            let reply = try client.receiveReply()
+            #expect(reply.error == Self.protocolErrors + ".UpgradeNotSupported")
+            #expect(reply.parameters == ["method": "org.example.test.Echo"])
+            #expect(try client.call("org.example.test.Echo", ["value": "after"]) == ["value": "after"])
         }
     }
 

@@ -1,6 +1,7 @@
 """The Python varlink package (PyPI), a third-party client, against the real daemon."""
 
 import contextlib
+import json
 import os
 import pathlib
 import signal
@@ -118,3 +119,80 @@ def test_register_then_list_through_the_parsed_interfaces(daemon):
     assert registered["backgroundModes"] == ["audio"]
     assert [entry["name"] for entry in listed] == ["org.example.python"]
     assert refused.value.error() == "io.coalesced.System.NoSuchApp"
+
+
+@pytest.fixture(scope="module")
+def own_daemon():
+    """A daemon of their own for the tests that register apps after the listing above."""
+    with running_daemon() as address:
+        yield address
+
+
+def exchange(connection, message):
+    """Sends one call on a connection the varlink package opened, and returns its reply as the package reads it."""
+    connection.sendall(json.dumps(message).encode() + b"\0")
+    reply = b""
+    while not reply.endswith(b"\0"):
+        chunk = connection.recv(4096)
+        assert chunk, "the daemon closed the connection"
+        reply += chunk
+    return json.loads(reply[:-1])
+
+
+def refusal(address, message):
+    """The error a call gets, as the varlink package's error type and the raw reply (whose members the package's
+    InvalidParameter does not keep)."""
+    with varlink.Client(address=address) as client, client.open_connection() as connection:
+        reply = exchange(connection, message)
+    assert "error" in reply, reply
+    return varlink.VarlinkError.new(reply), reply["parameters"]
+
+
+# The varlink package checks a struct's members itself before sending, so these calls are written out as JSON: as
+# any other client, or a hostile one, may send them.
+def test_a_posters_member_of_another_type_is_refused_with_its_path_and_why(own_daemon):
+    error, parameters = refusal(own_daemon, {
+        "method": "io.coalesced.App.Register",
+        "parameters": {"name": "org.example.typed", "posters": {"anyone": "yes"}},
+    })
+    assert isinstance(error, varlink.InvalidParameter)
+    assert error.parameters()["parameter"] == "posters.anyone"
+    assert parameters == {"parameter": "posters.anyone", "reason": "expected a bool, got a string"}
+    with varlink.Client(address=own_daemon) as client, client.open("io.coalesced.System") as system:
+        assert "org.example.typed" not in [app["name"] for app in system.ListApps()["apps"]]
+
+
+def test_a_policy_member_of_another_type_is_refused_on_post(own_daemon):
+    with varlink.Client(address=own_daemon) as client, client.open("io.coalesced.App") as app:
+        app.Register("org.example.poster", None, None, None)
+    error, parameters = refusal(own_daemon, {
+        "method": "io.coalesced.App.Post",
+        "parameters": {"target": "org.example.poster", "kind": "mail", "payload": {},
+                       "policy": {"policy": "latest", "backgroundMode": 3}},
+    })
+    assert error.error() == "org.varlink.service.InvalidParameter"
+    assert parameters == {"parameter": "policy.backgroundMode", "reason": "expected a string, got an int"}
+
+
+def test_upgrade_is_a_message_field_answered_as_not_supported(own_daemon):
+    with varlink.Client(address=own_daemon) as client, client.open_connection() as connection:
+        reply = exchange(connection, {"method": "io.coalesced.System.Stats", "upgrade": True})
+        again = exchange(connection, {"method": "io.coalesced.System.Stats"})
+    assert reply == {"error": "io.coalesced.Protocol.UpgradeNotSupported",
+                     "parameters": {"method": "io.coalesced.System.Stats"}}
+    assert again["parameters"]["stats"]["version"] == "0.1.0", "the connection is still a Varlink connection"
+
+
+def test_a_configuration_line_with_a_nul_is_shown_whole_with_its_line_number():
+    with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
+        config = os.path.join(directory, "coalesced.conf")
+        with open(config, "wb") as file:
+            file.write(b"[Apps]\nMaxApps=5\0x\n")
+        result = subprocess.run(
+            [daemon_binary(), "--socket", os.path.join(directory, "io.coalesced"),
+             "--state-dir", os.path.join(directory, "state"), "--config", config],
+            env=dict(os.environ, SWIFT_BACKTRACE="enable=no"), capture_output=True, timeout=30,
+        )
+    assert result.returncode == 78
+    assert f"{config}:2: NUL byte in line 'MaxApps=5\\0x'; a configuration file is text".encode() in result.stderr, \
+        result.stderr
