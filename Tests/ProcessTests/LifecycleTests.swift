@@ -345,6 +345,20 @@ import Varlink
         }
     }
 
+    /// Two running apps for a restart to take up: mail launched, then sent home until suspended; maps launched and
+    /// active. It blocks: call it off the test's task.
+    static func mailSuspendedAndMapsActive(_ socket: String) throws -> (mail: ExampleApp, maps: ExampleApp) {
+        let system = try testClient(socket)
+        let mail = try ExampleApp(socket: socket, name: Self.mail)
+        #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        _ = try system.call("io.coalesced.System.Deactivate")
+        #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+        let maps = try ExampleApp(socket: socket, name: Self.maps)
+        #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        try waitForApp(system, Self.mail, "state", "suspended")
+        return (mail, maps)
+    }
+
     /// A restart of the daemon (kill -9) costs running apps nothing: each is taken up in the state it was in, its
     /// process attaches again on its own (the client library reconnects) and hears no launch; an app whose process
     /// ended while the daemon was down is not running.
@@ -353,18 +367,11 @@ import Varlink
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         let (mail, maps) = try await onThread {
-            let system = try testClient(socket)
-            let mail = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            _ = try system.call("io.coalesced.System.Deactivate")
-            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            let maps = try ExampleApp(socket: socket, name: Self.maps)
-            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            try waitForApp(system, Self.mail, "state", "suspended")
+            let apps = try Self.mailSuspendedAndMapsActive(socket)
             // States go to disk with the next commit, or a tenth of a second later: this test is about kill -9, so
             // a commit is made now, instead of waiting for that.
-            try commitUnhurriedWrites(system)
-            return (mail, maps)
+            try commitUnhurriedWrites(testClient(socket))
+            return apps
         }
         first.signal(SIGKILL)
         _ = try await onThread { first.waitForExit() }
@@ -394,17 +401,7 @@ import Varlink
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
-        let (mail, maps) = try await onThread {
-            let system = try testClient(socket)
-            let mail = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            _ = try system.call("io.coalesced.System.Deactivate")
-            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            let maps = try ExampleApp(socket: socket, name: Self.maps)
-            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            try waitForApp(system, Self.mail, "state", "suspended")
-            return (mail, maps)
-        }
+        let (mail, maps) = try await onThread { try Self.mailSuspendedAndMapsActive(socket) }
         let second = try await onThread { try first.restartedWhenReady(endingWith: SIGTERM) }
         #expect(first.waitForExit(timeout: .seconds(1)) == 0, "a graceful stop exits 0")
         #expect(first.output.contains("Leaving 2 running apps as they are for the next start"), "\(first.output)")
