@@ -136,11 +136,17 @@ struct World {
             self.request { app, now in app.timePassed(now: now) }
         case 12: self.acknowledge()
         case 13, 14, 15: self.post(argument)
-        case 16: self.carry(self.inbox.flush(self.reception, next: &self.lifecycle.nextSequence))
+        case 16: self.step { $0.flush($1, next: &$2) }
         case 17: self.keep()
         case 18: self.refuse()
-        case 19: self.carry(self.inbox.retry(self.reception, next: &self.lifecycle.nextSequence))
-        case 20: argument & 1 == 0 ? self.joinTheWrite() : self.carry(self.inbox.join(self.reception) { _ in false })
+        case 19: self.step { $0.retry($1, next: &$2) }
+        case 20:
+            if argument & 1 == 0 {
+                self.joinTheWrite()
+            } else {
+                let reception = self.reception
+                self.carry(self.inbox.join(reception) { _ in false })
+            }
         case 21: self.attach()
         case 22: self.attached = false
         default: self.crash(keepingTheWrite: argument & 1 == 0)
@@ -190,7 +196,7 @@ struct World {
         // The process is gone with the app: its stream closes.
         if !self.lifecycle.state.isRunning { self.attached = false }
         if !received && self.reception.receives {
-            self.carry(self.inbox.woke(self.reception, next: &self.lifecycle.nextSequence))
+            self.step { $0.woke($1, next: &$2) }
         }
     }
 
@@ -202,7 +208,8 @@ struct World {
     mutating func acknowledge() {
         let effects = self.lifecycle.acknowledge(upTo: self.lastSeq, now: self.now)
         self.request { _, _ in effects }
-        self.carry(self.inbox.acknowledged(upTo: self.lastSeq, self.reception, next: &self.lifecycle.nextSequence))
+        let seq = self.lastSeq
+        self.step { $0.acknowledged(upTo: seq, $1, next: &$2) }
     }
 
     mutating func post(_ argument: UInt8) {
@@ -231,7 +238,8 @@ struct World {
         }
         let payload = Numbers(members: ["n": Double(argument >> 4)])
         let post = FuzzInbox.Post(kind: kind, payload: payload, policy: policy, durable: durable, posted: self.clock, ticket: ticket)
-        switch self.inbox.posted(post, self.reception, next: &self.lifecycle.nextSequence) {
+        let reception = self.reception
+        switch self.inbox.posted(post, reception, next: &self.lifecycle.nextSequence) {
         case .waits: break
         case .answered(let answer, let burst):
             self.carry((burst.isEmpty ? [] : [.send(burst)]) + [.answer([(ticket, answer)])])
@@ -242,19 +250,20 @@ struct World {
         guard let rows = self.pending else { return }
         self.pending = nil
         let ids = self.disk.apply(rows)
-        self.carry(self.inbox.written(ids: ids, self.reception, next: &self.lifecycle.nextSequence))
+        self.step { $0.written(ids: ids, $1, next: &$2) }
     }
 
     mutating func refuse() {
         guard self.pending != nil else { return }
         self.pending = nil
-        self.carry(self.inbox.writeFailed(self.reception, next: &self.lifecycle.nextSequence))
+        self.step { $0.writeFailed($1, next: &$2) }
     }
 
     mutating func joinTheWrite() {
         guard let rows = self.pending else { return }
         var taken: FuzzInbox.Amended?
-        let actions = self.inbox.join(self.reception) { change in
+        let reception = self.reception
+        let actions = self.inbox.join(reception) { change in
             taken = change
             return true
         }
@@ -273,7 +282,7 @@ struct World {
         }
         self.attached = true
         self.inbox.attached()
-        self.carry(self.inbox.woke(self.reception, next: &self.lifecycle.nextSequence))
+        self.step { $0.woke($1, next: &$2) }
     }
 
     /// The daemon dies: the write with the store went to disk or not; everything else in memory is gone. The next
@@ -300,6 +309,13 @@ struct World {
         self.tracked = self.lifecycle.restore(recorded, interrupted: interrupted) ?? .notRunning
         if self.tracked == .notRunning { self.resignPending = false }
         self.attached = false
+    }
+
+    /// An input to the inbox, as the app receives now, numbered from the app's counter; its actions carried out.
+    mutating func step(_ input: (inout FuzzInbox, Reception, inout UInt64) -> [FuzzInbox.Action]) {
+        let reception = self.reception
+        let actions = input(&self.inbox, reception, &self.lifecycle.nextSequence)
+        self.carry(actions)
     }
 
     /// Carries out the inbox's actions, checking each.
@@ -349,8 +365,8 @@ struct World {
         }
         check(self.reception.receives, "the app does not receive after settling: \(self.lifecycle.state)")
         for _ in 0..<10 {
-            self.carry(self.inbox.retry(self.reception, next: &self.lifecycle.nextSequence))
-            self.carry(self.inbox.flush(self.reception, next: &self.lifecycle.nextSequence))
+            self.step { $0.retry($1, next: &$2) }
+            self.step { $0.flush($1, next: &$2) }
             self.keep()
             self.acknowledge()
         }
