@@ -219,11 +219,6 @@ if Context.environment["COALESCED_FUZZ"] == "1" {
     for target in package.targets where target.name == "VarlinkEmbed" {
         target.swiftSettings = (target.swiftSettings ?? []) + [.define("COALESCED_FUZZ_BUILD")]
     }
-    // Optimized code gets no coverage counters from Swift 6.3.1, and without them the fuzzer runs blind: our
-    // modules are built unoptimized (dependencies stay optimized and uninstrumented).
-    for target in package.targets where target.type == .regular {
-        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Onone"])]
-    }
     for target in fuzzTargets {
         package.targets.append(
             .executableTarget(
@@ -232,7 +227,7 @@ if Context.environment["COALESCED_FUZZ"] == "1" {
                 path: "Fuzz/\(target.name)",
                 // No main of its own: `--sanitize=fuzzer` compiles it as a library, and libFuzzer's main calls its
                 // LLVMFuzzerTestOneInput.
-                swiftSettings: swiftSettings + [.unsafeFlags(["-Onone"])]
+                swiftSettings: swiftSettings
             )
         )
         package.products.append(.executable(name: target.name, targets: [target.name]))
