@@ -205,3 +205,32 @@ let package = Package(
         ),
     ]
 )
+
+// Fuzz targets (Fuzz/, docs/architecture.md#fuzzing): libFuzzer supplies their main, so they link only in a build
+// with `--sanitize=fuzzer`. They are declared only when scripts/fuzz asks for them, and a plain `swift build` never
+// sees them.
+if Context.environment["COALESCED_FUZZ"] == "1" {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzVarlink", ["Varlink", .product(name: "NIOCore", package: "swift-nio")]),
+        ("FuzzParameters", ["CoalesceServer", "CoalesceWire", "CoalesceCore", "Varlink"]),
+        ("FuzzConfiguration", ["CoalesceServer"]),
+        ("FuzzCore", ["CoalesceCore"]),
+    ]
+    // libFuzzer's main is linked into every executable of such a build, the interface files' build tool too.
+    for target in package.targets where target.name == "VarlinkEmbed" {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.define("COALESCED_FUZZ_BUILD")]
+    }
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name,
+                dependencies: target.dependencies,
+                path: "Fuzz/\(target.name)",
+                // No main of its own: `--sanitize=fuzzer` compiles it as a library, and libFuzzer's main calls its
+                // LLVMFuzzerTestOneInput.
+                swiftSettings: swiftSettings
+            )
+        )
+        package.products.append(.executable(name: target.name, targets: [target.name]))
+    }
+}

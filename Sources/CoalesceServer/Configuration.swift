@@ -334,7 +334,10 @@ enum ConfigurationKey {
                 throw failure
             }
             let nanoseconds = number * Double(scale)
-            guard nanoseconds < 1e17 else { throw ConfigurationValueError(reason: "longer than anything sensible") }
+            // The bound is on the whole span: parts each under it could add up past Int64.
+            guard nanoseconds < 1e17, total + Int64(nanoseconds) < 100_000_000_000_000_000 else {
+                throw ConfigurationValueError(reason: "longer than anything sensible")
+            }
             total += Int64(nanoseconds)
         }
         guard allowZero || total > 0 else { throw ConfigurationValueError(reason: "must be longer than zero") }

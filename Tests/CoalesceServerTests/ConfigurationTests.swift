@@ -152,4 +152,15 @@ import Testing
             (error as? ConfigurationError)?.description == "\(directory.file("none.conf")): cannot read: No such file or directory"
         }
     }
+
+    /// A span of parts each under the bound once added up past Int64 and trapped (Fuzz/Corpus/FuzzConfiguration/
+    /// long-time-span holds the input).
+    @Test func aTimeSpanIsBoundedAsAWhole() {
+        let span = Array(repeating: "99999999s", count: 100).joined(separator: " ")
+        #expect {
+            try self.parse("[Apps]\nBackgroundTaskBudgetSec=\(span)\n")
+        } throws: { error in
+            (error as? ConfigurationError)?.reason.hasSuffix("longer than anything sensible") == true
+        }
+    }
 }
