@@ -291,9 +291,14 @@ final class AppManager: Sendable {
     /// get the administrators' quotas (looked up here, before the daemon serves).
     private static func account(_ state: inout State, adminGroup: AdminGroup?) {
         let ledger = state.ledger
+        var looked: Set<UInt32> = []  // one user-database lookup per owner, not per app
         for record in state.records.values {
             let account = record.account
-            if let adminGroup, !account.admin, QuotaLedger.isMember(account.uid, of: adminGroup) { account.admin = true }
+            if let adminGroup, !account.admin, looked.insert(account.uid).inserted,
+                QuotaLedger.isMember(account.uid, of: adminGroup)
+            {
+                account.admin = true
+            }
             account.apps += 1
             ledger.charge(account, record.inbox.footprint)
         }
