@@ -39,8 +39,8 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Posts for the memory measurement of events (RSS after each total).")
     var memoryPosts: [Int] = [100_000, 1_000_000]
 
-    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events.")
-    var parts: [String] = ["daemon", "lifecycle", "events"]
+    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries).")
+    var parts: [String] = ["daemon", "lifecycle", "events", "queue"]
 
     @Option(help: "Instead of the parts: post --posts events, pipelined from one producer, to a daemon already serving this socket (to profile it, say under callgrind), and print the rate.")
     var load: String?
@@ -77,6 +77,7 @@ struct CoalesceBench: ParsableCommand {
         }
         if self.parts.contains("daemon") { try self.measureDaemon() }
         if self.parts.contains("lifecycle") { try self.measureLifecycle() }
+        if self.parts.contains("queue") { try QueueBenchmark(posts: self.posts).run() }
         if self.parts.contains("events") {
             try EventsBenchmark(
                 posts: self.posts,

@@ -49,6 +49,8 @@ typealias FuzzInbox = Inbox<Numbers, Int, Int>
 /// The store as the inbox's writes leave it.
 struct Disk {
     var held: [EventKind: (position: Int, slot: FuzzInbox.Queue.Slot)] = [:]
+    /// Each queue kind's entries by serial.
+    var queued: [EventKind: [Int: FuzzInbox.Queue.Entry]] = [:]
     var deliveries: [Int64: FuzzInbox.Event] = [:]
     var nextID: Int64 = 1
 
@@ -58,7 +60,13 @@ struct Disk {
         for row in rows {
             switch row {
             case .hold(let kind, let position, let slot): self.held[kind] = (self.held[kind]?.position ?? position, slot)
-            case .clearHeld: self.held.removeAll()
+            case .enqueue(let kind, let entry):
+                let taken = self.queued[kind, default: [:]].updateValue(entry, forKey: entry.serial) != nil
+                check(!taken, "entry \(entry.serial) of \(kind) written twice")
+            case .dropQueued(let kind, let before): self.queued[kind] = self.queued[kind]?.filter { $0.key >= before }.nilIfEmpty
+            case .clearHeld:
+                self.held.removeAll()
+                self.queued.removeAll()
             case .delivery(let event):
                 self.deliveries[self.nextID] = event
                 ids.append(self.nextID)
@@ -301,6 +309,9 @@ struct World {
         for (kind, row) in self.disk.held.sorted(by: { $0.value.position < $1.value.position }) {
             self.inbox.restore(kind, row.slot)
         }
+        for (kind, entries) in self.disk.queued {
+            for serial in entries.keys.sorted() { self.inbox.restore(kind, entries[serial]!) }
+        }
         for (id, event) in self.disk.deliveries.sorted(by: { $0.key < $1.key }) {
             self.inbox.restore(FuzzInbox.Stored(id: id, event: event))
         }
@@ -376,7 +387,7 @@ struct World {
 
     func checkEverythingHandled() {
         check(self.inbox.held.isEmpty && self.inbox.outstanding == 0 && !self.inbox.writing, "something did not go out")
-        check(self.disk.held.isEmpty && self.disk.deliveries.isEmpty, "the store is not empty")
+        check(self.disk.held.isEmpty && self.disk.queued.isEmpty && self.disk.deliveries.isEmpty, "the store is not empty")
         for kind in Self.counted {
             let accepted = self.accepted[kind, default: 0]
             let handled = self.handled[kind, default: 0]
@@ -391,4 +402,9 @@ func check(_ condition: Bool, _ message: @autoclosure () -> String) {
 
 func fail(_ message: String) -> Never {
     fatalError("fuzz-core: \(message)")
+}
+
+extension Dictionary {
+    /// `nil` for an empty dictionary, as the store has no rows for a kind whose entries all went.
+    var nilIfEmpty: Self? { self.isEmpty ? nil : self }
 }

@@ -209,8 +209,9 @@ struct EventDeclarations: Sendable, Hashable {
 enum EventCoding {
     typealias Queue = EventQueue<EventPayload, Double>
 
-    /// A held slot as its store row keeps it. Written member by member (every held post rewrites its kind's row,
-    /// so this is on the path of each post), not through a dictionary.
+    /// A held slot as its store row keeps it (a queue kind's entries have rows of their own). Written member by
+    /// member (every held post rewrites its kind's row, so this is on the path of each post), not through a
+    /// dictionary.
     static func encode(_ slot: Queue.Slot) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(192)
@@ -229,8 +230,7 @@ enum EventCoding {
         case .payload(let payload): member("payload", payload.value)
         case .nothing: break
         case .sum(let sum): member("sum", .double(sum))
-        case .list(let list, let dropped):
-            member("list", .array(list.map { ["payload": $0.payload.value, "posted": .double($0.posted)] }))
+        case .queue(let dropped):
             member("dropped", .int(Int64(dropped)))
         }
         output.append(UInt8(ascii: "}"))
@@ -251,11 +251,7 @@ enum EventCoding {
         case .count: held = .nothing
         case .sum: held = .sum(value["sum"]?.doubleValue ?? 0)
         case .queue:
-            let list = (value["list"]?.arrayValue ?? []).compactMap { entry -> (payload: EventPayload, posted: Double)? in
-                guard let payload = entry["payload"], let posted = entry["posted"]?.doubleValue else { return nil }
-                return (EventPayload(payload), posted)
-            }
-            held = .list(list, dropped: Int(value["dropped"]?.intValue ?? 0))
+            held = .queue(dropped: Int(value["dropped"]?.intValue ?? 0))
         }
         return Queue.Slot(policy: policy, count: Int(count), first: first, last: last, held: held)
     }

@@ -6,7 +6,11 @@ import Synchronization
 public enum EventRow: Sendable {
     /// What the app holds of a kind (`slot`, JSON text), replacing what was; `position` orders a new kind's row.
     case hold(kind: String, position: Int, slot: String)
-    /// Forget everything the app held: it was delivered.
+    /// One more entry of a queue kind (`payload`, JSON text), numbered `serial` among the kind's posts.
+    case enqueue(kind: String, serial: Int, posted: Double, payload: String)
+    /// Forget a queue kind's entries numbered before `serial`: the oldest, dropped past the kind's bound.
+    case dropQueued(kind: String, before: Int)
+    /// Forget everything the app held, queue entries included: it was delivered.
     case clearHeld
     /// Keep an event (JSON text) until the app acknowledges it; the write answers with its number.
     case delivery(event: String)
@@ -87,8 +91,16 @@ public final class EventWrite: StoreOperation, @unchecked Sendable {
                     """,
                     [self.app.value, kind, position, slot]
                 )
+            case .enqueue(let kind, let serial, let posted, let payload):
+                try transaction.run(
+                    "INSERT INTO queued (app, kind, serial, posted, payload) VALUES (?, ?, ?, ?, ?)",
+                    [self.app.value, kind, serial, posted, payload]
+                )
+            case .dropQueued(let kind, let before):
+                try transaction.run("DELETE FROM queued WHERE app = ? AND kind = ? AND serial < ?", [self.app.value, kind, before])
             case .clearHeld:
                 try transaction.run("DELETE FROM held WHERE app = ?", [self.app.value])
+                try transaction.run("DELETE FROM queued WHERE app = ?", [self.app.value])
             case .delivery(let event):
                 try transaction.run("INSERT INTO delivery (app, event) VALUES (?, ?)", [self.app.value, event])
                 self.ids.append(transaction.db.lastInsertedRowID)

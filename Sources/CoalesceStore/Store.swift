@@ -122,7 +122,7 @@ public final class Store: Sendable {
     /// `PRAGMA synchronous` reads back 2 for FULL.
     static let synchronousFull = 2
 
-    private static var migrator: DatabaseMigrator {
+    static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("1: apps and saved state") { db in
             try db.create(table: "app") { table in
@@ -191,6 +191,30 @@ public final class Store: Sendable {
                 table.add(column: "process", .text)
             }
         }
+        migrator.registerMigration("5: queue entries as rows") { db in
+            // A queue kind's entries, one row per post: a post appends a row, and the oldest are dropped by their
+            // serial, rather than the kind's whole list being written again with each post.
+            try db.create(table: "queued") { table in
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("kind", .text).notNull()
+                table.column("serial", .integer).notNull()
+                table.column("posted", .double).notNull()
+                table.column("payload", .text).notNull()
+                table.primaryKey(["app", "kind", "serial"])
+            }
+            // A held queue kind kept its entries in a list in its slot, the last of them its last post: the entry at
+            // `key` of a list of n is post count - n + 1 + key.
+            try db.execute(
+                sql: """
+                    INSERT INTO queued (app, kind, serial, posted, payload)
+                    SELECT held.app, held.kind,
+                        json_extract(held.slot, '$.count') - json_array_length(held.slot, '$.list') + 1 + entry.key,
+                        json_extract(entry.value, '$.posted'), entry.value -> '$.payload'
+                    FROM held, json_each(held.slot, '$.list') AS entry
+                    """
+            )
+            try db.execute(sql: "UPDATE held SET slot = json_remove(slot, '$.list') WHERE json_type(slot, '$.list') IS NOT NULL")
+        }
         return migrator
     }
 
@@ -227,6 +251,15 @@ public final class Store: Sendable {
         public var event: String
     }
 
+    /// An entry of a queue kind as stored: its serial among the kind's posts, when it was posted, and its payload.
+    public struct QueuedRow: Sendable {
+        public var app: String
+        public var kind: String
+        public var serial: Int
+        public var posted: Double
+        public var payload: String
+    }
+
     /// What an app last received of a netChange kind.
     public struct BaselineRow: Sendable {
         public var app: String
@@ -238,6 +271,15 @@ public final class Store: Sendable {
         try self.read { db in
             try Row.fetchAll(db, sql: "SELECT app, kind, position, slot FROM held ORDER BY app, position").map {
                 HeldRow(app: $0["app"], kind: $0["kind"], position: $0["position"], slot: $0["slot"])
+            }
+        }
+    }
+
+    /// Each app's queue kinds' entries, oldest first (the order of the table's key, which needs no sort).
+    public func queuedRows() throws(StoreError) -> [QueuedRow] {
+        try self.read { db in
+            try Row.fetchAll(db, sql: "SELECT app, kind, serial, posted, payload FROM queued ORDER BY app, kind, serial").map {
+                QueuedRow(app: $0["app"], kind: $0["kind"], serial: $0["serial"], posted: $0["posted"], payload: $0["payload"])
             }
         }
     }

@@ -14,11 +14,17 @@ import Testing
         /// Posts that came join the write the store has not begun (the store takes the replacement), or find it
         /// begun (the store refuses it).
         case joinTheWrite, findTheWriteBegun
+        /// A durable post to a queue kind of bound 2: each post an entry row, the oldest dropped.
+        case postQueue
     }
 
     /// The store as the inbox's writes leave it.
     struct Disk {
         var held: [EventKind: (position: Int, slot: TestInbox.Queue.Slot)] = [:]
+        /// Each queue kind's entries by serial.
+        var queued: [EventKind: [Int: TestInbox.Queue.Entry]] = [:]
+        /// What the store would refuse: an entry under a serial already taken.
+        var problems: [String] = []
         var deliveries: [Int64: Event] = [:]
         var nextID: Int64 = 1
 
@@ -30,7 +36,14 @@ import Testing
                 case .hold(let kind, let position, let slot):
                     // As the store's upsert: a kind keeps the position its row was created with.
                     self.held[kind] = (self.held[kind]?.position ?? position, slot)
-                case .clearHeld: self.held.removeAll()
+                case .enqueue(let kind, let entry):
+                    if self.queued[kind, default: [:]].updateValue(entry, forKey: entry.serial) != nil {
+                        self.problems.append("entry \(entry.serial) of \(kind) written twice")
+                    }
+                case .dropQueued(let kind, let before): self.queued[kind] = self.queued[kind]?.filter { $0.key >= before }.nilIfEmpty
+                case .clearHeld:
+                    self.held.removeAll()
+                    self.queued.removeAll()
                 case .delivery(let event):
                     self.deliveries[self.nextID] = event
                     ids.append(self.nextID)
@@ -66,6 +79,7 @@ import Testing
         let a = try! EventKind("a")
         let b = try! EventKind("b")
         let volatile = try! EventKind("v")
+        let queue = try! EventKind("q")
 
         mutating func carry(_ actions: [TestInbox.Action]) {
             for action in actions {
@@ -102,7 +116,7 @@ import Testing
             }
         }
 
-        mutating func post(_ kind: EventKind, durable: Bool) {
+        mutating func post(_ kind: EventKind, durable: Bool, policy: CoalescingPolicy = .count) {
             self.postNumber += 1
             self.clock += 1
             let ticket = "p\(self.postNumber)"
@@ -110,7 +124,7 @@ import Testing
                 self.kinds[ticket] = kind
                 self.waiting.append(ticket)
             }
-            let post = TestInbox.Post(kind: kind, payload: Fields([:]), policy: .count, durable: durable, posted: self.clock, ticket: ticket)
+            let post = TestInbox.Post(kind: kind, payload: Fields([:]), policy: policy, durable: durable, posted: self.clock, ticket: ticket)
             switch self.inbox.posted(post, self.reception, next: &self.next) {
             case .waits: break
             case .answered(let answer, let burst): self.carry((burst.isEmpty ? [] : [.send(burst)]) + [.answer([(ticket, answer)])])
@@ -144,6 +158,9 @@ import Testing
             for (kind, row) in self.disk.held.sorted(by: { $0.value.position < $1.value.position }) {
                 self.inbox.restore(kind, row.slot)
             }
+            for (kind, entries) in self.disk.queued {
+                for serial in entries.keys.sorted() { self.inbox.restore(kind, entries[serial]!) }
+            }
             for (id, event) in self.disk.deliveries.sorted(by: { $0.key < $1.key }) {
                 self.inbox.restore(TestInbox.Stored(id: id, event: event))
             }
@@ -157,6 +174,7 @@ import Testing
             case .postA: self.post(self.a, durable: true)
             case .postB: self.post(self.b, durable: true)
             case .postVolatile: self.post(self.volatile, durable: false)
+            case .postQueue: self.post(self.queue, durable: true, policy: .queue(bound: 2))
             case .flush: self.carry(self.inbox.flush(self.reception, next: &self.next))
             case .keep: self.keep()
             case .refuse: self.refuse()
@@ -197,7 +215,7 @@ import Testing
         /// when the inbox's count is of what it holds, not of a write's outcome).
         mutating func checkFootprint() {
             guard !self.inbox.writing else { return }
-            let held = self.inbox.held.kinds.reduce(0) { $0 + TestInbox.Queue.bytes(of: self.inbox.held.slot(of: $1)!) }
+            let held = self.inbox.held.kinds.reduce(0) { $0 + self.inbox.held.bytes(of: $1) }
             let outstanding = (self.inbox.unacknowledged.map(\.event) + self.inbox.undelivered.map(\.event))
                 .reduce(0) { $0 + TestInbox.bytes(of: $1) }
             if self.inbox.footprint != held + outstanding {
@@ -227,11 +245,11 @@ import Testing
             }
             world.settle()
             world.checkFootprint()
-            #expect(world.problems == [], "steps: \(codes.map { "\(Step(rawValue: $0)!)" })")
+            #expect(world.problems + world.disk.problems == [], "steps: \(codes.map { "\(Step(rawValue: $0)!)" })")
             #expect(world.inbox.held.isEmpty && world.inbox.outstanding == 0 && !world.inbox.writing, "everything went out")
             #expect(world.inbox.footprint == 0, "and takes no memory")
-            #expect(world.disk.held.isEmpty && world.disk.deliveries.isEmpty, "and the store is empty")
-            for kind in [world.a, world.b] {
+            #expect(world.disk.held.isEmpty && world.disk.queued.isEmpty && world.disk.deliveries.isEmpty, "and the store is empty")
+            for kind in [world.a, world.b, world.queue] {
                 #expect(
                     world.handled[kind, default: 0] == world.accepted[kind, default: 0],
                     "\(kind): every accepted post handled once, no more: steps \(codes.map { "\(Step(rawValue: $0)!)" })"
@@ -239,4 +257,9 @@ import Testing
             }
         }
     }
+}
+
+extension Dictionary {
+    /// `nil` for an empty dictionary, as the store has no rows for a kind whose entries all went.
+    var nilIfEmpty: Self? { self.isEmpty ? nil : self }
 }

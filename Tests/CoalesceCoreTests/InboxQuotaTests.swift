@@ -15,7 +15,7 @@ import Testing
         app.reception = Self.allowing(400, runs: false)
         for ticket in ["p1", "p2", "p3", "p4"] { _ = app.post(ticket, "chat", 0, .queue(bound: 100)) }
         // 178, 228, 278 after each; a fourth would need room for a new slot's worth (146) past 278.
-        #expect(app.flush() == ["p4 refused", "write[hold chat×3@0]"])
+        #expect(app.flush() == ["p4 refused", "write[enqueue chat#1, enqueue chat#2, enqueue chat#3, hold chat×3@0]"])
         #expect(app.written() == ["p1 held", "p2 held", "p3 held"])
         #expect(app.inbox.footprint == 278)
         #expect(app.inbox.held.count(of: try! EventKind("chat")) == 3)

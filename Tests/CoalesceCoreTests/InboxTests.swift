@@ -6,7 +6,8 @@ typealias TestInbox = Inbox<Fields, Int, String>
 /// An inbox with the store and the app around it played by the test: each input's actions are written down as short
 /// lines, so a case reads like a table of what goes in and what comes out.
 ///
-/// - `write[...]`: the rows of a write (`hold kind×count@position`, `clear`, `deliver kind×count`, `baseline kind`)
+/// - `write[...]`: the rows of a write (`hold kind×count@position`, `enqueue kind#serial`, `drop kind<serial`,
+///   `clear`, `deliver kind×count`, `baseline kind`)
 /// - `send[...]`: events sent as one burst (`seq:kind×count`, with `v` for a volatile one, never stored)
 /// - `p1 sent|held|refused|failed`: a post's answer; `forget[...]`: store ids acknowledged; `retry`
 struct InboxHarness {
@@ -125,6 +126,8 @@ struct InboxHarness {
     static func describe(_ row: TestInbox.Row) -> String {
         switch row {
         case .hold(let kind, let position, let slot): "hold \(kind)×\(slot.count)@\(position)"
+        case .enqueue(let kind, let entry): "enqueue \(kind)#\(entry.serial)"
+        case .dropQueued(let kind, let before): "drop \(kind)<\(before)"
         case .clearHeld: "clear"
         case .delivery(let event): "deliver \(event.kind)×\(event.count)"
         case .baseline(let kind, _): "baseline \(kind)"
@@ -152,7 +155,7 @@ struct InboxHarness {
         _ = app.post("p2", "mail")
         _ = app.post("p3", "badge", 2, .sum(field: "v"))
         #expect(app.flush() == ["write[hold mail×2@0, hold badge×1@1]"], "one row per kind, as the kind stands last")
-        #expect(app.held == [], "nothing is held before it is on disk")
+        #expect(app.held == ["mail×2", "badge×1"], "as the write leaves them; answered once it is on disk")
         #expect(app.written() == ["p1 held", "p2 held", "p3 held"])
         #expect(app.held == ["mail×2", "badge×1"])
     }
@@ -228,9 +231,65 @@ struct InboxHarness {
         var app = InboxHarness()
         app.writingWhileSuspended()
         #expect(app.refused() == ["p1 failed", "write[hold mail×1@0]"], "the next write counts p2 alone")
-        #expect(app.held == [])
+        #expect(app.held == ["mail×1"], "p1 taken back: what p2's write leaves")
         #expect(app.written() == ["p2 held"])
         #expect(app.held == ["mail×1"])
+    }
+
+    @Test func aDurablePostToAQueueKindWritesOneRowForItsEntryWhateverTheQueueHolds() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        for number in 1...3 { _ = app.post("p\(number)", "log", Double(number), .queue(bound: 2)) }
+        #expect(
+            app.flush() == ["write[enqueue log#1, enqueue log#2, enqueue log#3, hold log×3@0, drop log<2]"],
+            "an entry row per post, the kind's slot, and the oldest past the bound dropped"
+        )
+        _ = app.written()
+        _ = app.post("p4", "log", 4, .queue(bound: 2))
+        #expect(app.flush() == ["write[enqueue log#4, hold log×4@0, drop log<3]"], "one entry row, not the queue again")
+        _ = app.written()
+        #expect(app.inbox.held.entries(of: try! EventKind("log")).map(\.serial) == [3, 4])
+    }
+
+    @Test func aVolatilePostToAQueueKindWritesNoEntry() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "log", 1, .queue(bound: 5))
+        _ = app.flush()
+        _ = app.written()
+        #expect(app.post("p2", "log", 2, .queue(bound: 5), durable: false) == ["p2 held"], "in memory only")
+        _ = app.post("p3", "log", 3, .queue(bound: 5))
+        #expect(app.flush() == ["write[enqueue log#3, hold log×3@0]"])
+    }
+
+    @Test func aRefusedWriteTakesBackTheEntriesItAddedAndDropped() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        for number in 1...2 { _ = app.post("p\(number)", "log", Double(number), .queue(bound: 2)) }
+        _ = app.flush()
+        _ = app.written()
+        let log = try! EventKind("log")
+        let before = app.inbox.footprint
+        _ = app.post("p3", "log", 3, .queue(bound: 2))
+        _ = app.flush()
+        #expect(app.inbox.held.entries(of: log).map(\.serial) == [2, 3], "as the write leaves it")
+        #expect(app.refused() == ["p3 failed"])
+        #expect(app.inbox.held.entries(of: log).map(\.serial) == [1, 2], "the dropped entry is back")
+        #expect(app.inbox.held.count(of: log) == 2 && app.inbox.footprint == before)
+        _ = app.post("p4", "log", 4, .queue(bound: 2))
+        #expect(app.flush() == ["write[enqueue log#3, hold log×3@0, drop log<2]"], "numbered as if p3 never came")
+    }
+
+    @Test func postsThatFindTheWriteBegunLeaveWhatIsHeldAsTheWriteLeavesIt() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "log", 1, .queue(bound: 2))
+        _ = app.flush()
+        _ = app.post("p2", "log", 2, .queue(bound: 2))
+        _ = app.post("p3", "log", 3, .queue(bound: 2))
+        #expect(app.join { _ in false } == [])
+        #expect(app.inbox.held.entries(of: try! EventKind("log")).map(\.serial) == [1], "the joiners wait, and hold nothing yet")
+        #expect(app.written() == ["p1 held", "write[enqueue log#2, enqueue log#3, hold log×3@0, drop log<2]"])
     }
 
     @Test func aWakeDeliversWhatWasHeldOneEventPerKindAfterItIsOnDisk() {
@@ -242,7 +301,7 @@ struct InboxHarness {
         app.next = 10  // the wake's callbacks took numbers up to 9
         app.reception = InboxHarness.running
         #expect(app.woke() == ["write[clear, deliver mail×2, deliver badge×1]"])
-        #expect(app.held == ["mail×2", "badge×1"], "held until the delivery is on disk")
+        #expect(app.held == [], "as the delivery leaves it; sent once it is on disk")
         #expect(app.written() == ["send[10:mail×2, 11:badge×1]"], "numbered after the callbacks")
         #expect(app.held == [])
     }

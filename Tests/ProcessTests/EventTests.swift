@@ -296,6 +296,44 @@ import Varlink
         second.signal(SIGKILL)
     }
 
+    /// A queue kind's entries are kept one by one and survive restarts of the daemon: the oldest past the bound are
+    /// dropped, whichever run of the daemon held them, and the wake brings the newest in order, then how many went.
+    @Test func aQueueKindKeepsItsNewestEntriesAcrossRestarts() async throws {
+        let first = try DaemonProcess()
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        let app = try await onThread { () throws -> ExampleApp in
+            let client = try testClient(socket)
+            let app = try self.suspendedApp(first, client)  // chat.message is a queue of bound 2
+            _ = try client.call("io.coalesced.System.Deactivate")
+            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try waitForApp(client, Self.mail, "state", "suspended")
+            for number in 1...3 { #expect(try post(client, Self.mail, "chat.message", ["n": .int(Int64(number))]) == false) }
+            return app
+        }
+        let second = try await onThread { try first.restartedWhenReady() }
+        let third = try await onThread { () throws -> DaemonProcess in
+            let client = try testClient(socket)
+            for number in 4...5 { #expect(try post(client, Self.mail, "chat.message", ["n": .int(Int64(number))]) == false) }
+            return try second.restartedWhenReady()
+        }
+        try await onThread {
+            let client = try testClient(socket)
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue ?? []
+            #expect(held.first { $0["kind"] == "chat.message" }?["count"] == 5)
+            try waitForApp(client, Self.mail, "attached", true)
+            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(
+                try app.events(atLeast: 3) == [
+                    #"event chat.message count=1 payload={"n":4}"#, #"event chat.message count=1 payload={"n":5}"#,
+                    "event chat.message count=3 payload=- dropped=3",
+                ]
+            )
+        }
+        third.signal(SIGKILL)
+    }
+
     /// A producer that writes posts without reading its replies is slowed down: once the replies it owes pile up
     /// unread, the daemon stops reading from it, so its writes block rather than the daemon's memory growing; when
     /// it reads again, every post is answered and held.

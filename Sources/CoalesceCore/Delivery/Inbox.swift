@@ -46,8 +46,8 @@ public struct Allowance: Sendable, Hashable {
 ///   numbered as it goes out. A volatile kind's events are never stored.
 /// - At most one write of the app's is with the store at a time. Posts that come before the store begins it join
 ///   it (decided onto it, ``join(_:changing:)``); those that come later wait and are decided when the next
-///   write is made (``flush(_:next:)``). Every write is made from what is on disk: a refused write never leaves
-///   memory ahead of the store, and nothing decided after it depends on it.
+///   write is made (``flush(_:next:)``). What a write changes of what the app holds is taken back if the store
+///   refuses it: a refused write never leaves memory ahead of the store, and nothing decided after it depends on it.
 /// - A refused delivery of what the app held leaves it held (tried again later, ``retry(_:next:)``); posts
 ///   decided meanwhile are held behind it.
 /// - A new stream gets what was sent and not acknowledged again, renumbered, before anything else.
@@ -118,8 +118,13 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// One change the store makes for this app.
     public enum Row: Sendable {
         /// What the app holds of a kind, as the slot says (replacing what was); `position` orders a new kind's row.
+        /// A queue kind's entries have rows of their own.
         case hold(EventKind, position: Int, Queue.Slot)
-        /// Forget everything held: it was delivered.
+        /// Keep one more entry of a queue kind.
+        case enqueue(EventKind, Queue.Entry)
+        /// Forget a queue kind's entries before the serial given: they were dropped past its bound.
+        case dropQueued(EventKind, before: Int)
+        /// Forget everything held, entries included: it was delivered.
         case clearHeld
         /// Keep the event until it is acknowledged; the store answers with its number.
         case delivery(Event)
@@ -163,11 +168,12 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         case answered(Answer, sending: [Sent])
     }
 
-    /// The write with the store, and what it changes once it is on disk.
+    /// The write with the store, and what it changes once it is on disk. What it changes of what the app holds is
+    /// made at once, and taken back if the store refuses the write (``EventQueue/takeBackChanges(to:)``).
     @usableFromInline
     struct Flight: Sendable {
-        /// What the app holds once the write is on disk.
-        @usableFromInline var held: Queue
+        /// Where the held queue's changes stood when the write was made.
+        @usableFromInline var mark: Queue.ChangeMark
         @usableFromInline var storedKinds: Set<EventKind>
         /// Events it decided to send, in order, and whether each is stored (ids come with the store's answer).
         @usableFromInline var events: [(stored: Bool, event: Event)] = []
@@ -178,14 +184,16 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         @usableFromInline var drains = false
         /// Whether it was to deliver what the app held (a wake, a retry).
         @usableFromInline var attempt = false
-        /// Its rows, as the store has them; the kinds it holds are the last `touched.count` rows, one per kind.
+        /// Its rows, as the store has them; the last `tail` rows say how the kinds it holds stand (each kind's
+        /// slot, and how far a queue kind dropped), written again as posts join.
         @usableFromInline var rows: [Row] = []
+        @usableFromInline var tail = 0
         /// Stored kinds its posts hold, in the order first posted, since the last delivery in it.
         @usableFromInline var touched: [EventKind] = []
 
         @inlinable
-        init(held: Queue, storedKinds: Set<EventKind>) {
-            self.held = held
+        init(mark: Queue.ChangeMark, storedKinds: Set<EventKind>) {
+            self.mark = mark
             self.storedKinds = storedKinds
         }
     }
@@ -202,7 +210,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         }
     }
 
-    /// What the app holds: what is on disk, and, of volatile kinds, what is in memory only.
+    /// What the app holds: what is on disk (or in the write with the store), and, of volatile kinds, what is in
+    /// memory only.
     public var held: Queue { self._held }
     @usableFromInline var _held: Queue
     /// The held kinds that have a row in the store (a kind only ever posted volatile has none).
@@ -244,10 +253,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     @inlinable public var outstanding: Int { self._unacknowledged.count + self._undelivered.count }
     /// The bytes the app's events take in memory, as its quota counts them: what it holds (as its write with the
     /// store will leave it), what was stored and not sent, and what was sent and not acknowledged.
-    @inlinable public var footprint: Int {
-        guard let flight = self.flight else { return self._held.bytes + self.outstandingBytes }
-        return flight.held.bytes + self.outstandingBytes + flight.eventBytes
-    }
+    @inlinable public var footprint: Int { self._held.bytes + self.outstandingBytes + (self.flight?.eventBytes ?? 0) }
 
     /// The bytes an event counts for in ``footprint``.
     @inlinable
@@ -268,6 +274,10 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         self._held.restore(kind, slot)
         self.storedKinds.insert(kind)
     }
+
+    /// Puts back a queue kind's entry read from the store, after its slot; entries come back oldest first.
+    @inlinable
+    public mutating func restore(_ kind: EventKind, _ entry: Queue.Entry) { self._held.restore(kind, entry) }
 
     /// Puts back a stored event not yet acknowledged.
     @inlinable
@@ -325,17 +335,18 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         // A delivery asked for while the app does not receive waits for its next wake.
         let attempt = self.drainWanted && reception.receives
         self.drainWanted = false
-        var flight = Flight(held: self._held, storedKinds: self.storedKinds)
+        var flight = Flight(mark: self._held.beginChanges(), storedKinds: self.storedKinds)
         flight.attempt = attempt
         if attempt {
             self._drainRefused = false
-            if !flight.held.isEmpty { Self.drain(&flight) }
+            if !self._held.isEmpty { self.drain(&flight) }
         }
         let refusals = self.decide(self.waiting, into: &flight, reception)
         self.waiting.removeAll(keepingCapacity: true)  // the next posts to the app reuse its room
         let answers: [Action] = refusals.isEmpty ? [] : [.answer(refusals)]
         guard !flight.answers.isEmpty || flight.drains else {
-            // Nothing to write: each post was refused, or a wake found nothing held.
+            // Nothing to write: each post was refused (which changes nothing), or a wake found nothing held.
+            self._held.keepChanges()
             return answers + self.sending(self.sendUndelivered(reception, next: &next))
         }
         let rows = flight.rows
@@ -350,33 +361,38 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     @inlinable
     public mutating func join(_ reception: Reception, changing write: (Amended) -> Bool) -> [Action] {
         guard var flight = self.flight, !self.waiting.isEmpty, !self.drainWanted else { return [] }
-        let kept = flight.rows.count - flight.touched.count
+        let kept = flight.rows.count - flight.tail
+        let mark = self._held.markChanges()
         let refusals = self.decide(self.waiting, into: &flight, reception)
-        guard write(Amended(kept: kept, added: Array(flight.rows[kept...]))) else { return [] }
+        guard write(Amended(kept: kept, added: Array(flight.rows[kept...]))) else {
+            self._held.takeBackChanges(to: mark)
+            return []
+        }
         self.flight = flight
         self.waiting.removeAll(keepingCapacity: true)
         return refusals.isEmpty ? [] : [.answer(refusals)]
     }
 
     /// Decides `posts` into the write being made, in order: each sent or held as the app is now, what the app
-    /// holds delivered first when it receives; the kinds held end the rows, one row each as it stands after its last
-    /// post. Changes nothing but the write; returns the posts the policy refused.
+    /// holds delivered first when it receives; a durable post to a queue kind adds its entry's row, and the kinds
+    /// held end the rows, each as it stands after its last post. Changes what the app holds (as the write will
+    /// leave it, taken back if the store refuses it) and the write; returns the posts the policy refused.
     @inlinable
-    func decide(_ posts: [Post], into flight: inout Flight, _ reception: Reception) -> [(ticket: Ticket, answer: Answer)] {
+    mutating func decide(_ posts: [Post], into flight: inout Flight, _ reception: Reception) -> [(ticket: Ticket, answer: Answer)] {
         var refusals: [(ticket: Ticket, answer: Answer)] = []
-        flight.rows.removeLast(flight.touched.count)  // written again below, as the kinds stand at the end
+        flight.rows.removeLast(flight.tail)  // written again below, as the kinds stand at the end
         flight.answers.reserveCapacity(flight.answers.count + posts.count)
         // Each post read where it lies (`posts[index]`), not copied out whole: this is the path of every post.
         for index in posts.indices {
-            let footprint = flight.held.bytes + self.outstandingBytes + flight.eventBytes
+            let footprint = self._held.bytes + self.outstandingBytes + flight.eventBytes
             if let quota = Self.passes(reception, footprint: footprint, adding: posts[index].payload.size) {
                 refusals.append((posts[index].ticket, .refused(.overQuota(quota))))
                 continue
             }
             if self.sendsNow(reception, besides: flight.events.count, drainAttempted: flight.attempt) {
-                if !flight.held.isEmpty { Self.drain(&flight) }
+                if !self._held.isEmpty { self.drain(&flight) }
                 if posts[index].policy == .netChange {
-                    flight.held.setBaseline(posts[index].kind, posts[index].payload)
+                    self._held.setBaseline(posts[index].kind, posts[index].payload)
                     if posts[index].durable { flight.rows.append(.baseline(posts[index].kind, posts[index].payload)) }
                 }
                 let event = Self.event(posts[index])
@@ -386,8 +402,9 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 flight.answers.append((posts[index].ticket, .sent))
                 continue
             }
+            let appended: Bool
             do throws(PostRefusal) {
-                try flight.held.post(
+                appended = try self._held.post(
                     posts[index].kind, posts[index].payload, policy: posts[index].policy, at: posts[index].posted
                 )
             } catch {
@@ -395,17 +412,27 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
                 continue
             }
             flight.answers.append((posts[index].ticket, .held))
+            guard posts[index].durable else { continue }
             // A kind it touches is stored from now on; the list is short, and cheaper to look in than to hash.
-            if posts[index].durable, !flight.touched.contains(posts[index].kind) {
-                flight.storedKinds.insert(posts[index].kind)
+            if !flight.touched.contains(posts[index].kind) {
+                if !flight.storedKinds.contains(posts[index].kind) { flight.storedKinds.insert(posts[index].kind) }
                 flight.touched.append(posts[index].kind)
             }
+            // A queue kind's entry is a row of its own: a post appends one row, whatever the queue holds.
+            if appended, let entry = self._held.newestEntry(of: posts[index].kind) {
+                flight.rows.append(.enqueue(posts[index].kind, entry))
+            }
         }
-        let kinds = flight.held.kinds
+        let kinds = self._held.kinds
+        let tailStart = flight.rows.count
         for kind in flight.touched {
-            guard let slot = flight.held.slot(of: kind), let position = kinds.firstIndex(of: kind) else { continue }
+            guard let slot = self._held.slot(of: kind), let position = kinds.firstIndex(of: kind) else { continue }
             flight.rows.append(.hold(kind, position: position, slot))
+            if case .queue(let dropped) = slot.held, dropped > 0, let first = self._held.firstKept(of: kind) {
+                flight.rows.append(.dropQueued(kind, before: first))
+            }
         }
+        flight.tail = flight.rows.count - tailStart
         return refusals
     }
 
@@ -414,7 +441,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     public mutating func written(ids: [Int64], _ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
-        self._held = flight.held
+        self._held.keepChanges()
         self.storedKinds = flight.storedKinds
         var ids = ids[...]
         for (stored, event) in flight.events {
@@ -433,6 +460,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     public mutating func writeFailed(_ reception: Reception, next: inout UInt64) -> [Action] {
         guard let flight = self.flight else { return [] }
         self.flight = nil
+        self._held.takeBackChanges(to: flight.mark)
+        self._held.keepChanges()
         var actions: [Action] = flight.answers.isEmpty ? [] : [.answer(flight.answers.map { ($0.ticket, .storeFailed) })]
         if flight.drains {
             self._drainRefused = true
@@ -510,15 +539,15 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
     /// Everything held, coalesced, into the write being made: the held rows go, each event is stored (a volatile
     /// kind's is not), and a netChange kind's baseline moves to what it delivers.
     @inlinable
-    static func drain(_ flight: inout Flight) {
+    mutating func drain(_ flight: inout Flight) {
         flight.drains = true
-        let before = flight.held
+        let netChange = Set(self._held.kinds.filter { self._held.policy(of: $0) == .netChange })
         if !flight.storedKinds.isEmpty { flight.rows.append(.clearHeld) }
-        for event in flight.held.drain() {
+        for event in self._held.drain() {
             let stored = flight.storedKinds.contains(event.kind)
             if stored {
                 flight.rows.append(.delivery(event))
-                if let payload = event.payload, before.policy(of: event.kind) == .netChange {
+                if let payload = event.payload, netChange.contains(event.kind) {
                     flight.rows.append(.baseline(event.kind, payload))
                 }
             }
@@ -527,6 +556,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         }
         flight.storedKinds.removeAll()
         flight.touched.removeAll()  // the kinds' rows went before the clear: they count no more
+        flight.tail = 0
     }
 
     /// Sends what was stored for the app and not yet sent, as one burst, if it receives now.

@@ -342,6 +342,9 @@ extension AppManager {
     private static func storeRow(_ row: AppInbox.Row) -> EventRow {
         switch row {
         case .hold(let kind, let position, let slot): .hold(kind: kind.value, position: position, slot: EventCoding.encode(slot))
+        case .enqueue(let kind, let entry):
+            .enqueue(kind: kind.value, serial: entry.serial, posted: entry.posted, payload: entry.payload.value.jsonText)
+        case .dropQueued(let kind, let before): .dropQueued(kind: kind.value, before: before)
         case .clearHeld: .clearHeld
         case .delivery(let event): .delivery(event: EventCoding.event(event).jsonText)
         case .baseline(let kind, let payload): .baseline(kind: kind.value, payload: payload.value.jsonText)

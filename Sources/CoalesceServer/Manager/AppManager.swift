@@ -246,6 +246,12 @@ final class AppManager: Sendable {
             else { throw .damaged(path: store.path, what: "what \(row.app) holds of \(row.kind) cannot be read") }
             state.records[app]?.inbox.restore(kind, slot)
         }
+        for row in try store.queuedRows() {
+            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+                let payload = try? JSONParser.parse(row.payload)
+            else { throw .damaged(path: store.path, what: "entry \(row.serial) of \(row.app)'s \(row.kind) cannot be read") }
+            state.records[app]?.inbox.restore(kind, .init(payload: EventPayload(payload), posted: row.posted, serial: row.serial))
+        }
         for row in try store.deliveryRows() {
             guard let app = try? AppName(row.app), let event = EventCoding.decodeEvent(row.event)
             else { throw .damaged(path: store.path, what: "event \(row.id) sent to \(row.app) cannot be read") }
