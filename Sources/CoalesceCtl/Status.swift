@@ -21,6 +21,7 @@ struct Status: ParsableCommand {
                 ("Calls", int("calls")),
                 ("Apps", Self.apps(stats)),
                 ("Transitions", int("transitions")),
+                ("Store", Self.store(stats["storeWritable"])),
                 ("Events", Self.events(stats["events"] ?? .null)),
                 ("Held in memory", Self.held(stats["quotas"] ?? .null)),
                 ("Your quotas", Self.caller(stats["quotas"]?["caller"] ?? .null)),
@@ -43,6 +44,15 @@ struct Status: ParsableCommand {
             return "\(count) \(state)"
         }
         return running.isEmpty ? registered : registered + ": " + running.joined(separator: ", ")
+    }
+
+    /// "writable", or what a full disk means.
+    static func store(_ writable: JSONValue?) -> String {
+        switch writable?.boolValue {
+        case true?: "writable"
+        case false?: "its file system is full: reads are served, writes refused until there is room"
+        case nil: "?"
+        }
     }
 
     /// "12 posts sent at once, 40 held; 3 kinds held now, 1 unacknowledged".

@@ -93,6 +93,12 @@ struct DaemonStartUp {
                 logger: logger,
                 startUnit: { unit in try startUnit(unit, on: busScope) }
             )
+            if !apps.store.isWritable {
+                logger.warning(
+                    "The file system holding \(options.stateDirectory) is full: serving what the store holds, and refusing every write until there is room; free space there",
+                    metadata: ["path": "\(options.stateDirectory)"]
+                )
+            }
         } catch {
             logger.critical(
                 "Cannot open the store",
@@ -159,7 +165,17 @@ func importRegistryFile(stateDirectory: String, into store: Store, logger: Logge
     let file = AppRegistryFile(stateDirectory: stateDirectory)
     guard file.exists else { return }
     let registrations = try file.load()
-    try await store.save(all: registrations)
+    do {
+        try await store.save(all: registrations)
+    } catch {
+        guard case .diskFull = error else { throw error }
+        // The file stays, and the start that finds room imports it; the start says the disk is full.
+        logger.notice(
+            "Not importing the app registry while the disk is full; the next start with room does",
+            metadata: ["apps": "\(registrations.count)", "from": "\(file.path)"]
+        )
+        return
+    }
     try file.markImported()
     logger.notice(
         "Imported the app registry into the store",

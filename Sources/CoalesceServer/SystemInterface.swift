@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceStore
 import CoalesceWire
 import Varlink
 
@@ -30,6 +31,7 @@ enum SystemInterface {
                         "apps": .int(Int64(apps.count)),
                         "states": .object(states),
                         "transitions": .int(Int64(lifecycle.transitions)),
+                        "storeWritable": .bool(apps.store.isWritable),
                         "events": .object({
                             let events = apps.eventStatistics
                             return [

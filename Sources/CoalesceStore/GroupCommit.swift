@@ -178,11 +178,27 @@ final class GroupCommit: Sendable {
     private let queue = Queue()
     private let path: String
     private let finishing: @Sendable (() -> Void) -> Void
+    /// Whether the last transaction failed for a full disk (or, before the first, whether the start found it full).
+    private let full: FullDisk
 
-    init(pool: DatabasePool, unhurriedDelay: TimeInterval, finishing: @escaping @Sendable (() -> Void) -> Void) {
+    /// Set by the writer thread, read by anyone.
+    private final class FullDisk: Sendable {
+        let found: Atomic<Bool>
+        init(_ found: Bool) { self.found = Atomic(found) }
+    }
+
+    /// - Parameter owed: what the start could not write; each transaction writes it first, until one commits.
+    init(
+        writer: StoreWriter,
+        owed: OwedWrites,
+        unhurriedDelay: TimeInterval,
+        finishing: @escaping @Sendable (() -> Void) -> Void
+    ) {
         self.delay = unhurriedDelay
-        self.path = pool.path
+        self.path = writer.path
         self.finishing = finishing
+        let full = FullDisk(!owed.isEmpty)
+        self.full = full
         let queue = self.queue
         let thread = Thread {
             Self.nameThisThread()
@@ -200,7 +216,7 @@ final class GroupCommit: Sendable {
                 queue.hurried = false
                 queue.unhurriedDeadline = nil
                 queue.condition.unlock()
-                if !batch.isEmpty { Self.commit(batch, pool: pool, finishing: finishing) }
+                if !batch.isEmpty { Self.commit(batch, writer: writer, owed: owed, full: full, finishing: finishing) }
             }
         }
         thread.name = Self.threadName
@@ -216,6 +232,12 @@ final class GroupCommit: Sendable {
         defer { close(fd) }
         var name = Self.threadName
         _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// Whether the last transaction failed because the file system holding the store is full (until the first
+    /// transaction, whether the start found it full).
+    var lastFoundDiskFull: Bool {
+        self.full.found.load(ordering: .relaxed)
     }
 
     /// Starts a transaction for what is queued now, unhurried writes included (nothing if nothing is queued).
@@ -270,15 +292,21 @@ final class GroupCommit: Sendable {
 
     private static func commit(
         _ batch: [any StoreOperation],
-        pool: DatabasePool,
+        writer: StoreWriter,
+        owed: OwedWrites,
+        full: FullDisk,
         finishing: (() -> Void) -> Void
     ) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         // The batch is taken: what each write holds is final from here on.
         for operation in batch { operation.begin() }
+        let path = writer.path
         do {
-            try pool.write { db in
-                let transaction = StoreTransaction(db: db, path: pool.path)
+            let pool = try writer.get()
+            try owed.writeRecord()
+            let generation = try pool.write { db in
+                let transaction = StoreTransaction(db: db, path: path)
+                let generation = try owed.writeGeneration(transaction)
                 // Rows set and not yet written, in the order first set, each with the writes that set it.
                 var unwritten: [StoreRow: [Int]] = [:]
                 var unwrittenOrder: [StoreRow] = []
@@ -318,10 +346,16 @@ final class GroupCommit: Sendable {
                     }
                 }
                 try writeRows()
+                return generation
             }
+            owed.committed(generation)
+            let diskFull = StoreError.diskFull(path: path)
+            let foundFull = failures.contains { failure in failure.map { StoreError(writing: path, $0) } == diskFull }
+            full.found.store(foundFull, ordering: .relaxed)
         } catch {
-            let failure = StoreError(writing: pool.path, error)
+            let failure = StoreError(writing: path, error)
             failures = failures.map { $0 ?? failure }
+            full.found.store(failure == .diskFull(path: path), ordering: .relaxed)
         }
         finishing {
             for (operation, failure) in zip(batch, failures) { operation.finish(failure) }

@@ -8,10 +8,20 @@ import Synchronization
 /// (``GroupCommit``), and each is answered only after that transaction is on disk.
 public final class Store: Sendable {
     public let path: String
+    /// Read through; the writer's connections when they could be opened at start, read-only ones otherwise.
     private let pool: DatabasePool
+    private let writer: StoreWriter
     private let commits: GroupCommit
     private let lock: StoreLock
     private let record: StoreRecord
+    /// What the record said when the store was opened.
+    private let startMark: StoreRecord.Mark?
+    private let owed: OwedWrites
+
+    /// This start's generation of the daemon (1 for the first start): sequence numbers start past the previous
+    /// start's, so that an acknowledgement an app's process sent the daemon before cannot count for this one's.
+    /// It may not be on disk yet (``isWritable``): see ``writeWhatTheStartOwes()``.
+    public let generation: Int64
 
     /// Opens (or creates) the store and brings its schema up to date.
     /// - Throws: ``StoreError`` naming the file when it is not a database this daemon can use; the daemon refuses
@@ -35,31 +45,57 @@ public final class Store: Sendable {
         // One daemon per store, taken before any of the store's files is looked at.
         self.lock = try StoreLock(directory: stateDirectory)
         self.record = StoreRecord(directory: stateDirectory)
-        let existed = try Self.checkBeforeOpening(database: self.path, record: self.record)
-        var configuration = Configuration()
-        configuration.journalMode = .wal
-        let synchronous: Int?
-        let check: String?
+        let record = self.record
+        let (existed, mark) = try Self.checkBeforeOpening(database: self.path, record: record)
+        self.startMark = mark
+        // A store that exists is served on a full disk, through read-only connections until there is room.
+        var writable: DatabasePool?
         do {
-            self.pool = try DatabasePool(path: self.path, configuration: configuration)
-            // FULL: a commit is on disk (the WAL synced) when it returns; that is what an answered write promises.
-            // Set here on the writer, not in `prepareDatabase`: the pool turns WAL on after that has run, and sets
-            // NORMAL as it does (which syncs only at checkpoints), so a FULL set there never took effect.
-            synchronous = try self.pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            writable = try StoreWriter.open(self.path)
+        } catch {
+            guard case .diskFull = error, existed else { throw error }
+        }
+        self.writer = StoreWriter(path: self.path, pool: writable)
+        let check: String?
+        let generation: (number: Int64, written: Bool)
+        var recordOwed = writable == nil
+        do {
+            if let writable {
+                self.pool = writable
+            } else {
+                var readOnly = Configuration()
+                readOnly.readonly = true
+                do {
+                    self.pool = try DatabasePool(path: self.path, configuration: readOnly)
+                } catch {
+                    throw StoreError.diskFull(path: self.path)  // it could not be opened for writing for that
+                }
             }
-            if existed {
+            if existed, let writable {
                 // A read opens (or creates) the log: from here on, the log of a daemon that dies is left behind.
-                // Recorded before the first write, so that a log lost after it is noticed.
-                _ = try self.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
-                try self.record.write(.open)
+                // Recorded before the first write, so that a log lost after it is noticed. On a full disk it is
+                // owed: nothing is written until it is.
+                _ = try writable.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+                do {
+                    try record.write(.open)
+                } catch {
+                    guard case .diskFull = error else { throw error }
+                    recordOwed = true
+                }
             }
-            try Self.migrator.migrate(self.pool)
+            let migrated = existed ? try self.pool.read { db in try Self.migrator.hasCompletedMigrations(db) } : false
+            if !migrated {
+                // A migration writes the log, so the record comes first; neither can wait for room.
+                guard let writable else { throw StoreError.diskFull(path: self.path) }
+                if recordOwed { try record.write(.open) }
+                recordOwed = false
+                try Self.migrator.migrate(writable)
+            }
             // A new store is recorded once its schema exists: an empty file left by a first start that died before
             // is not a store that was lost.
-            if !existed { try self.record.write(.open) }
+            if !existed { try record.write(.open) }
             check = try self.pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
+            generation = try Self.startGeneration(writable, reading: self.pool)
         } catch let error as StoreError {
             throw error
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
@@ -69,17 +105,79 @@ public final class Store: Sendable {
             throw .cannotOpen(path: self.path, reason: "\(error)")
         }
         guard check == "ok" else { throw .damaged(path: self.path, what: "integrity check: \(check ?? "no answer")") }
-        guard synchronous == Self.synchronousFull else {
-            throw .notSynchronous(path: self.path, synchronous: synchronous ?? -1)
+        self.generation = generation.number
+        self.owed = OwedWrites(
+            path: self.path,
+            record: self.record,
+            recordOwed: recordOwed,
+            generation: generation.written ? nil : generation.number
+        )
+        self.commits = GroupCommit(writer: self.writer, owed: self.owed, unhurriedDelay: unhurriedDelay, finishing: finishing)
+    }
+
+    /// Counts this start in the `meta` table and returns its number, or, when the disk is full, the number it is to
+    /// have, not yet written.
+    ///
+    /// Why a start on a full disk takes the number without writing it: the number exists so that this start's
+    /// sequence numbers exceed every earlier start's, and an app's process that outlived the last daemon may still
+    /// acknowledge numbers it had from it. Past the last written start is right, unless this start hands numbers out
+    /// and dies before writing: the next one would hand out the same ones. So no number reaches an app before it is
+    /// written: every transaction writes it first (``OwedWrites``), and an app attaches only once one has
+    /// committed (``writeWhatTheStartOwes()``). A number taken from a clock instead would let apps attach on a full
+    /// disk, but every start would then have to count by that clock (a written count cannot be put after a number
+    /// that was never written), and the wall clock can be set back while the boot-time clock starts again at 0.
+    private static func startGeneration(
+        _ writable: DatabasePool?,
+        reading pool: DatabasePool
+    ) throws -> (number: Int64, written: Bool) {
+        do {
+            guard let writable else { throw StoreError.diskFull(path: pool.path) }
+            let number = try writable.write { db in
+                try db.execute(sql: Self.countGeneration)
+                return try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") ?? 1
+            }
+            return (number, true)
+        } catch let error where StoreError(writing: pool.path, error) == .diskFull(path: pool.path) {
+            let last = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") }
+            return ((last ?? 0) + 1, false)
         }
-        self.commits = GroupCommit(pool: self.pool, unhurriedDelay: unhurriedDelay, finishing: finishing)
+    }
+
+    /// Counts a start (the first is 1).
+    private static let countGeneration =
+        "INSERT INTO meta (key, value) VALUES ('generation', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
+    /// Sets the generation to the start's number, written late (``OwedWrites``); the lock keeps anyone else from
+    /// counting meanwhile.
+    static let setGeneration =
+        "INSERT INTO meta (key, value) VALUES ('generation', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+
+    /// Whether what the start writes is on disk and the last transaction did not find the disk full. A start on a
+    /// full disk serves what the store holds; each write tries the disk again.
+    public var isWritable: Bool {
+        self.owed.isEmpty && !self.commits.lastFoundDiskFull
+    }
+
+    /// Whether the start has not yet written all it writes (the disk was full): ``writeWhatTheStartOwes()``.
+    public var owesStartWrites: Bool {
+        !self.owed.isEmpty
+    }
+
+    /// Writes what a start on a full disk could not (the record, the generation), if anything; returns once it is
+    /// on disk.
+    /// - Throws: ``StoreError`` (``StoreError/diskFull(path:)`` while there is no room).
+    public func writeWhatTheStartOwes() async throws(StoreError) {
+        guard !self.owed.isEmpty else { return }
+        try await self.write { _ in }.wait()
     }
 
     /// What can be checked before SQLite opens the store, which would otherwise start on what it finds without a word:
     /// a database missing or emptied where the record says one was made; a log missing where the record says the
     /// daemon that last had the store open did not stop; a log whose damage would drop commits.
-    /// - Returns: whether the database existed (it holds something).
-    private static func checkBeforeOpening(database: String, record: StoreRecord) throws(StoreError) -> Bool {
+    /// - Returns: whether the database existed (it holds something), and what the record says.
+    private static func checkBeforeOpening(
+        database: String,
+        record: StoreRecord
+    ) throws(StoreError) -> (existed: Bool, mark: StoreRecord.Mark?) {
         let log = database + "-wal"
         let mark = try record.read()
         let existed = (Self.size(of: database) ?? 0) > 0
@@ -88,7 +186,7 @@ public final class Store: Sendable {
         if let dropped = try WriteAheadLog.droppedCommits(path: log) {
             throw .logDamaged(path: log, what: dropped, database: database, record: record.path)
         }
-        return existed
+        return (existed, mark)
     }
 
     /// The size of the file at `path`, or `nil` if there is none.
@@ -108,7 +206,15 @@ public final class Store: Sendable {
         try? await last.commit.wait()  // a failed last write still ends the writes before it
         let result: Row?
         do {
-            result = try self.pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            let pool: DatabasePool
+            do {
+                pool = try self.writer.get()
+            } catch {
+                // Never opened for writing, so nothing was written: a clean stop's record stays true.
+                if self.owed.recordOwed, self.startMark == .closed { return }
+                throw error
+            }
+            result = try pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         } catch {
             throw StoreError(writing: self.path, error)
         }
@@ -116,6 +222,8 @@ public final class Store: Sendable {
         guard let result, result[0] as Int == 0 else {
             throw .cannotWrite(path: self.path + "-wal", reason: "the checkpoint at stop could not finish")
         }
+        // A start that never wrote leaves the record of a clean stop as it found it (the disk may be full still).
+        if self.owed.recordOwed, self.startMark == .closed { return }
         try self.record.write(.closed)
     }
 
@@ -216,22 +324,6 @@ public final class Store: Sendable {
             try db.execute(sql: "UPDATE held SET slot = json_remove(slot, '$.list') WHERE json_type(slot, '$.list') IS NOT NULL")
         }
         return migrator
-    }
-
-    // MARK: Generations
-
-    /// Starts a new generation of the daemon and returns its number (1 for the first start).
-    public func nextGeneration() throws(StoreError) -> Int64 {
-        do {
-            return try self.pool.write { db in
-                try db.execute(
-                    sql: "INSERT INTO meta (key, value) VALUES ('generation', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
-                )
-                return try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") ?? 1
-            }
-        } catch {
-            throw .cannotWrite(path: self.path, reason: "\(error)")
-        }
     }
 
     // MARK: Events

@@ -40,10 +40,12 @@ final class StoreLock: Sendable {
             throw .inUse(directory: directory, pid: holder)
         }
         self.descriptor = descriptor
-        // Only for the message of a daemon refused: if this write fails, that message names no pid.
+        // Only for the message of a daemon refused: if this write fails, that message names no pid. Written over
+        // the pid before it and then cut to length, not into an emptied file: on a full disk the file's block is
+        // all there is to write into.
         let line = "\(getpid())\n"
-        _ = ftruncate(descriptor, 0)
-        _ = line.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+        let written = line.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+        _ = ftruncate(descriptor, off_t(max(written, 0)))
     }
 
     deinit {

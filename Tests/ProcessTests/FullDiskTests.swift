@@ -44,25 +44,52 @@ import Varlink
         func free() { unlink(self.inside("filler")) }
     }
 
+    /// A daemon's temporary directory, socket and configuration, with its state directory on a ``SmallDisk``.
+    struct OnSmallDisk {
+        /// Started only for its temporary directory, socket and listener, and killed.
+        let first: DaemonProcess
+        let disk: SmallDisk
+
+        init() throws {
+            self.first = try DaemonProcess()
+            self.first.signal(SIGKILL)
+            _ = self.first.waitForExit()
+            self.disk = try SmallDisk(at: self.first.directory.file("state"))
+        }
+
+        var socket: String { self.first.socketPath }
+        var arguments: [String] { ["--socket", self.first.socketPath, "--state-dir", self.disk.path, "--config", self.first.configPath] }
+
+        /// Starts a daemon on the small disk.
+        func daemon() throws -> DaemonProcess {
+            try DaemonProcess(arguments: self.arguments, wrapper: self.disk.wrapper)
+        }
+    }
+
+    /// Expects `error` to be StorageFailed saying the disk is full.
+    static func expectDiskFull(_ error: VarlinkError, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(error.varlinkName == "io.coalesced.App.StorageFailed", "\(error)", sourceLocation: sourceLocation)
+        #expect(
+            error.varlinkParameters["reason"]?.stringValue?.contains("is full; free space there") == true, "\(error)",
+            sourceLocation: sourceLocation
+        )
+    }
+
     /// Posts and tells whether the daemon accepted the post; a refusal must be StorageFailed saying the disk is full.
-    func accepted(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue) throws -> Bool {
+    func accepted(_ client: VarlinkClient, _ kind: String, _ payload: JSONValue = [:]) throws -> Bool {
         do {
             try post(client, Self.app, kind, payload)
             return true
         } catch let error as VarlinkError {
-            #expect(error.varlinkName == "io.coalesced.App.StorageFailed", "\(error)")
-            #expect(error.varlinkParameters["reason"]?.stringValue?.contains("is full; free space there") == true, "\(error)")
+            Self.expectDiskFull(error)
             return false
         }
     }
 
     @Test func aFullDiskRefusesPostsClearlyAndLosesNoAcceptedOne() async throws {
-        let first = try DaemonProcess()  // only for its temporary directory, socket and listener
-        first.signal(SIGKILL)
-        _ = first.waitForExit()
-        let disk = try SmallDisk(at: first.directory.file("state"))
-        let arguments = ["--socket", first.socketPath, "--state-dir", disk.path, "--config", first.configPath]
-        let daemon = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+        let setup = try OnSmallDisk()
+        let (first, disk) = (setup.first, setup.disk)
+        let daemon = try setup.daemon()
         try await onThread { try daemon.waitUntilReady() }
         let (ticks, bulk) = try await onThread { () -> (Int, Int) in
             let client = try testClient(first.socketPath)
@@ -104,7 +131,7 @@ import Varlink
         #expect(daemon.output.contains("is full; free space there"), "the daemon's log says the disk is full")
         daemon.signal(SIGKILL)
         _ = daemon.waitForExit()
-        let restarted = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+        let restarted = try setup.daemon()
         try await onThread { try restarted.waitUntilReady() }
         try await onThread {
             let client = try testClient(first.socketPath)
@@ -132,29 +159,120 @@ import Varlink
         restarted.signal(SIGKILL)
     }
 
-    /// A disk with no room at start-up stops the daemon with the line that says so, not with advice to move the store
-    /// aside; once there is room it starts with everything.
-    @Test func aFullDiskAtStartUpSaysSo() async throws {
-        let first = try DaemonProcess()  // only for its temporary directory, socket and listener
-        first.signal(SIGKILL)
-        _ = first.waitForExit()
-        let disk = try SmallDisk(at: first.directory.file("state"))
-        let arguments = ["--socket", first.socketPath, "--state-dir", disk.path, "--config", first.configPath]
-        let daemon = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+    /// The generation `socket`'s daemon numbers its callbacks in: ``counted`` attaches from this process (a launch),
+    /// and its first callback's sequence number says. Its stream ends when the returned client goes.
+    /// - Throws: the attach's refusal, as ``VarlinkError``.
+    func generation(_ socket: String) throws -> (generation: Int64, stream: VarlinkClient) {
+        let stream = try testClient(socket)
+        try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(Self.counted)], more: true))
+        for _ in 0..<2 {
+            let reply = try stream.receiveReply()
+            if let error = reply.error { throw VarlinkError(name: error, parameters: reply.parameters) }
+            if let seq = reply.parameters["callback"]?["seq"]?.intValue { return (seq >> 32, stream) }
+        }
+        throw SupportError("\(Self.counted) was not launched by its attach")
+    }
+
+    /// An app attached only to read the generation its callbacks are numbered in.
+    static let counted = "org.test.counted"
+
+    /// A daemon started on a full disk comes up, says so in one line, serves what the store holds and refuses every
+    /// write with the error a full disk gives while it runs; once there is room it writes again, with no restart,
+    /// and what it writes survives one. Its sequence numbers go out only once its generation is on disk, so that
+    /// each start's numbers exceed the one's before.
+    @Test func aDaemonStartedOnAFullDiskServesReadsAndWritesOnceThereIsRoom() async throws {
+        let setup = try OnSmallDisk()
+        let daemon = try setup.daemon()
         try await onThread { try daemon.waitUntilReady() }
-        _ = try await onThread { try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": .string(Self.app)]) }
+        let before = try await onThread { () throws -> Int64 in
+            let client = try testClient(setup.socket)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.app), "kinds": ["tick": ["policy": "count"]]])
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.counted)])
+            for _ in 0..<3 { #expect(try self.accepted(client, "tick")) }
+            let generation = try self.generation(setup.socket).generation  // its stream ends here
+            try waitForApp(client, Self.counted, "state", "notRunning")
+            return generation
+        }
         daemon.signal(SIGTERM)
         #expect(try await onThread { daemon.waitForExit() } == 0)
-        disk.fill()
-        let full = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+
+        setup.disk.fill()
+        let full = try setup.daemon()
+        try await onThread { try full.waitUntilReady() }
+        let warnings = full.output.split(separator: "\n").filter { $0.contains("is full") }
+        #expect(warnings.count == 1, "one line says the disk is full: \(full.output)")
+        #expect(warnings.first?.contains("The file system holding \(setup.disk.path) is full") == true, "\(warnings)")
+        #expect(warnings.first?.contains("free space there") == true, "\(warnings)")
+        try await onThread {
+            let client = try testClient(setup.socket)
+            let stats = try client.call("io.coalesced.System.Stats")["stats"]
+            #expect(stats?["apps"] == 2, "reads are served")
+            #expect(stats?["storeWritable"] == false)
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.app)])["held"]?.arrayValue ?? []
+            #expect(held.first { $0["kind"] == "tick" }?["count"] == 3)
+            #expect(!(try self.accepted(client, "tick")), "a post is refused")
+            #expect(throws: VarlinkError.self, "a registration is refused") {
+                do {
+                    _ = try client.call("io.coalesced.App.Register", ["name": "org.test.later"])
+                } catch let error as VarlinkError {
+                    Self.expectDiskFull(error)
+                    throw error
+                }
+            }
+            #expect(throws: VarlinkError.self, "an app cannot attach before the start's generation is written") {
+                do {
+                    _ = try self.generation(setup.socket)
+                } catch let error as VarlinkError {
+                    Self.expectDiskFull(error)
+                    throw error
+                }
+            }
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 2, "the daemon serves on")
+
+            setup.disk.free()
+            #expect(try self.accepted(client, "tick"), "a post is accepted once there is room, with no restart")
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["storeWritable"] == true)
+        }
+        let during = try await onThread { () throws -> Int64 in
+            let generation = try self.generation(setup.socket).generation
+            // Not running again, and on disk so, so that the next start launches it rather than wait for it.
+            let client = try testClient(setup.socket)
+            try waitForApp(client, Self.counted, "state", "notRunning")
+            try commitUnhurriedWrites(client)
+            return generation
+        }
+        #expect(during > before, "numbered past the start before")
+        #expect(!full.output.contains("Cannot write events to the store"), "the refusals added no line: \(full.output)")
+
+        // Killed: what was accepted is on disk, and the start's own writes were made before it.
+        let restarted = try await onThread { () throws -> DaemonProcess in
+            full.signal(SIGKILL)
+            _ = full.waitForExit()
+            let restarted = try setup.daemon()
+            try restarted.waitUntilReady()
+            return restarted
+        }
+        try await onThread {
+            let client = try testClient(setup.socket)
+            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.app)])["held"]?.arrayValue ?? []
+            #expect(held.first { $0["kind"] == "tick" }?["count"] == 4, "the post accepted after the room came survives")
+            #expect(try self.generation(setup.socket).generation > during, "the start on the full disk was counted")
+        }
+        restarted.signal(SIGKILL)
+    }
+
+    /// A store that was never made cannot be made on a full disk: the daemon stops with the line that says so, not
+    /// with advice to move the store aside.
+    @Test func aNewStoreOnAFullDiskSaysSo() async throws {
+        let setup = try OnSmallDisk()
+        setup.disk.fill()
+        let full = try setup.daemon()
         #expect(try await onThread { full.waitForExit() } == 1, "\(full.output)")
         #expect(full.output.contains("is full; free space there"), "\(full.output)")
         #expect(!full.output.contains("move it aside"), "\(full.output)")
-        disk.free()
-        let restarted = try DaemonProcess(arguments: arguments, wrapper: disk.wrapper)
+        setup.disk.free()
+        let restarted = try setup.daemon()
         try await onThread { try restarted.waitUntilReady() }
-        let apps = try await onThread { try testClient(first.socketPath).call("io.coalesced.System.ListApps")["apps"] }
-        #expect(apps?.arrayValue?.compactMap { $0["name"]?.stringValue } == [Self.app])
         restarted.signal(SIGKILL)
     }
 }

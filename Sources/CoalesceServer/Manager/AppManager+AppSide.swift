@@ -21,6 +21,24 @@ extension AppManager {
     /// - Parameter process: the peer's process (``ProcessHandle/connected(_:)``), `nil` where it cannot be had.
     func attach(name: String, peer: VarlinkPeer, process: ProcessHandle?, responder: VarlinkResponder) async throws(AppError) {
         let appName = try Self.appName(name)
+        if self.store.owesStartWrites {
+            // This start's sequence numbers go out only once its generation is on disk (Store.generation). An app
+            // that may not attach hears that first, not that the disk is full.
+            let refusal = self.state.withLock { state -> AppError? in
+                do throws(AppError) {
+                    _ = try self.appRecord(appName, uid: peer.uid, in: state)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let refusal { throw refusal }
+            do {
+                try await self.store.writeWhatTheStartOwes()
+            } catch {
+                throw .storageFailed(reason: error.description)
+            }
+        }
         // Read only when the attach is going to launch the app: a running app's new stream needs none.
         var restored: String?
         let launches = self.state.withLock { state in

@@ -223,7 +223,9 @@ final class AppManager: Sendable {
         let timings = daemon.configuration.timings
         let now = wallClock()
         // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
-        self.firstSequence = UInt64(try store.nextGeneration()) << 32 + 1
+        self.firstSequence = UInt64(store.generation) << 32 + 1
+        // A start on a full disk has said so (once): the first refused write is not news.
+        state.storeFailing = !store.isWritable
         for (registration, declarations) in try store.apps() {
             var record = Record(
                 registration: registration,
