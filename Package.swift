@@ -208,6 +208,14 @@ let package = Package(
     ]
 )
 
+// The ThreadSanitizer build (scripts/tsan) gives our modules a `Mutex` that ThreadSanitizer sees
+// (Sources/Varlink/ThreadSanitizerMutex.swift); dependencies are built as always.
+if Context.environment["COALESCED_TSAN"] == "1" {
+    for target in package.targets where target.type != .system && target.type != .plugin {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.define("COALESCED_TSAN")]
+    }
+}
+
 // Fuzz targets (Fuzz/, docs/architecture.md#fuzzing): libFuzzer supplies their main, so they link only in a build
 // with `--sanitize=fuzzer`. They are declared only when scripts/fuzz asks for them, and a plain `swift build` never
 // sees them.

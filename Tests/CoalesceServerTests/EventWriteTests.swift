@@ -49,7 +49,7 @@ import Varlink
             startUnit: { _ in }
         )
         let root = VarlinkPeer(pid: getpid(), uid: 0, gid: 0)
-        let answers = Mutex<[AppManager.PostResult]>([])
+        let answers = Synchronization.Mutex<[AppManager.PostResult]>([])
         let answered = DispatchSemaphore(value: 0)
         @Sendable func post(_ number: Int) throws {
             try manager.post(target: mail.value, kind: "tick", payload: ["n": .int(Int64(number))], policy: .count, peer: root) {
@@ -111,7 +111,7 @@ import Varlink
         try await server.start(.path(socket))
         async let serving: Void = server.run()
         let root = VarlinkPeer(pid: getpid(), uid: 0, gid: 0)
-        let answers = Mutex<[String: AppManager.PostResult]>([:])
+        let answers = Synchronization.Mutex<[String: AppManager.PostResult]>([:])
         let answered = DispatchSemaphore(value: 0)
         @Sendable func post(_ kind: String) throws {
             try manager.post(target: mail.value, kind: kind, payload: ["kind": .string(kind)], policy: nil, peer: root) { result in

@@ -1,0 +1,1 @@
+../Varlink/ThreadSanitizerMutex.swift
