@@ -39,8 +39,11 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Posts for the memory measurement of events (RSS after each total).")
     var memoryPosts: [Int] = [100_000, 1_000_000]
 
-    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries).")
-    var parts: [String] = ["daemon", "lifecycle", "events", "queue"]
+    @Option(help: "Starts measured on each store (empty, filled to the quotas) by the store part.")
+    var storeStarts = 5
+
+    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries), store (start-up and wake with the store filled to the quotas).")
+    var parts: [String] = ["daemon", "lifecycle", "events", "queue", "store"]
 
     @Option(help: "Instead of the parts: post --posts events, pipelined from one producer, to a daemon already serving this socket (to profile it, say under callgrind), and print the rate.")
     var load: String?
@@ -86,6 +89,7 @@ struct CoalesceBench: ParsableCommand {
                 memoryPosts: self.memoryPosts
             ).run()
         }
+        if self.parts.contains("store") { try StoreBenchmark(starts: self.storeStarts).run() }
     }
 
     private func measureDaemon() throws {
