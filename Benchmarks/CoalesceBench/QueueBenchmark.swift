@@ -4,7 +4,7 @@ import Varlink
 
 /// Durable posts to a suspended app's queue kind that holds 10, 1,000 and 10,000 entries (its bound, so that each
 /// post adds one and drops the oldest), against posts to a kind with the latest policy, one slot whatever comes,
-/// measured in the same run before and after.
+/// in the same run.
 struct QueueBenchmark {
     /// Posts timed per measurement, pipelined; a tenth of them one at a time.
     var posts: Int
@@ -33,8 +33,9 @@ struct QueueBenchmark {
         }
         print("| durable 1 KiB posts to a suspended app's kind | 1 producer pipelined (64 at a time) | one at a time |")
         print("|---|---|---|")
-        // The baseline first and last: the disk's speed moves during a run.
-        for app in apps + [apps[0]] {
+        // Each measured twice, in order and then in reverse: the disk's speed drifts during a run, and the mean of
+        // the two cancels a steady drift.
+        for app in apps + apps.reversed() {
             let pipelined = try EventsBenchmark.pipelined(daemon.socketPath, producers: 1, posts: self.posts, payload: Self.payload, target: app.name)
             let single = max(1, self.posts / 10)
             let start = ContinuousClock.now
