@@ -359,29 +359,53 @@ public final class Store: Sendable {
         public var payload: String
     }
 
+    // What apps hold and were sent is read row by row, each handed on as it is read: a store filled to its quotas is
+    // then never in memory twice, as the rows' text and as what the daemon makes of it.
+
+    /// Each held kind, each app's in the order of its kinds' first posts.
+    public func eachHeldRow(_ body: (HeldRow) throws(StoreError) -> Void) throws(StoreError) {
+        try self.each("SELECT app, kind, position, slot FROM held ORDER BY app, position") { row throws(StoreError) in
+            try body(HeldRow(app: row["app"], kind: row["kind"], position: row["position"], slot: row["slot"]))
+        }
+    }
+
+    /// Each entry of the apps' queue kinds, oldest first (the order of the table's key, which needs no sort).
+    public func eachQueuedRow(_ body: (QueuedRow) throws(StoreError) -> Void) throws(StoreError) {
+        try self.each("SELECT app, kind, serial, posted, payload FROM queued ORDER BY app, kind, serial") { row throws(StoreError) in
+            try body(QueuedRow(app: row["app"], kind: row["kind"], serial: row["serial"], posted: row["posted"], payload: row["payload"]))
+        }
+    }
+
+    /// Each delivery not acknowledged, in the order they were written (each app's in its order), which needs no sort.
+    public func eachDeliveryRow(_ body: (DeliveryRow) throws(StoreError) -> Void) throws(StoreError) {
+        try self.each("SELECT app, id, event FROM delivery ORDER BY id") { row throws(StoreError) in
+            try body(DeliveryRow(app: row["app"], id: row["id"], event: row["event"]))
+        }
+    }
+
     public func heldRows() throws(StoreError) -> [HeldRow] {
-        try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT app, kind, position, slot FROM held ORDER BY app, position").map {
-                HeldRow(app: $0["app"], kind: $0["kind"], position: $0["position"], slot: $0["slot"])
-            }
-        }
+        var rows: [HeldRow] = []
+        try self.eachHeldRow { rows.append($0) }
+        return rows
     }
 
-    /// Each app's queue kinds' entries, oldest first (the order of the table's key, which needs no sort).
     public func queuedRows() throws(StoreError) -> [QueuedRow] {
-        try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT app, kind, serial, posted, payload FROM queued ORDER BY app, kind, serial").map {
-                QueuedRow(app: $0["app"], kind: $0["kind"], serial: $0["serial"], posted: $0["posted"], payload: $0["payload"])
-            }
-        }
+        var rows: [QueuedRow] = []
+        try self.eachQueuedRow { rows.append($0) }
+        return rows
     }
 
-    /// In the order they were written (each app's in its order), which needs no sort.
     public func deliveryRows() throws(StoreError) -> [DeliveryRow] {
+        var rows: [DeliveryRow] = []
+        try self.eachDeliveryRow { rows.append($0) }
+        return rows
+    }
+
+    /// Runs `body` on each row `sql` reads, as it reads it; an error `body` throws ends the read and is thrown as it is.
+    private func each(_ sql: String, _ body: (Row) throws(StoreError) -> Void) throws(StoreError) {
         try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT app, id, event FROM delivery ORDER BY id").map {
-                DeliveryRow(app: $0["app"], id: $0["id"], event: $0["event"])
-            }
+            let rows = try Row.fetchCursor(db, sql: sql)
+            while let row = try rows.next() { try body(row) }
         }
     }
 
@@ -552,6 +576,8 @@ public final class Store: Sendable {
     private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try self.pool.read(body)
+        } catch let error as StoreError {
+            throw error  // the caller's, from a row it was handed
         } catch {
             throw .cannotRead(path: self.path, reason: "\(error)")
         }

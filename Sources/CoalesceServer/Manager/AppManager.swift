@@ -242,19 +242,19 @@ final class AppManager: Sendable {
             for topic in record.declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
         }
         // A row that cannot be read is a damaged store: starting without it would lose what it holds, silently.
-        for row in try store.heldRows() {
+        try store.eachHeldRow { row throws(StoreError) in
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let slot = EventCoding.decodeSlot(row.slot)
             else { throw .damaged(path: store.path, what: "what \(row.app) holds of \(row.kind) cannot be read") }
             state.records[app]?.inbox.restore(kind, slot)
         }
-        for row in try store.queuedRows() {
+        try store.eachQueuedRow { row throws(StoreError) in
             guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
                 let payload = try? JSONParser.parse(row.payload)
             else { throw .damaged(path: store.path, what: "entry \(row.serial) of \(row.app)'s \(row.kind) cannot be read") }
             state.records[app]?.inbox.restore(kind, .init(payload: EventPayload(payload), posted: row.posted, serial: row.serial))
         }
-        for row in try store.deliveryRows() {
+        try store.eachDeliveryRow { row throws(StoreError) in
             guard let app = try? AppName(row.app), let event = EventCoding.decodeEvent(row.event)
             else { throw .damaged(path: store.path, what: "event \(row.id) sent to \(row.app) cannot be read") }
             state.records[app]?.inbox.restore(AppInbox.Stored(id: row.id, event: event))
