@@ -61,6 +61,14 @@ struct GlobalOptions: ParsableArguments {
         return reply
     }
 
+    /// Calls one method for what the command says along the way: its reply, or `nil` on any failure (the command's
+    /// own call reports that). Never printed, whatever `--json` says.
+    func quietCall(_ method: String, _ parameters: JSONObject = [:]) -> JSONObject? {
+        guard let client = try? VarlinkClient(path: self.socketPath) else { return nil }
+        client.setReceiveTimeout(.seconds(30))
+        return try? client.call(method, parameters)
+    }
+
     /// Connects, or exits with a line that says what to check.
     func connect() -> VarlinkClient {
         do {
@@ -104,6 +112,12 @@ enum CtlOutput {
     static func perform<T>(_ body: () throws -> T) -> T {
         do {
             return try body()
+        } catch let error as VarlinkError where error == .permissionDenied {
+            self.fail(
+                "the daemon answered with an error: \(error): this is for root, the daemon's own user and members of the "
+                    + "group set by AdminGroup= in coalesced.conf",
+                status: CtlExit.varlinkError
+            )
         } catch let error as VarlinkError {
             self.fail("the daemon answered with an error: \(error)", status: CtlExit.varlinkError)
         } catch let error as VarlinkClientError {
@@ -125,6 +139,12 @@ enum CtlOutput {
                 column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
             }.joined(separator: " ")
         }.joined(separator: "\n")
+    }
+
+    /// A span of seconds as a setting writes it: `10s`, `500ms`.
+    static func seconds(_ value: Double) -> String {
+        let milliseconds = Int((value * 1000).rounded())
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
     }
 
     /// A wall-clock time as systemd prints it: `2026-11-23 11:32:05 UTC`.

@@ -24,6 +24,15 @@ struct Launch: ParsableCommand {
     var background = false
 
     func run() throws {
+        // Without a launch unit nothing is started: say what the command now waits for, and how long.
+        if let app = self.root.global.quietCall("io.coalesced.System.GetApp", ["app": .string(self.name)])?["app"],
+            app["launchUnit"] == nil,
+            let timeout = self.root.global.quietCall("io.coalesced.System.Stats")?["stats"]?["limits"]?["launchTimeoutSec"]?.doubleValue
+        {
+            CtlOutput.note(
+                "\(self.name) has no launch unit: waiting up to \(CtlOutput.seconds(timeout)) (LaunchTimeoutSec=) for its process to attach."
+            )
+        }
         report(
             self.root.global.call(
                 "io.coalesced.System.Launch",

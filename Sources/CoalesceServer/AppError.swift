@@ -30,6 +30,8 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case storageFailed(reason: String)
     /// A quota (`[Quotas]`) would be passed: the apps a user registers, or the bytes apps' events take.
     case quotaExceeded(Quota)
+    /// Ack named a number the app was not sent; `next` is the number its next callback or event carries.
+    case sequenceNotSent(app: String, seq: Int64, next: Int64)
 
     static let interface = "io.coalesced.App"
 
@@ -54,6 +56,7 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .payloadTooLarge: return Self.interface + ".PayloadTooLarge"
         case .storageFailed: return Self.interface + ".StorageFailed"
         case .quotaExceeded: return Self.interface + ".QuotaExceeded"
+        case .sequenceNotSent: return Self.interface + ".SequenceNotSent"
         }
     }
 
@@ -82,6 +85,7 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
             var parameters: JSONObject = ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
             if let uid = quota.uid { parameters["uid"] = .int(Int64(uid)) }
             return parameters
+        case .sequenceNotSent(let app, let seq, let next): return ["app": .string(app), "seq": .int(seq), "next": .int(next)]
         }
     }
 
@@ -105,6 +109,8 @@ extension AppError: LifecycleRefusal {
         switch error {
         case .noSuchTask(let id): self = .noSuchTask(app: app.value, id: id)
         case .tooManyTasks(let limit): self = .tooManyTasks(app: app.value, limit: limit)
+        case .notSent(let sequence, let next):
+            self = .sequenceNotSent(app: app.value, seq: Int64(truncatingIfNeeded: sequence), next: Int64(truncatingIfNeeded: next))
         default: self = .wrongState(app: app.value, state: state, reason: error.description)
         }
     }

@@ -191,4 +191,10 @@ extension Duration {
         let (seconds, attoseconds) = self.components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
+
+    /// The span as a setting of the configuration writes it, systemd's way: `5s`, `1500ms`.
+    var settingText: String {
+        let milliseconds = self.nanoseconds / 1_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
+    }
 }

@@ -61,6 +61,7 @@ enum SystemInterface {
                             "maxMessageSize": .int(Int64(state.configuration.maxMessageSize)),
                             "maxConnections": .int(Int64(state.configuration.maxConnections)),
                             "maxApps": .int(Int64(state.configuration.maxApps)),
+                            "launchTimeoutSec": .double(state.configuration.launchTimeout.seconds),
                         ],
                     ]
                     return ["stats": .object(stats)]

@@ -22,6 +22,17 @@ import Testing
         #expect(app.nextDeadline == nil)
     }
 
+    @Test func onlyNumbersTheAppWasSentCanBeAcknowledged() throws {
+        var app = Lifecycle(firstSequence: 10)
+        let last = try app.launch(.foreground, now: self.t0).lastSequence!
+        try app.checkAcknowledgement(upTo: last)
+        try app.checkAcknowledgement(upTo: 3)  // an earlier run's number, from a process that outlived it
+        let first = Lifecycle(firstSequence: 10, earliestSequence: 5)
+        #expect(throws: LifecycleError.notSent(4, next: 10), "before the first run") { try first.checkAcknowledgement(upTo: 4) }
+        #expect(throws: LifecycleError.notSent(last + 1, next: last + 1)) { try app.checkAcknowledgement(upTo: last + 1) }
+        #expect(throws: LifecycleError.notSent(1 << 40, next: last + 1)) { try app.checkAcknowledgement(upTo: 1 << 40) }
+    }
+
     @Test func anAcknowledgedLaunchMeetsItsDeadline() throws {
         var app = Lifecycle()
         let effects = try app.launch(.foreground, now: self.t0)

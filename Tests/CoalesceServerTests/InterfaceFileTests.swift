@@ -47,6 +47,7 @@ import Varlink
         .invalidKind(kind: "", reason: ""), .notAllowedToPost(target: ""), .tooManyKinds(target: "", limit: 1),
         .notANumber(target: "", kind: "", field: ""), .payloadTooLarge(size: 1, limit: 1), .storageFailed(reason: ""),
         .quotaExceeded(Quota(name: "UserApps", limit: 1, uid: 1)),
+        .sequenceNotSent(app: "a", seq: 9, next: 5),
     ]
     static let systemErrors: [SystemError] = [
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,

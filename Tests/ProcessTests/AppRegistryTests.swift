@@ -161,6 +161,7 @@ import Varlink
         let listed = try await self.asNobody(daemon, ["apps"])
         #expect(listed.status == 1)
         #expect(listed.stderr.contains("org.varlink.service.PermissionDenied"))
+        #expect(listed.stderr.contains("AdminGroup= in coalesced.conf"), "the line says what lets a user in: \(listed.stderr)")
 
         // Root may act for any app; the owner stays.
         let updated = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "exitsOnSuspend": true])

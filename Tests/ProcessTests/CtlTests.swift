@@ -63,6 +63,19 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    @Test func launchingAnAppWithoutALaunchUnitSaysWhatItWaitsForAndHowLong() async throws {
+        let daemon = try DaemonProcess(configuration: "[Apps]\nLaunchTimeoutSec=500ms\n")
+        try await onThread { try daemon.waitUntilReady() }
+        _ = try await onThread { try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"]) }
+        let launched = try await self.ctl(["launch", "org.example.mail", "--socket", daemon.socketPath])
+        #expect(
+            launched.stderr.contains("org.example.mail has no launch unit: waiting up to 500ms (LaunchTimeoutSec=) for its process to attach."),
+            "\(launched.stderr)"
+        )
+        #expect(launched.status == 1 && launched.stderr.contains("io.coalesced.System.LaunchTimedOut"), "nothing attached: \(launched.stderr)")
+        daemon.signal(SIGKILL)
+    }
+
     @Test func introspectListsInterfacesAndPrintsTheirText() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }

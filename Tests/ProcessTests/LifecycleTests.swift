@@ -192,7 +192,7 @@ import Varlink
             try app.waitForLine("stalling")
             #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
             try waitForApp(device.system, Self.mail, "state", "notRunning")
-            #expect(device.daemon.output.contains("org.example.mail: killed: didFinishLaunching was not acknowledged in time"))
+            #expect(device.daemon.output.contains("org.example.mail: killed: didFinishLaunching was not acknowledged within AcknowledgeTimeoutSec=1s"))
             #expect(device.daemon.output.contains("reason=launchNotAcknowledged"))
         }
     }
@@ -206,7 +206,7 @@ import Varlink
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             #expect(app.child.wait(timeout: .seconds(10)) == 128 + SIGKILL)
             try waitForApp(device.system, Self.mail, "state", "notRunning")
-            #expect(device.daemon.output.contains("org.example.mail: killed: didEnterBackground was not acknowledged in time"))
+            #expect(device.daemon.output.contains("org.example.mail: killed: didEnterBackground was not acknowledged within AcknowledgeTimeoutSec=1s"))
         }
     }
 
@@ -548,6 +548,17 @@ import Varlink
         ) { try client.call("io.coalesced.App.SaveState", ["app": .string(Self.mail), "data": "12345678901234567"]) }
         #expect(throws: VarlinkError.invalidParameter("seq", reason: "must not be negative")) {
             try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": -1])
+        }
+        // Nothing was ever sent to the app: an Ack of any number names the number and the next one it will get.
+        for seq: Int64 in [999, 1 << 40] {
+            #expect {
+                try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": .int(seq)])
+            } throws: { error in
+                guard let error = error as? VarlinkError, error.varlinkName == "io.coalesced.App.SequenceNotSent" else { return false }
+                let next = error.varlinkParameters["next"]?.intValue ?? 0
+                return error.varlinkParameters["seq"] == .int(seq) && error.varlinkParameters["app"] == .string(Self.mail)
+                    && next > 1 << 32 && next < 1 << 40  // the next number of this run, generation 1
+            }
         }
         #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "the daemon is still serving")
     }

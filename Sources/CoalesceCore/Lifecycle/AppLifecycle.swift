@@ -22,6 +22,8 @@ public enum LifecycleError: Error, Sendable, Hashable, CustomStringConvertible {
     case notSuspended(AppState)
     case noSuchTask(Int)
     case tooManyTasks(limit: Int)
+    /// An acknowledgement of a number the app was not sent: `next` is the one the next callback or event carries.
+    case notSent(UInt64, next: UInt64)
 
     public var description: String {
         switch self {
@@ -34,6 +36,7 @@ public enum LifecycleError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notSuspended(let state): return "only a suspended app can be purged (it is \(state.rawValue))"
         case .noSuchTask(let id): return "no open background task \(id)"
         case .tooManyTasks(let limit): return "the app already holds \(limit) background tasks"
+        case .notSent(let sequence, let next): return "\(sequence) was not sent to the app: the next number it gets is \(next)"
         }
     }
 }
@@ -63,12 +66,23 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     private var budgetEnds: Instant?
     private var expiryWarned = false
 
-    /// - Parameter firstSequence: the number of the first callback; events delivered to the app are numbered from
-    ///   the same counter (``reserveSequence()``), and a daemon that restarts starts past every number it used.
-    public init(traits: AppTraits = AppTraits(), timings: LifecycleTimings = LifecycleTimings(), firstSequence: UInt64 = 1) {
+    /// The first number any run of the daemon gave out: a number below it was never sent.
+    public let earliestSequence: UInt64
+
+    /// - Parameters:
+    ///   - firstSequence: the number of the first callback; events delivered to the app are numbered from the same
+    ///     counter (``reserveSequence()``), and a daemon that restarts starts past every number it used.
+    ///   - earliestSequence: the first number of the daemon's first run.
+    public init(
+        traits: AppTraits = AppTraits(),
+        timings: LifecycleTimings = LifecycleTimings(),
+        firstSequence: UInt64 = 1,
+        earliestSequence: UInt64 = 1
+    ) {
         self.traits = traits
         self.timings = timings
         self.nextSequence = firstSequence
+        self.earliestSequence = earliestSequence
     }
 
     /// Takes the next number of the app's stream for something other than a callback (an event).
@@ -201,6 +215,16 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         let from = self.state
         self.reset()
         return [.transition(from: from, to: .notRunning, reason: reason)]
+    }
+
+    /// An app acknowledges only numbers it could have been sent: one past them, or before the daemon's first run,
+    /// is a mistake of the client's, refused rather than taken to acknowledge what comes later. A number of an
+    /// earlier run (below this run's first) is taken: a process that outlived that run may still acknowledge it, and
+    /// it acknowledges nothing now.
+    public func checkAcknowledgement(upTo sequence: UInt64) throws(LifecycleError) {
+        guard sequence >= self.earliestSequence, sequence < self.nextSequence else {
+            throw .notSent(sequence, next: self.nextSequence)
+        }
     }
 
     /// The app has handled every callback up to `sequence`: their deadlines are met. An acknowledged

@@ -125,9 +125,17 @@ extension AppManager {
     func acknowledge(name: String, uid: UInt32, upTo sequence: UInt64) throws(AppError) {
         let appName = try Self.appName(name)
         try self.locked { state, log throws(AppError) in
-            if let termination = try self.appRecord(appName, uid: uid, in: state).termination,
-                sequence >= termination.sequence
-            {
+            // The record is looked at, not kept: a copy held on would make the inbox's changes below copy it.
+            let termination = try { () throws(AppError) in
+                let record = try self.appRecord(appName, uid: uid, in: state)
+                do throws(LifecycleError) {
+                    try record.lifecycle.checkAcknowledgement(upTo: sequence)
+                } catch {
+                    throw AppError(error, app: appName, state: record.lifecycle.state)
+                }
+                return record.termination
+            }()
+            if let termination, sequence >= termination.sequence {
                 state.records[appName]!.termination = nil
                 termination.acknowledged()
             }

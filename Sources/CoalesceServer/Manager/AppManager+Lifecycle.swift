@@ -153,7 +153,12 @@ extension AppManager {
                 state.counts[to, default: 0] += 1
                 record.since = wallClock()
                 state.transitions += 1
-                log.append(Self.transitionEntry(app: app, from: from, to: to, reason: reason, pid: record.attachment?.pid))
+                log.append(
+                    Self.transitionEntry(
+                        app: app, from: from, to: to, reason: reason, pid: record.attachment?.pid,
+                        timings: record.lifecycle.timings
+                    )
+                )
                 self.tellMonitors(app: app, from: from, to: to, reason: reason, time: record.since, state: &state)
             case .kill:
                 // The transition that follows is the journal entry, with the pid.
@@ -181,13 +186,15 @@ extension AppManager {
         }
     }
 
-    /// The journal entry for one transition; its MESSAGE_ID says what kind of event it was.
+    /// The journal entry for one transition; its MESSAGE_ID says what kind of event it was. A deadline missed is
+    /// named with its setting and value (`timings`), so that the line says what to change.
     static func transitionEntry(
         app: AppName,
         from: AppState,
         to: AppState,
         reason: TransitionReason,
-        pid: Int32?
+        pid: Int32?,
+        timings: LifecycleTimings = LifecycleTimings()
     ) -> LogEntry {
         let level: Logger.Level
         let messageID: String
@@ -197,8 +204,8 @@ extension AppManager {
             level = .warning
             messageID = MessageID.deadlineMissed
             what = reason == .launchNotAcknowledged
-                ? "killed: didFinishLaunching was not acknowledged in time"
-                : "killed: didEnterBackground was not acknowledged in time"
+                ? "killed: didFinishLaunching was not acknowledged within AcknowledgeTimeoutSec=\(timings.launchAcknowledgement.settingText)"
+                : "killed: didEnterBackground was not acknowledged within AcknowledgeTimeoutSec=\(timings.backgroundAcknowledgement.settingText)"
         case .backgroundTasksExpired:
             level = .notice
             messageID = MessageID.tasksExpired

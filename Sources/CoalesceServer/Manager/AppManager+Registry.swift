@@ -105,7 +105,8 @@ extension AppManager {
                 lifecycle: AppLifecycle(
                     traits: registration.traits,
                     timings: self.daemon.configuration.timings,
-                    firstSequence: self.firstSequence
+                    firstSequence: self.firstSequence,
+                    earliestSequence: Self.earliestSequence
                 ),
                 since: wallClock(),
                 inbox: AppInbox(kindLimit: self.daemon.configuration.maxKindsPerApp),

@@ -192,6 +192,8 @@ final class AppManager: Sendable {
     let state: Mutex<State>
     /// The first sequence number of this generation of the daemon.
     let firstSequence: UInt64
+    /// The first number of the first run's generation (1): generation << 32 + 1.
+    static let earliestSequence: UInt64 = 1 << 32 + 1
 
     /// The lifecycle's clock. Its timers run on ``eventLoop``: a test gives both manual time (an
     /// `NIOAsyncTestingEventLoop`, and a clock that reads the loop's time).
@@ -229,7 +231,10 @@ final class AppManager: Sendable {
         for (registration, declarations) in try store.apps() {
             var record = Record(
                 registration: registration,
-                lifecycle: AppLifecycle(traits: registration.traits, timings: timings, firstSequence: self.firstSequence),
+                lifecycle: AppLifecycle(
+                    traits: registration.traits, timings: timings, firstSequence: self.firstSequence,
+                    earliestSequence: Self.earliestSequence
+                ),
                 since: now,
                 inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp),
                 account: state.ledger.account(of: registration.owner)
