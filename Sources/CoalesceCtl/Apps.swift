@@ -12,7 +12,7 @@ struct Apps: ParsableCommand {
     func run() throws {
         guard let reply = self.global.call("io.coalesced.System.ListApps") else { return }
         let apps = reply["apps"]?.arrayValue ?? []
-        var rows = [["APP", "STATE", "PID", "UNIT", "TASKS", "SINCE"]]
+        var rows: [[String]] = []
         for app in apps {
             rows.append([
                 app["name"]?.stringValue ?? "?",
@@ -23,8 +23,10 @@ struct Apps: ParsableCommand {
                 app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
             ])
         }
-        CtlOutput.print(CtlOutput.columns(rows))
-        CtlOutput.print("\n\(apps.count) \(apps.count == 1 ? "app" : "apps") listed.")
+        CtlOutput.table(
+            header: ["APP", "STATE", "PID", "UNIT", "TASKS", "SINCE"], rows,
+            summary: "\(apps.count) \(apps.count == 1 ? "app" : "apps") listed.", legend: !self.global.noLegend
+        )
     }
 }
 

@@ -39,6 +39,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .customLong("json"), help: "Print replies as JSON, one line each.")
     var json = false
 
+    @Flag(name: .customLong("no-legend"), help: "Print tables without their header and the summary line after them.")
+    var noLegend = false
+
     func validate() throws {
         if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
     }
@@ -128,6 +131,17 @@ enum CtlOutput {
         } catch {
             self.fail("\(error)", status: CtlExit.varlinkError)
         }
+    }
+
+    /// A table as `systemctl list-units` prints it: the header row and the rows, columns left-aligned and padded,
+    /// then a blank line and `summary`; with `--no-legend`, the rows alone, for scripts.
+    static func table(header: [String], _ rows: [[String]], summary: String, legend: Bool) {
+        guard legend else {
+            if !rows.isEmpty { self.print(self.columns([header] + rows).split(separator: "\n").dropFirst().joined(separator: "\n")) }
+            return
+        }
+        self.print(self.columns([header] + rows))
+        self.print("\n" + summary)
     }
 
     /// A table with a header row, columns left-aligned and padded, as `systemctl list-units` lays them out.

@@ -125,7 +125,8 @@ struct Purge: ParsableCommand {
     @Argument(help: "The app's name (default: the suspended apps with the most memory).")
     var name: String?
 
-    @Option(help: "How many apps to purge when none is named.")
+    // Unconditional: `--count -1` is a count to refuse with a reason, not a missing value followed by an option.
+    @Option(parsing: .unconditional, help: "How many apps to purge when none is named.")
     var count: Int = 1
 
     func validate() throws {

@@ -17,7 +17,7 @@ struct Post: ParsableCommand {
     @Argument(help: "The event's kind, such as mail.received.")
     var kind: String
 
-    @Argument(help: "The payload: a JSON object (default {}).")
+    @Argument(help: "The payload: a JSON object.")
     var payload: String = "{}"
 
     @Option(help: "The policy for this post when it opens the kind: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND.")
@@ -55,7 +55,7 @@ struct Queue: ParsableCommand {
 
     func run() throws {
         guard let reply = self.root.global.call("io.coalesced.System.GetQueue", ["app": .string(self.name)]) else { return }
-        var rows = [["KIND", "POLICY", "COUNT", "FIRST", "LAST"]]
+        var rows: [[String]] = []
         for held in reply["held"]?.arrayValue ?? [] {
             let policy = held["policy"] ?? .null
             // A policy this coalescectl does not know (a newer daemon's) still shows its name.
@@ -66,9 +66,12 @@ struct Queue: ParsableCommand {
                 held["lastPosted"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
             ])
         }
-        CtlOutput.print(CtlOutput.columns(rows))
-        let kinds = rows.count - 1
+        let kinds = rows.count
         let unacknowledged = reply["unacknowledged"]?.intValue ?? 0
-        CtlOutput.print("\n\(kinds) \(kinds == 1 ? "kind" : "kinds") held; \(unacknowledged) sent and not acknowledged.")
+        CtlOutput.table(
+            header: ["KIND", "POLICY", "COUNT", "FIRST", "LAST"], rows,
+            summary: "\(kinds) \(kinds == 1 ? "kind" : "kinds") held; \(unacknowledged) sent and not acknowledged.",
+            legend: !self.root.global.noLegend
+        )
     }
 }

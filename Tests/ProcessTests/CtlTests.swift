@@ -76,6 +76,31 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    @Test func tablesWithoutTheirLegendAndUsageErrorsThatSayWhatIsWrong() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let socket = daemon.socketPath
+        try await onThread {
+            let client = try testClient(socket)
+            for name in ["org.example.mail", "org.example.news"] { _ = try client.call("io.coalesced.App.Register", ["name": .string(name)]) }
+        }
+        let apps = try await self.ctl(["apps", "--no-legend", "--socket", socket])
+        #expect(apps.status == 0)
+        let lines = apps.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 3 && lines[2].isEmpty, "two rows, no header, no summary: \(apps.stdout)")
+        #expect(lines.prefix(2).map { $0.split(separator: " ").first } == ["org.example.mail", "org.example.news"])
+        let queue = try await self.ctl(["queue", "org.example.mail", "--no-legend", "--socket", socket])
+        #expect(queue.status == 0 && queue.stdout.isEmpty, "nothing held, nothing printed: \(queue.stdout)")
+        let withLegend = try await self.ctl(["apps", "--socket", socket])
+        #expect(withLegend.stdout.hasPrefix("APP ") && withLegend.stdout.hasSuffix("\n2 apps listed.\n"))
+
+        let purge = try await self.ctl(["purge", "--count", "-1", "--socket", socket])
+        #expect(purge.status == 64 && purge.stderr.contains("--count must be at least 1"), "\(purge.stderr)")
+        let help = try await self.ctl(["post", "--help"])
+        #expect(help.stdout.contains("(default: {})") && !help.stdout.contains("(default {})"), "one default, said once: \(help.stdout)")
+        daemon.signal(SIGKILL)
+    }
+
     @Test func introspectListsInterfacesAndPrintsTheirText() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
