@@ -103,8 +103,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         return deadlines.min()
     }
 
-    /// Seconds of background time left, as BeginBackgroundTask reports it; the whole budget in the foreground.
-    public func backgroundTimeRemaining(now: Instant) -> Duration {
+    /// Seconds of background time left, as BeginBackgroundTask reports it; the whole budget in the foreground;
+    /// `nil` when there is no budget (``LifecycleTimings/backgroundTaskBudget``).
+    public func backgroundTimeRemaining(now: Instant) -> Duration? {
         guard let budgetEnds = self.budgetEnds else { return self.timings.backgroundTaskBudget }
         return max(.zero, now.duration(to: budgetEnds))
     }
@@ -115,7 +116,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public mutating func launch(_ destination: LaunchDestination, now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state == .notRunning else { throw .alreadyRunning(self.state) }
         var effects = self.move(to: .inactive, reason: .launch)
-        effects.append(self.deliver(.didFinishLaunching, deadline: now.advanced(by: self.timings.launchAcknowledgement)))
+        effects.append(self.deliver(.didFinishLaunching, deadline: self.timings.launchAcknowledgement.map(now.advanced(by:))))
         switch destination {
         case .foreground:
             effects += self.move(to: .active, reason: .launch)
@@ -240,7 +241,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public mutating func beginBackgroundTask(
         name: String,
         now: Instant
-    ) throws(LifecycleError) -> (id: Int, remaining: Duration) {
+    ) throws(LifecycleError) -> (id: Int, remaining: Duration?) {
         guard self.state.isRunning, self.state != .suspended else { throw .notRunning(self.state) }
         guard self.tasks.count < Self.maximumTasks else { throw .tooManyTasks(limit: Self.maximumTasks) }
         let id = self.nextTaskID
@@ -311,9 +312,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
             return [willTerminate] + self.stop(reason: .exitsOnSuspend, effect: .terminate(reason: .exitsOnSuspend))
         }
         var effects = self.move(to: .background, reason: reason)
-        self.budgetEnds = now.advanced(by: self.timings.backgroundTaskBudget)
+        self.budgetEnds = self.timings.backgroundTaskBudget.map(now.advanced(by:))
         self.expiryWarned = false
-        effects.append(self.deliver(.didEnterBackground, deadline: now.advanced(by: self.timings.backgroundAcknowledgement)))
+        effects.append(self.deliver(.didEnterBackground, deadline: self.timings.backgroundAcknowledgement.map(now.advanced(by:))))
         return effects
     }
 
