@@ -1,4 +1,6 @@
 import ArgumentParser
+import CoalesceCore
+import CoalesceWire
 import Varlink
 
 struct Apps: ParsableCommand {
@@ -42,8 +44,8 @@ struct App: ParsableCommand {
     func run() throws {
         guard let reply = self.global.call("io.coalesced.System.GetApp", ["app": .string(self.name)]) else { return }
         let app = reply["app"] ?? .null
-        CtlOutput.print(
-            CtlOutput.table([
+        let kinds = Self.kinds(app)
+        let rows: [(String, String)] = [
                 ("App", app["name"]?.stringValue ?? "?"),
                 ("State", app["state"]?.stringValue ?? "?"),
                 ("Since", app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"),
@@ -54,12 +56,43 @@ struct App: ParsableCommand {
                 ("Background modes", (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
                 ("Exits on suspend", app["exitsOnSuspend"]?.boolValue == true ? "yes" : "no"),
                 ("Launch unit", app["launchUnit"]?.stringValue ?? "none"),
-            ])
-        )
+                ("Kinds", kinds.first ?? "none declared (every kind is latest)"),
+                ("Posters", Self.posters(app["posters"])),
+                ("Topics", (app["topics"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
+            ]
+        // A kind a line, under the first, as systemctl status lists a unit's processes.
+        let indent = String(repeating: " ", count: (rows.map(\.0.count).max() ?? 0) + 2)
+        var lines = CtlOutput.table(rows).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if let at = lines.firstIndex(where: { $0.drop(while: { $0 == " " }).hasPrefix("Kinds: ") }) {
+            lines.insert(contentsOf: kinds.dropFirst().map { indent + $0 }, at: at + 1)
+        }
+        CtlOutput.print(lines.joined(separator: "\n"))
     }
 }
 
 extension App {
+    /// Each declared kind with its policy, by name: `mail.count: sum:unread, volatile, wakes it into fetch`.
+    fileprivate static func kinds(_ app: JSONValue) -> [String] {
+        guard let kinds = app["kinds"]?.objectValue else { return [] }
+        return kinds.sorted { $0.key < $1.key }.map { kind, wire in
+            guard let declared = KindDeclaration(wire: wire) else { return "\(kind): \(wire.jsonText)" }
+            var text = "\(kind): \(declared.policy.text)"
+            if declared.volatile { text += ", volatile" }
+            if let mode = declared.backgroundMode { text += ", wakes it into \(mode)" }
+            return text
+        }
+    }
+
+    /// Who may post to the app besides its own user and root.
+    fileprivate static func posters(_ posters: JSONValue?) -> String {
+        guard let posters, let declared = Posters(wire: posters) else { return "its user and root" }
+        if declared.anyone { return "anyone" }
+        var parts: [String] = []
+        if !declared.uids.isEmpty { parts.append("uid " + declared.uids.map { String($0) }.joined(separator: ", ")) }
+        if !declared.groups.isEmpty { parts.append("group " + declared.groups.joined(separator: ", ")) }
+        return (["its user and root"] + parts).joined(separator: "; ")
+    }
+
     /// Whether the app's process has its stream attached; a running app without one outlived a restart of the daemon.
     fileprivate static func attached(_ app: JSONValue) -> String {
         if app["attached"]?.boolValue == true { return "yes" }

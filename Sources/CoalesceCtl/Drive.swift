@@ -152,32 +152,114 @@ struct Purge: ParsableCommand {
 
 struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print every app's transitions as they happen, until interrupted (io.coalesced.System.Monitor)."
+        abstract: "Print what happens to apps as it happens, one line each, until interrupted (io.coalesced.System.Monitor).",
+        discussion: """
+            Without --traffic or --watch, every app's transitions. --traffic adds posts (sent at once or held), \
+            deliveries on the apps' streams, acknowledgements, and attaches and detaches of the apps' processes. \
+            --app and --kind keep only those apps' records and those kinds' posts and deliveries. With --json, each \
+            record is printed as the daemon sent it, one JSON object a line.
+            """
     )
 
     @ParentCommand var root: Coalescectl
 
+    @Option(name: .customLong("app"), help: ArgumentHelp("Only this app's records; repeat for more apps.", valueName: "name"))
+    var apps: [String] = []
+
+    @Option(name: .customLong("kind"), help: ArgumentHelp("Only posts and deliveries of this kind; repeat for more kinds.", valueName: "kind"))
+    var kinds: [String] = []
+
+    @Flag(help: "Watch traffic too: posts, deliveries, acknowledgements, attaches and detaches.")
+    var traffic = false
+
+    @Option(
+        name: .customLong("watch"),
+        help: ArgumentHelp(
+            "What to watch: transitions, posts, deliveries, acknowledgements, attachments or traffic; repeat for more.",
+            valueName: "records"
+        )
+    )
+    var watch: [String] = []
+
+    /// What the monitor asks for: `watch` as the daemon takes it, transitions added when --traffic alone is given.
+    var watched: [String] {
+        var watched = self.watch
+        if self.traffic {
+            if watched.isEmpty { watched.append("transitions") }
+            watched.append("traffic")
+        }
+        return watched
+    }
+
     func run() throws {
         let global = self.root.global
         let client = global.connect()
+        var parameters: JSONObject = [:]
+        let watched = self.watched
+        if !watched.isEmpty { parameters["watch"] = .array(watched.map { .string($0) }) }
+        if !self.apps.isEmpty { parameters["apps"] = .array(self.apps.map { .string($0) }) }
+        if !self.kinds.isEmpty { parameters["kinds"] = .array(self.kinds.map { .string($0) }) }
         CtlOutput.perform {
-            try client.callMore("io.coalesced.System.Monitor") { reply in
-                guard let transition = reply["transition"] else {
+            try client.callMore("io.coalesced.System.Monitor", parameters) { reply in
+                guard case let (name, record)? = reply.first(where: { $0.value != .null }).map({ ($0.key, $0.value) }) else {
                     // The first reply: the monitor is in place. Said on stderr, as busctl monitor does.
-                    if !global.json { CtlOutput.note("Monitoring app transitions; press Ctrl-C to stop.") }
+                    if !global.json { CtlOutput.note("Monitoring \(Self.describe(watched)); press Ctrl-C to stop.") }
                     return
                 }
                 if global.json {
-                    CtlOutput.print(JSONValue.object(["transition": transition]).jsonText)
-                    return
+                    CtlOutput.print(JSONValue.object([name: record]).jsonText)
+                } else {
+                    CtlOutput.print(Self.line(name, record))
                 }
-                let time = transition["time"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"
-                let app = transition["app"]?.stringValue ?? "?"
-                let from = transition["from"]?.stringValue ?? "?"
-                let to = transition["to"]?.stringValue ?? "?"
-                let reason = transition["reason"]?.stringValue ?? "?"
-                CtlOutput.print("\(time) \(app): \(from) → \(to) (\(reason))")
             }
         }
+    }
+
+    /// What the monitor watches, in words.
+    static func describe(_ watched: [String]) -> String {
+        guard !watched.isEmpty else { return "app transitions" }
+        var names: [String] = []
+        for name in watched {
+            let expanded = name == "traffic" ? ["posts", "deliveries", "acknowledgements", "attachments"] : [name]
+            for name in expanded where !names.contains(name) { names.append(name) }
+        }
+        names = names.map { $0 == "transitions" ? "app transitions" : $0 }
+        guard names.count > 1 else { return names[0] }
+        return names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    /// One record as a line: its time, the app, and what happened.
+    static func line(_ name: String, _ record: JSONValue) -> String {
+        let time = record["time"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"
+        let app = record["app"]?.stringValue ?? "?"
+        func text(_ member: String) -> String {
+            switch record[member] {
+            case .string(let value)?: value
+            case .int(let value)?: String(value)
+            default: "?"
+            }
+        }
+        let what: String
+        switch name {
+        case "transition": what = "\(text("from")) → \(text("to")) (\(text("reason")))"
+        case "post":
+            let target = record["target"]?.stringValue
+            let via = target == app || target == nil ? "" : " to \(target!)"
+            let outcome: String
+            if record["delivered"]?.boolValue == true {
+                outcome = record["seq"].flatMap(\.intValue).map { "delivered as seq \($0)" } ?? "delivered"
+            } else {
+                outcome = "held"
+            }
+            what = "post \(text("kind")) from uid \(text("uid"))\(via): \(outcome)"
+        case "delivery":
+            let count = record["count"]?.intValue ?? 1
+            what = "delivery \(text("kind")) seq \(text("seq"))\(count == 1 ? "" : " (\(count) posts)")"
+        case "acknowledgement": what = "acknowledged up to seq \(text("seq"))"
+        case "attach": what = "attached pid \(text("pid"))"
+        case "detach": what = "detached pid \(text("pid"))"
+        default: what = "\(name) \(record.jsonText)"
+        }
+        return "\(time) \(app): \(what)"
     }
 }

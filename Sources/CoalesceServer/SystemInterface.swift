@@ -74,7 +74,17 @@ enum SystemInterface {
                 },
                 "GetApp": .immediate { request in
                     try admin(request)
-                    return ["app": AppInterface.info(try apps.get(try request.string("app")))]
+                    let (snapshot, declarations) = try apps.declared(try request.string("app"))
+                    var app = AppInterface.info(snapshot).objectValue ?? [:]
+                    let declared = declarations.json
+                    var kinds: JSONObject = [:]
+                    for kind in declarations.kinds.keys.sorted(by: { $0.value < $1.value }) {
+                        kinds[kind.value] = declarations.kinds[kind]!.wire
+                    }
+                    app["kinds"] = .object(kinds)
+                    app["posters"] = declared["posters"] ?? .null
+                    app["topics"] = declared["topics"] ?? .array([])
+                    return ["app": .object(app)]
                 },
                 // Waits for systemd and for the app to attach: off the event loop.
                 "Launch": .streaming { request, responder in
@@ -153,10 +163,55 @@ enum SystemInterface {
                 "Monitor": .streaming { request, responder in
                     try admin(request)
                     guard responder.streams else { throw VarlinkError.expectedMore }
-                    try await apps.monitor(responder: responder)
+                    try await apps.monitor(try Self.monitorFilter(request), responder: responder)
                 },
             ]
         )
+    }
+
+    /// Monitor's `watch`, `apps` and `kinds` (arrays of strings, as the server checked), each name checked.
+    private static func monitorFilter(_ request: VarlinkRequest) throws(VarlinkError) -> MonitorFilter {
+        var filter = MonitorFilter()
+        let watch = Self.strings(request, "watch")
+        if !watch.isEmpty {
+            filter.records = []
+            for (index, name) in watch.enumerated() {
+                guard let records = MonitorFilter.Records.names.first(where: { $0.0 == name })?.1 else {
+                    let names = MonitorFilter.Records.names.map(\.0).joined(separator: ", ")
+                    throw .invalidParameter(
+                        "watch[\(index)]",
+                        reason: "unknown record \(JSONValue.string(name).jsonText); expected \(names)"
+                    )
+                }
+                filter.records.formUnion(records)
+            }
+        }
+        let apps = Self.strings(request, "apps")
+        if !apps.isEmpty {
+            var names: Set<AppName> = []
+            for (index, name) in apps.enumerated() {
+                do { names.insert(try AppName(name)) } catch {
+                    throw .invalidParameter("apps[\(index)]", reason: error.reason)
+                }
+            }
+            filter.apps = names
+        }
+        let kinds = Self.strings(request, "kinds")
+        if !kinds.isEmpty {
+            var names: Set<EventKind> = []
+            for (index, name) in kinds.enumerated() {
+                do { names.insert(try EventKind(name)) } catch {
+                    throw .invalidParameter("kinds[\(index)]", reason: error.reason)
+                }
+            }
+            filter.kinds = names
+        }
+        return filter
+    }
+
+    /// An optional array of strings the server checked against the interface; empty when left out or null.
+    private static func strings(_ request: VarlinkRequest, _ name: String) -> [String] {
+        request.call.parameters[name]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
     private static func optionalString(_ request: VarlinkRequest, _ name: String) throws(VarlinkError) -> String? {

@@ -1,6 +1,7 @@
 """One whole app lifecycle driven from Python: the app is a Python process speaking Varlink with the PyPI
 package, and the operator side is the same package calling io.coalesced.System. Nothing here is Swift."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -230,3 +231,68 @@ def test_a_graceful_restart_leaves_a_python_app_in_its_state():
                 assert "didFinishLaunching" not in app.callbacks(6)[1:]
         finally:
             app.process.kill()
+
+
+class MonitorRecords:
+    """A Monitor call on its own connection, read on a thread: each record as (name, record without its time)."""
+
+    def __init__(self, client, **parameters):
+        self.connection = client.open("io.coalesced.System")
+        self.records = []
+        self.started = threading.Event()
+        self.ready = threading.Condition()
+        self.replies = self.connection.Monitor(_more=True, **parameters)
+        threading.Thread(target=self._read, daemon=True).start()
+        assert self.started.wait(20), "the monitor never said it was in place"
+
+    def _read(self):
+        for reply in self.replies:
+            records = [(name, {k: v for k, v in record.items() if k != "time"})
+                       for name, record in reply.items() if record is not None]
+            if not records:
+                self.started.set()
+                continue
+            with self.ready:
+                self.records.extend(records)
+                self.ready.notify_all()
+
+    def until(self, condition, timeout=20):
+        with self.ready:
+            assert self.ready.wait_for(lambda: condition(self.records), timeout), self.records
+            return list(self.records)
+
+
+def test_a_monitor_streams_an_apps_traffic_to_python(address):
+    """io.coalesced.System.Monitor through the parsed interface: one app's posts, deliveries, acknowledgements,
+    attach and detach, with its transitions; another app's never."""
+    with varlink.Client(address=address) as client, \
+            client.open("io.coalesced.System") as system, client.open("io.coalesced.App") as app_side:
+        app_side.Register(name=APP, kinds={"badge": {"policy": "sum", "field": "unread"}})
+        app_side.Register(name="org.example.elsewhere")
+        monitor = MonitorRecords(client, apps=[APP], watch=["transitions", "traffic"])
+        app = AppProcess(address, "-")
+        assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        system.Deactivate()
+        wait_for_state(system, "suspended")
+        for unread in (1, 2):
+            assert app_side.Post(target=APP, kind="badge", payload={"unread": unread})["delivered"] is False
+        app_side.Post(target="org.example.elsewhere", kind="badge", payload={"unread": 9})
+        system.Activate(APP)
+        assert app.callbacks(7)[6] == "badge"
+        system.Terminate(APP)
+        assert app.process.wait(timeout=10) == 0
+
+        records = monitor.until(lambda records: any(name == "detach" for name, _ in records))
+        names = [name for name, _ in records]
+        assert names[0] == "attach" and records[0][1]["pid"] == app.process.pid
+        posts = [record for name, record in records if name == "post"]
+        assert posts == [{"target": APP, "app": APP, "kind": "badge", "delivered": False, "uid": os.getuid()}] * 2
+        deliveries = [record for name, record in records if name == "delivery"]
+        assert [(d["kind"], d["count"]) for d in deliveries] == [("badge", 2)]
+        # The app acknowledges each callback as it comes: the delivery's number, after it.
+        acknowledgement = ("acknowledgement", {"app": APP, "seq": deliveries[0]["seq"]})
+        assert acknowledgement in records and records.index(acknowledgement) > names.index("delivery")
+        assert [record for name, record in records if name == "detach"] == [{"app": APP, "pid": app.process.pid}]
+        assert all(record["app"] == APP for _, record in records)
+        transitions = [(r["from"], r["to"]) for name, r in records if name == "transition"]
+        assert transitions[:2] == [("notRunning", "inactive"), ("inactive", "active")]

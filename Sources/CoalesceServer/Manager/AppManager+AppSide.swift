@@ -74,6 +74,7 @@ extension AppManager {
             if let previous = record.attachment {
                 // The old stream ends with Replaced; the app keeps running, now in the new stream's process.
                 state.attached[previous.id] = nil
+                self.detached(appName, previous, in: &state)
                 self.endPark(previous.id, .replaced, in: &state)
                 log.append(
                     LogEntry(
@@ -86,6 +87,9 @@ extension AppManager {
             record.attachment = Attachment(id: id, responder: responder, process: process, pid: peer.pid, identity: identity)
             record.termination = nil  // a new process: the old one's end runs on its own timers
             record.inbox.attached()
+            self.tellMonitors(.attachments, app: appName, in: &state) {
+                ["attach": ["app": .string(appName.value), "pid": .int(Int64(peer.pid)), "time": .double(wallClock())]]
+            }
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
             if !unsent.isEmpty { responder.send(all: unsent) }
             if record.lifecycle.receivesAtOnce {
@@ -135,6 +139,13 @@ extension AppManager {
                 }
                 return record.termination
             }()
+            self.tellMonitors(.acknowledgements, app: appName, in: &state) {
+                [
+                    "acknowledgement": [
+                        "app": .string(appName.value), "seq": .int(Int64(bitPattern: sequence)), "time": .double(wallClock()),
+                    ]
+                ]
+            }
             if let termination, sequence >= termination.sequence {
                 state.records[appName]!.termination = nil
                 termination.acknowledged()

@@ -55,12 +55,12 @@ extension AppManager {
                 answer(failure.map { .failure(Self.postError($0, target: target)) }
                     ?? .success(PostOutcome(delivered: sent, recipients: 1, refused: [])))
             }
-            switch self.enqueuePost(appName, post, checking: peer.uid, finished: finished) {
+            switch self.enqueuePost(appName, post, poster: peer.uid, checking: true, finished: finished) {
             case .unknownApp: throw .unknownTarget(target: target)
             case .notAllowed: throw .notAllowedToPost(target: target)
             case .groupsDecide(let recipient):
                 guard recipient.allows(peer) else { throw .notAllowedToPost(target: target) }
-                self.enqueuePost(appName, post, finished: finished)
+                self.enqueuePost(appName, post, poster: peer.uid, finished: finished)
             case .enqueued: break
             }
             return
@@ -79,7 +79,7 @@ extension AppManager {
         guard !allowed.isEmpty else { throw .notAllowedToPost(target: target) }
         let tally = PostTally(recipients: allowed.map(\.app), target: target, answer: answer)
         for recipient in allowed {
-            self.enqueuePost(recipient.app, post) { sent, failure in tally.finished(recipient.app, sent: sent, failure) }
+            self.enqueuePost(recipient.app, post, poster: peer.uid) { sent, failure in tally.finished(recipient.app, sent: sent, failure) }
         }
     }
 
@@ -169,6 +169,8 @@ extension AppManager {
     /// How the inbox answers one post: the poster's callback, told whether the app was sent it and what failed.
     struct PostTicket: Sendable {
         let finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
+        /// What monitors are told of the post; made only while a monitor watches traffic.
+        var seen: PostSeen?
 
         /// Tells the poster what its post came to; `failure` is the store's error when the write failed.
         func answer(_ answer: AppInbox.Answer, failure: StoreError) {
@@ -184,25 +186,29 @@ extension AppManager {
     typealias AppInbox = Inbox<EventPayload, Double, PostTicket>
     typealias InboxAction = AppInbox.Action
 
-    /// One app's part of a post, under the lock: checked (with `posterUID`, who posts is checked first, in the same
-    /// look at the app's record: one lookup and one lock for a post to one app) and handed to its inbox. `finished`
-    /// is called once the inbox answers, unless the post was not taken. A post of a kind that wakes the app into
-    /// the background launches a stopped app.
+    /// One app's part of a post, under the lock: checked (with `checking`, whether `posterUID` may post is checked
+    /// first, in the same look at the app's record: one lookup and one lock for a post to one app) and handed to its
+    /// inbox. `finished` is called once the inbox answers, unless the post was not taken. A post of a kind that
+    /// wakes the app into the background launches a stopped app.
     @discardableResult
     private func enqueuePost(
         _ appName: AppName,
         _ post: Post,
-        checking posterUID: UInt32? = nil,
+        poster posterUID: UInt32,
+        checking: Bool = false,
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
         var answered: AppInbox.Answer?
-        let ticket = PostTicket(finished: finished)
+        var ticket = PostTicket(finished: finished)
+        var sentAtOnce: [AppInbox.Sent] = []
         var launches = false
         var flushes = false
         let outcome = self.state.withLock { state -> Enqueued in
             let ledger = state.ledger
+            // The one check a post makes for monitors: while none watches traffic, it makes nothing for them.
+            let watched = state.trafficMonitors > 0
             let outcome = state.update(appName) { record -> Enqueued in
-                if let posterUID {
+                if checking {
                     let recipient = Recipient(record, appName, uid: posterUID)
                     switch recipient.permission {
                     case .allowed: break
@@ -212,12 +218,14 @@ extension AppManager {
                 }
                 // The kind's declaration, looked up once for its policy, its volatility and the mode it wakes into.
                 let declared = record.declarations.kinds[post.kind]
+                let posted = wallClock()
+                if watched { ticket.seen = PostSeen(target: post.target, kind: post.kind, uid: posterUID, time: posted) }
                 let accepted = AppInbox.Post(
                     kind: post.kind,
                     payload: post.payload,
                     policy: post.policy ?? declared?.policy ?? .latest,
                     durable: !(declared?.volatile ?? false),
-                    posted: wallClock(),
+                    posted: posted,
                     ticket: ticket
                 )
                 switch Self.numbering(&record, ledger, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
@@ -227,14 +235,20 @@ extension AppManager {
                         flushes = true
                     }
                 case .answered(let answer, let burst):
-                    if !burst.isEmpty { Self.send(burst, to: record.attachment?.responder, state: record.lifecycle.state) }
+                    if !burst.isEmpty {
+                        Self.send(burst, to: record.attachment?.responder, state: record.lifecycle.state)
+                        if watched { sentAtOnce = burst }
+                    }
                     answered = answer
                 }
                 launches = declared?.backgroundMode != nil && record.lifecycle.state == .notRunning
                 return .enqueued
             } ?? .unknownApp
             if flushes { state.unflushed.append(appName) }
-            if let answered { state.count(answered) }
+            if let answered {
+                state.count(answered)
+                if watched { self.count([.answer([(ticket, answered)]), .send(sentAtOnce)], of: appName, watched: &state) }
+            }
             return outcome
         }
         guard case .enqueued = outcome else { return outcome }
@@ -255,9 +269,10 @@ extension AppManager {
     }
 
     /// Feeds one input to an app's inbox, numbering what it sends from the app's one counter. Two of its actions
-    /// are carried out now, under the lock, and taken out of the list: the events it sends go out on the app's
-    /// stream (in the order numbered), and its write is handed to the store (whose handle the record keeps, so that
-    /// posts that come before the store begins it can join it).
+    /// are carried out now, under the lock: the events it sends go out on the app's stream (in the order numbered;
+    /// left in the list, for ``count(_:of:in:)`` to tell monitors), and its write is handed to the store (whose
+    /// handle the record keeps, so that posts that come before the store begins it can join it; taken out of the
+    /// list).
     /// - Parameter together: the write waits for ``Store/hurry()`` to go with the others of the event loop's pass.
     func inboxInput(
         _ record: inout Record,
@@ -295,14 +310,9 @@ extension AppManager {
         return body(&record.inbox, reception, &next)
     }
 
-    /// Sends the events among `actions` on the app's stream, in order, and removes them from the list.
+    /// Sends the events among `actions` on the app's stream, in order.
     private static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
-        guard actions.contains(where: { if case .send = $0 { true } else { false } }) else { return }
-        actions.removeAll { action in
-            guard case .send(let burst) = action else { return false }
-            Self.send(burst, to: stream, state: state)
-            return true
-        }
+        for case .send(let burst) in actions { Self.send(burst, to: stream, state: state) }
     }
 
     /// Sends one burst of events. One write for them all: a wake's events reach the app as one burst (its library
@@ -311,10 +321,27 @@ extension AppManager {
         stream?.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
     }
 
-    /// Counts the posts the actions answer: sent at once, or held.
-    func count(_ actions: [InboxAction], in state: inout State) {
+    /// Counts the posts the actions answer, sent at once or held, and tells the monitors that watch traffic of
+    /// those posts and of the events that went out (the actions' sends, already on the app's stream).
+    func count(_ actions: [InboxAction], of app: AppName, in state: inout State) {
         for case .answer(let answers) in actions {
             for (_, answer) in answers { state.count(answer) }
+        }
+        if state.trafficMonitors > 0 { self.count(actions, of: app, watched: &state) }
+    }
+
+    /// What ``count(_:of:in:)`` tells monitors: each answer's posts, and each burst's deliveries after them.
+    private func count(_ actions: [InboxAction], of app: AppName, watched state: inout State) {
+        for (index, action) in actions.enumerated() {
+            switch action {
+            case .answer(let answers):
+                let bursts = actions[(index + 1)...].compactMap { action -> [AppInbox.Sent]? in
+                    if case .send(let burst) = action { burst } else { nil }
+                }
+                self.tellPosts(answers, to: app, sentIn: bursts, in: &state)
+            case .send(let burst): self.tellDeliveries(burst, of: app, in: &state)
+            case .write, .forget, .retryLater: break
+            }
         }
     }
 
@@ -390,7 +417,7 @@ extension AppManager {
                     }
                 }
                 guard let actions = flushed, !actions.isEmpty else { continue }
-                self.count(actions, in: &state)
+                self.count(actions, of: appName, in: &state)
                 decided.append((appName, actions))
             }
         }
@@ -425,7 +452,7 @@ extension AppManager {
                 }
                 return actions
             } ?? []
-            self.count(actions, in: &state)
+            self.count(actions, of: appName, in: &state)
             let failing = failure != nil
             defer { state.storeFailing = failing }
             guard failing != state.storeFailing else { return (actions, nil) }
@@ -467,7 +494,7 @@ extension AppManager {
                 state.update(appName) { record in
                     self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.retry(reception, next: &next) }
                 } ?? []
-            self.count(actions, in: &state)
+            self.count(actions, of: appName, in: &state)
             return actions
         }
         self.carryOut(actions, of: appName, failure: nil)

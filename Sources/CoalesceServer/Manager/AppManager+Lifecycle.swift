@@ -33,7 +33,7 @@ extension AppManager {
             defer {
                 decided = state.inboxActions
                 state.inboxActions.removeAll()
-                for (_, actions) in decided { self.count(actions, in: &state) }
+                for (appName, actions) in decided { self.count(actions, of: appName, in: &state) }
                 kills = state.kills
                 state.kills.removeAll()
             }

@@ -12,14 +12,82 @@ import Varlink
 import Glibc
 #endif
 
-/// Monitors and parked streams: who watches transitions, and how a streaming call waits for its end.
+/// What a Monitor asked to see: which records, of which apps and kinds.
+struct MonitorFilter: Sendable, Hashable {
+    /// The records a monitor may watch, as Monitor's `watch` names them.
+    struct Records: OptionSet, Sendable, Hashable {
+        let rawValue: Int
+        static let transitions = Records(rawValue: 1)
+        static let posts = Records(rawValue: 2)
+        static let deliveries = Records(rawValue: 4)
+        static let acknowledgements = Records(rawValue: 8)
+        static let attachments = Records(rawValue: 16)
+        /// Everything besides transitions.
+        static let traffic: Records = [.posts, .deliveries, .acknowledgements, .attachments]
+
+        /// The names `watch` takes, with what each stands for.
+        static let names: [(String, Records)] = [
+            ("transitions", .transitions), ("posts", .posts), ("deliveries", .deliveries),
+            ("acknowledgements", .acknowledgements), ("attachments", .attachments), ("traffic", .traffic),
+        ]
+    }
+
+    var records: Records = .transitions
+    /// Only these apps' records; `nil`: every app's.
+    var apps: Set<AppName>?
+    /// Only posts and deliveries of these kinds; `nil`: every record.
+    var kinds: Set<EventKind>?
+
+    var watchesTraffic: Bool { !self.records.isDisjoint(with: .traffic) }
+
+    /// Whether a record of `record`'s sort, about `app` (and of `kind`, for a post or a delivery), is sent.
+    func shows(_ record: Records, app: AppName, kind: EventKind?) -> Bool {
+        guard self.records.contains(record) else { return false }
+        if let apps = self.apps, !apps.contains(app) { return false }
+        if let kinds = self.kinds {
+            guard let kind, kinds.contains(kind) else { return false }
+        }
+        return true
+    }
+}
+
+/// What a monitor is told of one post to one app, kept with the post's ticket while a monitor watches posts.
+final class PostSeen: Sendable {
+    let target: String
+    let kind: EventKind
+    let uid: UInt32
+    /// Seconds since the Unix epoch.
+    let time: Double
+
+    init(target: String, kind: EventKind, uid: UInt32, time: Double) {
+        self.target = target
+        self.kind = kind
+        self.uid = uid
+        self.time = time
+    }
+}
+
+/// Monitors and parked streams: who watches what happens to apps, and how a streaming call waits for its end.
+///
+/// Each record is told where the thing it reports is decided: a transition where the lifecycle's effects are carried
+/// out (`+Lifecycle`), a post where its answer is counted (``count(_:of:in:)``, sent or held as the inbox decided),
+/// a delivery where the inbox's events are counted going out on the app's stream, an acknowledgement where it is
+/// taken (`+AppSide`), an attach where the stream becomes the app's, and a detach where it stops being
+/// (``detached(_:_:in:)``). All under the manager's lock, so that monitors see them in the order they happened.
 extension AppManager {
+    /// A Monitor call: its stream, and what it asked to see.
+    struct Monitor {
+        var responder: VarlinkResponder
+        var filter: MonitorFilter
+    }
+
     /// Serves a Monitor until its client hangs up or stops reading.
-    func monitor(responder: VarlinkResponder) async throws(SystemError) {
+    func monitor(_ filter: MonitorFilter, responder: VarlinkResponder) async throws(SystemError) {
         let id = self.state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            state.monitors[id] = responder
+            state.monitors[id] = Monitor(responder: responder, filter: filter)
+            if filter.watchesTraffic { state.trafficMonitors += 1 }
             state.parks[id] = Park()
             responder.send([:])
             return id
@@ -30,6 +98,33 @@ extension AppManager {
         }
     }
 
+    /// Sends one record to each monitor that asks for it, making its reply once; a monitor whose unread replies
+    /// passed the bound is ended instead.
+    func tellMonitors(
+        _ record: MonitorFilter.Records,
+        app: AppName,
+        kind: EventKind? = nil,
+        in state: inout State,
+        _ reply: () -> JSONObject
+    ) {
+        guard !state.monitors.isEmpty else { return }
+        var made: JSONObject?
+        for (id, monitor) in state.monitors where monitor.filter.shows(record, app: app, kind: kind) {
+            if monitor.responder.backlog > Self.monitorBacklogBound {
+                self.removeMonitor(id, in: &state)
+                self.endPark(id, .overrun, in: &state)
+            } else {
+                if made == nil { made = reply() }
+                monitor.responder.send(made!)
+            }
+        }
+    }
+
+    private func removeMonitor(_ id: Int, in state: inout State) {
+        guard let monitor = state.monitors.removeValue(forKey: id) else { return }
+        if monitor.filter.watchesTraffic { state.trafficMonitors -= 1 }
+    }
+
     func tellMonitors(
         app: AppName,
         from: AppState,
@@ -38,26 +133,76 @@ extension AppManager {
         time: Double,
         state: inout State
     ) {
-        guard !state.monitors.isEmpty else { return }
-        let reply: JSONObject = [
-            "transition": [
-                "app": .string(app.value), "from": .string(from.rawValue), "to": .string(to.rawValue),
-                "reason": .string(reason.rawValue), "time": .double(time),
+        self.tellMonitors(.transitions, app: app, in: &state) {
+            [
+                "transition": [
+                    "app": .string(app.value), "from": .string(from.rawValue), "to": .string(to.rawValue),
+                    "reason": .string(reason.rawValue), "time": .double(time),
+                ]
             ]
-        ]
-        for (id, monitor) in state.monitors {
-            if monitor.backlog > Self.monitorBacklogBound {
-                state.monitors[id] = nil
-                self.endPark(id, .overrun, in: &state)
-            } else {
-                monitor.send(reply)
+        }
+    }
+
+    /// Posts the inbox answered for `app`, sent or held; a sent one with the number it went out with when it went
+    /// out in `bursts` (the same input's: a post sent at once goes out once its write is on disk, as the only
+    /// event of its post and kind posted at its time).
+    func tellPosts(_ answers: [(ticket: PostTicket, answer: AppInbox.Answer)], to app: AppName, sentIn bursts: [[AppInbox.Sent]], in state: inout State) {
+        var events = bursts.joined().makeIterator()
+        for (ticket, answer) in answers {
+            guard let seen = ticket.seen else { continue }
+            let delivered: Bool
+            switch answer {
+            case .sent: delivered = true
+            case .held: delivered = false
+            case .refused, .storeFailed: continue
             }
+            var seq: UInt64?
+            if delivered {
+                // Events go out in the order their posts were decided: search on from the last one found.
+                while let sent = events.next() {
+                    if sent.event.count == 1, sent.event.kind == seen.kind, sent.event.firstPosted == seen.time {
+                        seq = sent.seq
+                        break
+                    }
+                }
+            }
+            self.tellMonitors(.posts, app: app, kind: seen.kind, in: &state) {
+                var post: JSONObject = [
+                    "target": .string(seen.target), "app": .string(app.value), "kind": .string(seen.kind.value),
+                    "delivered": .bool(delivered), "uid": .int(Int64(seen.uid)), "time": .double(seen.time),
+                ]
+                if let seq { post["seq"] = .int(Int64(bitPattern: seq)) }
+                return ["post": .object(post)]
+            }
+        }
+    }
+
+    /// Events that went out on `app`'s stream.
+    func tellDeliveries(_ burst: [AppInbox.Sent], of app: AppName, in state: inout State) {
+        let time = wallClock()
+        for sent in burst {
+            self.tellMonitors(.deliveries, app: app, kind: sent.event.kind, in: &state) {
+                [
+                    "delivery": [
+                        "app": .string(app.value), "kind": .string(sent.event.kind.value),
+                        "seq": .int(Int64(bitPattern: sent.seq)), "count": .int(Int64(sent.event.count)),
+                        "time": .double(time),
+                    ]
+                ]
+            }
+        }
+    }
+
+    /// A process's stream stopped being the app's: it closed, the daemon ended it, or another attach replaced it.
+    func detached(_ app: AppName, _ attachment: Attachment, in state: inout State) {
+        self.tellMonitors(.attachments, app: app, in: &state) {
+            ["detach": ["app": .string(app.value), "pid": .int(Int64(attachment.pid)), "time": .double(wallClock())]]
         }
     }
 
     /// Ends an app's stream with its last reply: the app is not running any more.
     func endStream(_ attachment: Attachment, in state: inout State) {
-        state.attached[attachment.id] = nil
+        if let app = state.attached.removeValue(forKey: attachment.id) { self.detached(app, attachment, in: &state) }
         attachment.responder.finish(["state": "notRunning"])
         self.endPark(attachment.id, .finished, in: &state)
     }
@@ -87,9 +232,12 @@ extension AppManager {
     /// is stopping and closed the stream itself: then the app keeps its state (as recorded) for the next start.
     func streamClosed(_ id: Int) {
         self.locked { state, log in
-            state.monitors[id] = nil
-            if let appName = state.attached.removeValue(forKey: id), state.records[appName]?.attachment?.id == id {
+            self.removeMonitor(id, in: &state)
+            if let appName = state.attached.removeValue(forKey: id), let attachment = state.records[appName]?.attachment,
+                attachment.id == id
+            {
                 state.records[appName]!.attachment = nil
+                self.detached(appName, attachment, in: &state)
                 if !state.stopping {
                     let now = self.now()
                     self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now) }

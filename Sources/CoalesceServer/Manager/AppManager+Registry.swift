@@ -136,6 +136,15 @@ extension AppManager {
         guard let record = self.state.withLock({ $0.records[appName] }) else { throw .noSuchApp(app: name) }
         return Self.snapshot(record)
     }
+
+    /// One app, with what it declared of its events: kinds, posters, topics.
+    /// - Throws: ``SystemError/noSuchApp(app:)``.
+    func declared(_ name: String) throws(SystemError) -> (Snapshot, EventDeclarations) {
+        let appName = try Self.systemAppName(name)
+        guard let found = self.state.withLock({ state in state.records[appName].map { (Self.snapshot($0), $0.declarations) } })
+        else { throw .noSuchApp(app: name) }
+        return found
+    }
 }
 
 /// What a registration does to the app's launch unit.

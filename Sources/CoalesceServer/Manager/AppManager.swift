@@ -124,7 +124,10 @@ final class AppManager: Sendable {
 
     struct State {
         var records: [AppName: Record] = [:]
-        var monitors: [Int: VarlinkResponder] = [:]
+        var monitors: [Int: Monitor] = [:]
+        /// Monitors watching posts, deliveries, acknowledgements or attachments: where none does, a post's one
+        /// check (``AppManager/PostTicket/seen``).
+        var trafficMonitors = 0
         var parks: [Int: Park] = [:]
         var nextID = 1
         var transitions = 0
