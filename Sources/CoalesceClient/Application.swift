@@ -157,7 +157,7 @@ public final class Application: Sendable {
     /// The socket coalesced serves: `$COALESCED_SOCKET` when set, the system instance's otherwise.
     public static var defaultSocketPath: String {
         if let path = getenv("COALESCED_SOCKET") { return String(cString: path) }
-        return InstancePaths(instance: .system).socket
+        return InstancePaths.systemSocket
     }
 
     public init(_ declaration: AppDeclaration, socketPath: String = Application.defaultSocketPath) {

@@ -8,10 +8,10 @@ struct Apps: ParsableCommand {
         abstract: "List the registered apps (io.coalesced.System.ListApps)."
     )
 
-    @ParentCommand var root: Coalescectl
-    var global: GlobalOptions { self.root.global }
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
     func run() throws {
+        self.global.paged()
         guard let reply = self.global.call("io.coalesced.System.ListApps") else { return }
         let apps = reply["apps"]?.arrayValue ?? []
         var rows: [[String]] = []
@@ -35,10 +35,9 @@ struct Apps: ParsableCommand {
 struct App: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show one app (io.coalesced.System.GetApp).")
 
-    @ParentCommand var root: Coalescectl
-    var global: GlobalOptions { self.root.global }
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name, such as org.example.mail.")
+    @Argument(help: "The app's name, such as org.example.mail.", completion: AppNameCompletion.kind)
     var name: String
 
     func run() throws {

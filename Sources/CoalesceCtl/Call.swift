@@ -7,8 +7,7 @@ struct Call: ParsableCommand {
         discussion: "Example: coalescectl call org.varlink.service.GetInterfaceDescription '{\"interface\":\"io.coalesced.System\"}'"
     )
 
-    @ParentCommand var root: Coalescectl
-    var global: GlobalOptions { self.root.global }
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
     @Argument(help: "The fully qualified method, such as io.coalesced.System.Stats.")
     var method: String
@@ -48,6 +47,7 @@ struct Call: ParsableCommand {
     }
 
     private func show(_ reply: JSONObject) {
-        CtlOutput.print(self.global.json ? JSONValue.object(reply).jsonText : JSONValue.object(reply).prettyText())
+        // For people, varlinkctl's way: indented JSON.
+        CtlOutput.print(self.global.format == .json ? JSONValue.object(reply).jsonText : JSONValue.object(reply).prettyText())
     }
 }

@@ -22,12 +22,27 @@ struct Coalescectl: ParsableCommand {
         ]
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 }
 
-/// Options every subcommand takes.
+/// How replies are printed, as journalctl's and busctl's `-o` choose.
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    /// For people: tables and label-value rows.
+    case table
+    /// The reply as JSON, one line each.
+    case json
+    /// The reply as indented JSON.
+    case jsonPretty = "json-pretty"
+}
+
+/// Options every subcommand takes, anywhere on the command line. Each subcommand declares them as an
+/// `@OptionGroup` too, so that its `--help` lists them; the argument parser hands it the values the root parsed.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .customLong("socket"), help: ArgumentHelp("Talk to the daemon on this socket.", valueName: "path"))
+    @Option(
+        name: .customLong("socket"),
+        help: ArgumentHelp("Talk to the daemon on this socket.", valueName: "path"),
+        completion: .file()
+    )
     var socket: String?
 
     @Flag(name: .customLong("user"), help: "Talk to the user instance ($XDG_RUNTIME_DIR/coalesced/io.coalesced).")
@@ -36,53 +51,102 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .customLong("system"), help: "Talk to the system instance (/run/coalesced/io.coalesced).")
     var system = false
 
-    @Flag(name: .customLong("json"), help: "Print replies as JSON, one line each.")
-    var json = false
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: ArgumentHelp(
+            "Print replies as a table for people, as JSON one line each, or as indented JSON (default: table).",
+            valueName: "format"
+        )
+    )
+    var output: OutputFormat?
+
+    @Flag(name: .customLong("json"), help: "The same as -o json.")
+    var jsonFlag = false
 
     @Flag(name: .customLong("no-legend"), help: "Print tables without their header and the summary line after them.")
     var noLegend = false
 
+    @Flag(name: .customLong("no-pager"), help: "Do not pipe output into a pager.")
+    var noPager = false
+
     func validate() throws {
         if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
+        if self.jsonFlag, let output = self.output, output != .json {
+            throw ValidationError("--json is -o json, which excludes -o \(output.rawValue)")
+        }
+        if self.socket == nil {
+            // The same decision, and the same words, as coalesced's.
+            do { _ = try self.instancePaths.socket } catch { throw ValidationError("\(error)") }
+        }
     }
+
+    var format: OutputFormat { self.output ?? (self.jsonFlag ? .json : .table) }
+
+    /// Whether replies are printed as JSON, of either kind.
+    var json: Bool { self.format != .table }
+
+    var instance: DaemonInstance { DaemonInstance(system: self.system, user: self.user) }
+
+    private var instancePaths: InstancePaths { InstancePaths(instance: self.instance) }
 
     var socketPath: String {
-        if let socket { return socket }
-        return InstancePaths(instance: DaemonInstance(system: self.system, user: self.user)).socket
+        // Validated above: only a user instance without XDG_RUNTIME_DIR has no socket, and it is refused.
+        self.socket ?? (try? self.instancePaths.socket) ?? InstancePaths.systemSocket
     }
 
-    /// Calls one method and returns its reply, or exits with the failure's message and status. With `--json` the
-    /// reply is printed here and `nil` returned: the caller has nothing left to show.
+    /// A reply as `-o` says: one line, or indented.
+    func jsonText(_ value: JSONValue) -> String {
+        self.format == .jsonPretty ? value.prettyText() : value.jsonText
+    }
+
+    /// Lets the command's output go through the pager, as systemctl does for what can be long.
+    func paged() {
+        if !self.noPager { Pager.arm() }
+    }
+
+    /// Calls one method and returns its reply, or exits with the failure's message and status. With `-o json` or
+    /// `-o json-pretty` the reply is printed here and `nil` returned: the caller has nothing left to show.
     func call(_ method: String, _ parameters: JSONObject = [:]) -> JSONObject? {
         let client = self.connect()
         client.setReceiveTimeout(.seconds(30))
         let reply = CtlOutput.perform { try client.call(method, parameters) }
         if self.json {
-            CtlOutput.print(JSONValue.object(reply).jsonText)
+            CtlOutput.print(self.jsonText(.object(reply)))
             return nil
         }
         return reply
     }
 
     /// Calls one method for what the command says along the way: its reply, or `nil` on any failure (the command's
-    /// own call reports that). Never printed, whatever `--json` says.
+    /// own call reports that). Never printed, whatever `-o` says.
     func quietCall(_ method: String, _ parameters: JSONObject = [:]) -> JSONObject? {
         guard let client = try? VarlinkClient(path: self.socketPath) else { return nil }
         client.setReceiveTimeout(.seconds(30))
         return try? client.call(method, parameters)
     }
 
-    /// Connects, or exits with a line that says what to check.
+    /// Connects, or exits with a line that says what to check for the socket in use.
     func connect() -> VarlinkClient {
         do {
             return try VarlinkClient(path: self.socketPath)
         } catch {
-            let check = self.socketPath.hasPrefix("/run/coalesced/")
-                ? "systemctl status coalesced.socket" : "systemctl --user status coalesced.socket"
-            CtlOutput.fail(
-                "\(error); is coalesced running? Check '\(check)', or pass --socket PATH.",
-                status: CtlExit.unavailable
-            )
+            CtlOutput.fail("\(error); \(self.unreachableHint)", status: CtlExit.unavailable)
+        }
+    }
+
+    /// What to check when nothing answers: the units of the instance whose socket this is, or, for a socket named
+    /// with --socket, that no daemon serves that path.
+    var unreachableHint: String {
+        if let socket {
+            return "is coalesced running with --socket \(socket)? No daemon serves that path."
+        }
+        switch self.instance {
+        case .system:
+            return "is coalesced running? Check 'systemctl status coalesced.socket coalesced.service', "
+                + "or pass --user or --socket PATH."
+        case .user:
+            return "is coalesced running? Check 'systemctl --user status coalesced.socket coalesced.service', "
+                + "or pass --system or --socket PATH."
         }
     }
 }
@@ -95,8 +159,19 @@ enum CtlExit {
 
 enum CtlOutput {
     static func print(_ text: String) {
+        Pager.startIfArmed()
         let line = text + "\n"
-        _ = line.withCString { write(1, $0, strlen($0)) }
+        line.withCString { start in
+            var rest = strlen(start)
+            var cursor = start
+            while rest > 0 {
+                let written = write(1, cursor, rest)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                rest -= written
+                cursor += written
+            }
+        }
     }
 
     /// A line for the person at the terminal, on stderr, so that stdout stays the data.
@@ -177,5 +252,71 @@ enum CtlOutput {
         return rows.map { label, value in
             String(repeating: " ", count: width - label.count) + label + ": " + value
         }.joined(separator: "\n")
+    }
+}
+
+/// The pager, as systemctl runs one: for output that can be long, only when stdout is a terminal, unless
+/// `--no-pager`. `$COALESCECTL_PAGER`, else `$PAGER`, run through `sh -c`; empty or `cat` means none. Without
+/// either, `less`, else `more`. `less` gets `LESS=FRSXMK` (quit when it fits on one screen, keep colours, chop long
+/// lines, quit on Ctrl-C), or `$COALESCECTL_LESS` when set, as systemd uses `$SYSTEMD_LESS`.
+enum Pager {
+    // Touched only from the main thread: the command's run and the exit handler.
+    nonisolated(unsafe) private static var armed = false
+    nonisolated(unsafe) private static var child: pid_t = 0
+
+    static func arm() { Self.armed = true }
+
+    /// Starts the pager before the first line is written, so that a command that fails prints its error on the
+    /// terminal rather than in a pager.
+    static func startIfArmed() {
+        guard Self.armed else { return }
+        Self.armed = false
+        guard isatty(1) == 1 else { return }
+        let chosen = (getenv("COALESCECTL_PAGER") ?? getenv("PAGER")).map { String(cString: $0) }
+        let candidates: [[String]]
+        switch chosen?.trimmingSpaces {
+        case ""?, "cat"?: return
+        case let command?: candidates = [["/bin/sh", "-c", command]]
+        case nil: candidates = [["less"], ["more"]]
+        }
+        setenv("LESS", getenv("COALESCECTL_LESS").map { String(cString: $0) } ?? "FRSXMK", 1)
+        setenv("LESSCHARSET", "utf-8", 0)
+
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        for argv in candidates {
+            let arguments = argv.map { strdup($0) } + [nil]
+            defer { arguments.forEach { free($0) } }
+            var pid: pid_t = 0
+            guard posix_spawnp(&pid, argv[0], &actions, nil, arguments, environ) == 0 else { continue }
+            Self.child = pid
+            dup2(fds[1], 1)
+            close(fds[0])
+            close(fds[1])
+            atexit { Pager.finish() }
+            return
+        }
+        // No pager could be started: the output goes to the terminal as it is.
+        close(fds[0])
+        close(fds[1])
+    }
+
+    /// Ends the output and waits for the person to leave the pager.
+    private static func finish() {
+        close(1)
+        var status: Int32 = 0
+        while waitpid(Self.child, &status, 0) < 0 && errno == EINTR {}
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        String(self.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
 }

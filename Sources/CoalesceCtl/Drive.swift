@@ -15,9 +15,9 @@ struct Launch: ParsableCommand {
         discussion: "An app with a launch unit is started through systemd; otherwise its process must attach on its own."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name.")
+    @Argument(help: "The app's name.", completion: AppNameCompletion.kind)
     var name: String
 
     @Flag(help: "Launch into the background instead of the foreground.")
@@ -25,9 +25,9 @@ struct Launch: ParsableCommand {
 
     func run() throws {
         // Without a launch unit nothing is started: say what the command now waits for, and how long.
-        if let app = self.root.global.quietCall("io.coalesced.System.GetApp", ["app": .string(self.name)])?["app"],
+        if let app = self.global.quietCall("io.coalesced.System.GetApp", ["app": .string(self.name)])?["app"],
             app["launchUnit"] == nil,
-            let limits = self.root.global.quietCall("io.coalesced.System.Stats")?["stats"]?["limits"]
+            let limits = self.global.quietCall("io.coalesced.System.Stats")?["stats"]?["limits"]
         {
             if let timeout = limits["launchTimeoutSec"]?.doubleValue {
                 CtlOutput.note(
@@ -40,7 +40,7 @@ struct Launch: ParsableCommand {
             }
         }
         report(
-            self.root.global.call(
+            self.global.call(
                 "io.coalesced.System.Launch",
                 ["app": .string(self.name), "destination": self.background ? "background" : "foreground"]
             )
@@ -53,13 +53,13 @@ struct Activate: ParsableCommand {
         abstract: "Bring a running app to the foreground (io.coalesced.System.Activate)."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name.")
+    @Argument(help: "The app's name.", completion: AppNameCompletion.kind)
     var name: String
 
     func run() throws {
-        report(self.root.global.call("io.coalesced.System.Activate", ["app": .string(self.name)]))
+        report(self.global.call("io.coalesced.System.Activate", ["app": .string(self.name)]))
     }
 }
 
@@ -68,13 +68,13 @@ struct Deactivate: ParsableCommand {
         abstract: "Send an app to the background, like the home button (io.coalesced.System.Deactivate)."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name (default: the foreground app).")
+    @Argument(help: "The app's name (default: the foreground app).", completion: AppNameCompletion.kind)
     var name: String?
 
     func run() throws {
-        report(self.root.global.call("io.coalesced.System.Deactivate", ["app": self.name.map { .string($0) } ?? .null]))
+        report(self.global.call("io.coalesced.System.Deactivate", ["app": self.name.map { .string($0) } ?? .null]))
     }
 }
 
@@ -88,17 +88,17 @@ struct Interrupt: ParsableCommand {
         case end
     }
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
     @Argument(help: "begin or end.")
     var phase: Phase
 
-    @Argument(help: "The app's name (default: the foreground app).")
+    @Argument(help: "The app's name (default: the foreground app).", completion: AppNameCompletion.kind)
     var name: String?
 
     func run() throws {
         report(
-            self.root.global.call(
+            self.global.call(
                 "io.coalesced.System.Interrupt",
                 ["phase": .string(self.phase.rawValue), "app": self.name.map { .string($0) } ?? .null]
             )
@@ -111,13 +111,13 @@ struct Terminate: ParsableCommand {
         abstract: "End an app: willTerminate, then SIGTERM, then SIGKILL (io.coalesced.System.Terminate)."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name.")
+    @Argument(help: "The app's name.", completion: AppNameCompletion.kind)
     var name: String
 
     func run() throws {
-        report(self.root.global.call("io.coalesced.System.Terminate", ["app": .string(self.name)]))
+        report(self.global.call("io.coalesced.System.Terminate", ["app": .string(self.name)]))
     }
 }
 
@@ -126,9 +126,9 @@ struct Purge: ParsableCommand {
         abstract: "Kill suspended apps without a callback, as under memory pressure (io.coalesced.System.Purge)."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name (default: the suspended apps with the most memory).")
+    @Argument(help: "The app's name (default: the suspended apps with the most memory).", completion: AppNameCompletion.kind)
     var name: String?
 
     // Unconditional: `--count -1` is a count to refuse with a reason, not a missing value followed by an option.
@@ -140,7 +140,7 @@ struct Purge: ParsableCommand {
     }
 
     func run() throws {
-        let reply = self.root.global.call(
+        let reply = self.global.call(
             "io.coalesced.System.Purge",
             ["app": self.name.map { .string($0) } ?? .null, "count": .int(Int64(self.count))]
         )
@@ -161,7 +161,7 @@ struct Monitor: ParsableCommand {
             """
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
     @Option(name: .customLong("app"), help: ArgumentHelp("Only this app's records; repeat for more apps.", valueName: "name"))
     var apps: [String] = []
@@ -192,7 +192,7 @@ struct Monitor: ParsableCommand {
     }
 
     func run() throws {
-        let global = self.root.global
+        let global = self.global
         let client = global.connect()
         var parameters: JSONObject = [:]
         let watched = self.watched

@@ -9,9 +9,9 @@ struct Post: ParsableCommand {
         discussion: "Prints 'delivered' when the app received it at once, 'held' when it waits, coalesced, for the app to wake."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app to post to, or topic:NAME for every app subscribed to NAME.")
+    @Argument(help: "The app to post to, or topic:NAME for every app subscribed to NAME.", completion: AppNameCompletion.kind)
     var target: String
 
     @Argument(help: "The event's kind, such as mail.received.")
@@ -36,7 +36,7 @@ struct Post: ParsableCommand {
             do { policy = try CoalescingPolicy(parsing: text) } catch { throw ValidationError("--policy: \(error)") }
             parameters["policy"] = policy.wire
         }
-        guard let reply = self.root.global.call("io.coalesced.App.Post", parameters) else { return }
+        guard let reply = self.global.call("io.coalesced.App.Post", parameters) else { return }
         let outcome = reply["delivered"]?.boolValue == true ? "delivered" : "held"
         let recipients = reply["recipients"]?.intValue ?? 1
         CtlOutput.print(recipients == 1 ? outcome : "\(outcome) (\(recipients) apps)")
@@ -48,13 +48,14 @@ struct Queue: ParsableCommand {
         abstract: "Show what an app holds while it receives nothing (io.coalesced.System.GetQueue)."
     )
 
-    @ParentCommand var root: Coalescectl
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
-    @Argument(help: "The app's name.")
+    @Argument(help: "The app's name.", completion: AppNameCompletion.kind)
     var name: String
 
     func run() throws {
-        guard let reply = self.root.global.call("io.coalesced.System.GetQueue", ["app": .string(self.name)]) else { return }
+        self.global.paged()
+        guard let reply = self.global.call("io.coalesced.System.GetQueue", ["app": .string(self.name)]) else { return }
         var rows: [[String]] = []
         for held in reply["held"]?.arrayValue ?? [] {
             let policy = held["policy"] ?? .null
@@ -71,7 +72,7 @@ struct Queue: ParsableCommand {
         CtlOutput.table(
             header: ["KIND", "POLICY", "COUNT", "FIRST", "LAST"], rows,
             summary: "\(kinds) \(kinds == 1 ? "kind" : "kinds") held; \(unacknowledged) sent and not acknowledged.",
-            legend: !self.root.global.noLegend
+            legend: !self.global.noLegend
         )
     }
 }

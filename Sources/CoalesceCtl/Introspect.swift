@@ -6,13 +6,13 @@ struct Introspect: ParsableCommand {
         abstract: "List the daemon's interfaces, or print one interface's definition."
     )
 
-    @ParentCommand var root: Coalescectl
-    var global: GlobalOptions { self.root.global }
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
     @Argument(help: "An interface name, such as io.coalesced.System.")
     var interface: String?
 
     func run() throws {
+        self.global.paged()
         if let interface = self.interface {
             let parameters: JSONObject = ["interface": .string(interface)]
             guard let reply = self.global.call("org.varlink.service.GetInterfaceDescription", parameters) else {

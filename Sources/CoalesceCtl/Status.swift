@@ -4,10 +4,10 @@ import Varlink
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what the daemon is doing (io.coalesced.System.Stats).")
 
-    @ParentCommand var root: Coalescectl
-    var global: GlobalOptions { self.root.global }
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
 
     func run() throws {
+        self.global.paged()
         guard let reply = self.global.call("io.coalesced.System.Stats") else { return }
         let stats = reply["stats"] ?? .null
         func int(_ key: String) -> String { stats[key]?.intValue.map { String($0) } ?? "?" }

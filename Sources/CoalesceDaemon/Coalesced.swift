@@ -49,8 +49,9 @@ struct Coalesced: AsyncParsableCommand {
 
     func validate() throws {
         if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
-        if self.instance == .user, self.socket == nil, getenv("XDG_RUNTIME_DIR") == nil {
-            throw ValidationError("XDG_RUNTIME_DIR is not set; pass --socket PATH for a user instance")
+        if self.socket == nil {
+            // The same decision, and the same words, as coalescectl's.
+            do { _ = try InstancePaths(instance: self.instance).socket } catch { throw ValidationError("\(error)") }
         }
     }
 
@@ -60,7 +61,7 @@ struct Coalesced: AsyncParsableCommand {
         let paths = InstancePaths(instance: self.instance)
         let options = DaemonOptions(
             instance: self.instance,
-            socketPath: self.socket ?? paths.socket,
+            socketPath: try self.socket ?? paths.socket,  // validated above
             stateDirectory: self.stateDirectory ?? paths.stateDirectory,
             configPath: self.config ?? paths.config,
             configRequired: self.config != nil,

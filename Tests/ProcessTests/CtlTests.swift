@@ -136,11 +136,219 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
-    @Test func unreachableDaemonIsOneLineNamingTheSocket() async throws {
+    @Test func unreachableDaemonIsOneLineNamingTheSocketAndWhatAppliesToIt() async throws {
         let directory = try TemporaryDirectory()
-        let run = try await self.ctl(["status", "--socket", directory.file("absent.sock")])
+        let absent = directory.file("absent.sock")
+        let run = try await self.ctl(["status", "--socket", absent])
         #expect(run.status == 69)
-        #expect(run.stderr.hasPrefix("coalescectl: cannot connect to \(directory.file("absent.sock")): No such file or directory; is coalesced running?"))
-        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(
+            run.stderr == "coalescectl: cannot connect to \(absent): No such file or directory; is coalesced running with "
+                + "--socket \(absent)? No daemon serves that path.\n",
+            "a socket named on the command line is no unit's: \(run.stderr)"
+        )
+
+        // The user instance's socket is the user units'.
+        let runtime = try directory.directory("runtime", mode: 0o700)
+        let user = try await self.ctl(environment: ["XDG_RUNTIME_DIR": runtime], ["--user", "status"])
+        #expect(user.status == 69)
+        #expect(
+            user.stderr.hasPrefix("coalescectl: cannot connect to \(runtime)/coalesced/io.coalesced: ")
+                && user.stderr.contains("Check 'systemctl --user status coalesced.socket coalesced.service'"),
+            "\(user.stderr)"
+        )
+        #expect(user.stderr.split(separator: "\n").count == 1)
+
+        // The system instance's is the system units'. Only where no system daemon runs on this machine.
+        if access("/run/coalesced/io.coalesced", F_OK) != 0 {
+            let system = try await self.ctl(["--system", "status"])
+            #expect(system.status == 69)
+            #expect(system.stderr.contains("Check 'systemctl status coalesced.socket coalesced.service'"), "\(system.stderr)")
+            #expect(!system.stderr.contains("--user status"))
+        }
+    }
+
+    @Test func outputFormatsAsJournalctlNamesThem() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let socket = daemon.socketPath
+        _ = try await onThread { try testClient(socket).call("io.coalesced.App.Register", ["name": "org.example.mail"]) }
+
+        let oneLine = try await self.ctl(["apps", "-o", "json", "--socket", socket])
+        #expect(oneLine.status == 0)
+        #expect(oneLine.stdout.split(separator: "\n").count == 1, "one line: \(oneLine.stdout)")
+        #expect(try JSONParser.parse(oneLine.stdout)["apps"]?.arrayValue?.first?["name"] == "org.example.mail")
+
+        let pretty = try await self.ctl(["--output", "json-pretty", "apps", "--socket", socket])
+        #expect(pretty.status == 0)
+        #expect(pretty.stdout.split(separator: "\n").count > 3 && pretty.stdout.contains("\n  \"apps\": ["), "\(pretty.stdout)")
+        #expect(try JSONParser.parse(pretty.stdout) == JSONParser.parse(oneLine.stdout), "the same reply, indented")
+
+        let table = try await self.ctl(["apps", "-o", "table", "--socket", socket])
+        #expect(table.status == 0 && table.stdout.hasPrefix("APP "))
+        let short = try await self.ctl(["apps", "--json", "--socket", socket])
+        #expect(short.stdout == oneLine.stdout, "--json is -o json")
+
+        let status = try await self.ctl(["status", "-o", "json-pretty", "--socket", socket])
+        #expect(try JSONParser.parse(status.stdout)["stats"]?["version"] == "0.1.0")
+        let called = try await self.ctl(["call", "-o", "json", "--socket", socket, "io.coalesced.System.ListApps"])
+        #expect(called.stdout.split(separator: "\n").count == 1 && called.stdout.contains("org.example.mail"))
+
+        let conflicting = try await self.ctl(["apps", "--json", "-o", "table", "--socket", socket])
+        #expect(conflicting.status == 64 && conflicting.stderr.contains("--json is -o json, which excludes -o table"), "\(conflicting.stderr)")
+        let unknown = try await self.ctl(["apps", "-o", "yaml", "--socket", socket])
+        #expect(unknown.status == 64 && unknown.stderr.contains("Please provide one of 'table', 'json' or 'json-pretty'"), "\(unknown.stderr)")
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func everySubcommandsHelpShowsTheGlobalOptionsAndEachDefaultOnce() async throws {
+        let root = try await self.ctl(["--help"])
+        let subcommands = root.stdout.split(separator: "\n").drop { !$0.hasPrefix("SUBCOMMANDS:") }.dropFirst()
+            .compactMap { line -> String? in
+                // A subcommand's line starts with two spaces; its abstract's continuation lines with more.
+                guard line.hasPrefix("  "), !line.hasPrefix("   "), let name = line.split(separator: " ").first else { return nil }
+                return String(name)
+            }
+        #expect(subcommands.count >= 14, "\(root.stdout)")
+        for subcommand in subcommands where subcommand != "help" {
+            let help = try await self.ctl([subcommand, "--help"])
+            #expect(help.status == 0)
+            for option in ["--socket <path>", "--user", "--system", "-o, --output <format>", "--json", "--no-legend", "--no-pager"] {
+                #expect(help.stdout.contains(option), "\(subcommand) --help shows \(option): \(help.stdout)")
+            }
+            // Each option's text is the lines from its name to the next one's: it says its default at most once.
+            var paragraphs: [String] = []
+            for line in help.stdout.split(separator: "\n") {
+                if line.hasPrefix("  -") || line.hasPrefix("  <") || paragraphs.isEmpty {
+                    paragraphs.append(String(line))
+                } else {
+                    paragraphs[paragraphs.count - 1] += " " + line.trimmingCharacters(in: .whitespaces)
+                }
+            }
+            for paragraph in paragraphs {
+                #expect(paragraph.components(separatedBy: "default").count <= 2, "\(subcommand): one default: \(paragraph)")
+            }
+        }
+    }
+
+    /// coalescectl and coalesced decide a user instance's socket in one place: both refuse, with the same words,
+    /// when XDG_RUNTIME_DIR is unset, and both use it when it is set.
+    @Test func userInstanceRuntimeDirectoryIsTheSameForTheDaemonAndCoalescectl() async throws {
+        let directory = try TemporaryDirectory()
+        let daemonRefused = try await onThread {
+            try runProcess("/usr/bin/env", [
+                "-u", "XDG_RUNTIME_DIR", BuildProducts.path(of: "coalesced"), "--user",
+                "--state-dir", directory.file("state"), "--config", directory.file("absent.conf"),
+            ])
+        }
+        let ctlRefused = try await self.ctl(environment: ["XDG_RUNTIME_DIR": nil], ["--user", "status"])
+        let reason = "XDG_RUNTIME_DIR is not set, so a user instance has no socket; pass --socket PATH"
+        #expect(daemonRefused.status == 64 && daemonRefused.stderr.contains(reason), "\(daemonRefused.stderr)")
+        #expect(ctlRefused.status == 64 && ctlRefused.stderr.contains(reason), "\(ctlRefused.stderr)")
+
+        let runtime = try directory.directory("runtime", mode: 0o700)
+        try directory.write("coalesced.conf", "")
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            environment[key] = nil
+        }
+        environment["XDG_RUNTIME_DIR"] = runtime
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let daemon = try ChildProcess(
+            BuildProducts.path(of: "coalesced"),
+            ["--user", "--state-dir", directory.file("state"), "--config", directory.file("coalesced.conf")],
+            environment: environment
+        )
+        defer {
+            daemon.signal(SIGKILL)
+            _ = daemon.wait()
+        }
+        let socket = runtime + "/coalesced/io.coalesced"
+        try await onThread { try waitUntil("the user instance serves \(socket)") { (try? testClient(socket)) != nil } }
+        let status = try await self.ctl(environment: ["XDG_RUNTIME_DIR": runtime], ["--user", "status"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("Socket: \(socket)"), "\(status.stdout)")
+    }
+
+    /// A pager as systemctl runs one: for a terminal only, and never with --no-pager.
+    @Test func longOutputGoesThroughThePagerOnATerminalOnly() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let directory = try TemporaryDirectory()
+        let paged = directory.file("paged")
+        let ctl = BuildProducts.path(of: "coalescectl")
+        let command = "\(ctl) introspect io.coalesced.System --socket \(daemon.socketPath)"
+        let pager = ["COALESCECTL_PAGER": "cat > \(paged)", "PAGER": nil]
+
+        // On a terminal (script(1) gives it one), the pager gets the output.
+        let onTerminal = try await self.run("/usr/bin/script", ["-qec", command, "/dev/null"], environment: pager)
+        #expect(onTerminal.status == 0, "\(onTerminal.stderr)")
+        let text = try String(contentsOfFile: paged, encoding: .utf8)
+        #expect(text.contains("method Stats() -> (stats: DaemonStats)"), "\(text)")
+        #expect(!onTerminal.stdout.contains("method Stats()"), "the output went to the pager, not the terminal")
+        try FileManager.default.removeItem(atPath: paged)
+
+        // --no-pager: straight to the terminal.
+        let unpaged = try await self.run("/usr/bin/script", ["-qec", command + " --no-pager", "/dev/null"], environment: pager)
+        #expect(unpaged.status == 0 && unpaged.stdout.contains("method Stats() -> (stats: DaemonStats)"))
+        #expect(!FileManager.default.fileExists(atPath: paged))
+
+        // Not a terminal: no pager.
+        let piped = try await self.run(ctl, ["introspect", "io.coalesced.System", "--socket", daemon.socketPath], environment: pager)
+        #expect(piped.status == 0 && piped.stdout.contains("method Stats() -> (stats: DaemonStats)"))
+        #expect(!FileManager.default.fileExists(atPath: paged))
+        daemon.signal(SIGKILL)
+    }
+
+    /// The bash completion the argument parser generates completes app names from the running daemon.
+    @Test func bashCompletionCompletesAppNamesFromTheDaemon() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let socket = daemon.socketPath
+        try await onThread {
+            let client = try testClient(socket)
+            for name in ["org.example.mail", "org.example.maps", "org.example.news"] {
+                _ = try client.call("io.coalesced.App.Register", ["name": .string(name)])
+            }
+        }
+        let ctl = BuildProducts.path(of: "coalescectl")
+        let script = try await self.ctl(["--generate-completion-script", "bash"])
+        #expect(script.status == 0)
+        let directory = try TemporaryDirectory()
+        try directory.write("coalescectl.bash", script.stdout)
+        func complete(_ words: [String]) async throws -> [String] {
+            let line = words.joined(separator: " ")
+            let program = """
+                source \(directory.file("coalescectl.bash"))
+                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
+                COMP_CWORD=\(words.count - 1)
+                COMP_LINE='\(line)'
+                COMP_POINT=\(line.utf8.count)
+                _coalescectl "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+                printf '%s\\n' "${COMPREPLY[@]}"
+                """
+            let run = try await self.run("/bin/bash", ["-c", program], environment: [:])
+            #expect(run.status == 0, "\(run.stderr)")
+            return run.stdout.split(separator: "\n").map(String.init).sorted()
+        }
+        #expect(try await complete([ctl, "app", "--socket", socket, "org.example.ma"]) == ["org.example.mail", "org.example.maps"])
+        #expect(try await complete([ctl, "--socket", socket, "queue", "org.example.n"]) == ["org.example.news"])
+        #expect(try await complete([ctl, "terminate", "--socket", socket, ""]).count == 3)
+        daemon.signal(SIGKILL)
+    }
+}
+
+extension CtlTests {
+    /// Runs coalescectl with the test's environment changed: a `nil` value removes the variable.
+    func ctl(environment: [String: String?], _ arguments: [String]) async throws -> Run {
+        try await self.run(BuildProducts.path(of: "coalescectl"), arguments, environment: environment)
+    }
+
+    /// Runs a command with the test's environment changed, through env(1).
+    func run(_ path: String, _ arguments: [String], environment: [String: String?]) async throws -> Run {
+        // env takes its -u options before the assignments.
+        let removed = environment.filter { $0.value == nil }.keys.sorted().flatMap { ["-u", $0] }
+        let set = environment.compactMap { key, value in value.map { "\(key)=\($0)" } }.sorted()
+        let prefix = removed + set
+        return try await onThread { try runProcess("/usr/bin/env", prefix + [path] + arguments) }
     }
 }
