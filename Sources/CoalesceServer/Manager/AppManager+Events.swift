@@ -169,8 +169,9 @@ extension AppManager {
     /// How the inbox answers one post: the poster's callback, told whether the app was sent it and what failed.
     struct PostTicket: Sendable {
         let finished: @Sendable (_ sent: Bool, (any Error)?) -> Void
-        /// What monitors are told of the post; made only while a monitor watches traffic.
-        var seen: PostSeen?
+        /// What monitors are told of the post, kept in the manager's state (``State/postsSeen``) while a monitor
+        /// watches traffic; 0: nothing. A number, not a reference: copying a ticket retains nothing more.
+        var seen = 0
 
         /// Tells the poster what its post came to; `failure` is the store's error when the write failed.
         func answer(_ answer: AppInbox.Answer, failure: StoreError) {
@@ -207,6 +208,8 @@ extension AppManager {
             let ledger = state.ledger
             // The one check a post makes for monitors: while none watches traffic, it makes nothing for them.
             let watched = state.trafficMonitors > 0
+            if watched { ticket.seen = state.nextPostSeen + 1 }
+            let posted = wallClock()
             let outcome = state.update(appName) { record -> Enqueued in
                 if checking {
                     let recipient = Recipient(record, appName, uid: posterUID)
@@ -218,8 +221,6 @@ extension AppManager {
                 }
                 // The kind's declaration, looked up once for its policy, its volatility and the mode it wakes into.
                 let declared = record.declarations.kinds[post.kind]
-                let posted = wallClock()
-                if watched { ticket.seen = PostSeen(target: post.target, kind: post.kind, uid: posterUID, time: posted) }
                 let accepted = AppInbox.Post(
                     kind: post.kind,
                     payload: post.payload,
@@ -245,9 +246,9 @@ extension AppManager {
                 return .enqueued
             } ?? .unknownApp
             if flushes { state.unflushed.append(appName) }
-            if let answered {
-                state.count(answered)
-                if watched { self.count([.answer([(ticket, answered)]), .send(sentAtOnce)], of: appName, watched: &state) }
+            if let answered { state.count(answered) }
+            if watched, case .enqueued = outcome {
+                self.seen(post, poster: posterUID, posted: posted, ticket: ticket, to: appName, answered, sentAtOnce, in: &state)
             }
             return outcome
         }
@@ -312,6 +313,8 @@ extension AppManager {
 
     /// Sends the events among `actions` on the app's stream, in order.
     private static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
+        // Looked for without copying the actions out: most inputs (a post held) send nothing.
+        guard actions.contains(where: { if case .send = $0 { true } else { false } }) else { return }
         for case .send(let burst) in actions { Self.send(burst, to: stream, state: state) }
     }
 
@@ -328,6 +331,23 @@ extension AppManager {
             for (_, answer) in answers { state.count(answer) }
         }
         if state.trafficMonitors > 0 { self.count(actions, of: app, watched: &state) }
+    }
+
+    /// Keeps what monitors are told of a post taken while one watches traffic, under the number its ticket carries,
+    /// and tells them of it now when the inbox answered it at once (a volatile post), with what that sent.
+    private func seen(
+        _ post: Post,
+        poster: UInt32,
+        posted: Double,
+        ticket: PostTicket,
+        to app: AppName,
+        _ answered: AppInbox.Answer?,
+        _ sent: [AppInbox.Sent],
+        in state: inout State
+    ) {
+        state.nextPostSeen = ticket.seen
+        state.postsSeen[ticket.seen] = PostSeen(target: post.target, kind: post.kind, uid: poster, time: posted)
+        if let answered { self.count([.answer([(ticket, answered)]), .send(sent)], of: app, watched: &state) }
     }
 
     /// What ``count(_:of:in:)`` tells monitors: each answer's posts, and each burst's deliveries after them.

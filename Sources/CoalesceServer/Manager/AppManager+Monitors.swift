@@ -121,8 +121,9 @@ extension AppManager {
     }
 
     private func removeMonitor(_ id: Int, in state: inout State) {
-        guard let monitor = state.monitors.removeValue(forKey: id) else { return }
-        if monitor.filter.watchesTraffic { state.trafficMonitors -= 1 }
+        guard let monitor = state.monitors.removeValue(forKey: id), monitor.filter.watchesTraffic else { return }
+        state.trafficMonitors -= 1
+        if state.trafficMonitors == 0 { state.postsSeen.removeAll() }
     }
 
     func tellMonitors(
@@ -149,7 +150,7 @@ extension AppManager {
     func tellPosts(_ answers: [(ticket: PostTicket, answer: AppInbox.Answer)], to app: AppName, sentIn bursts: [[AppInbox.Sent]], in state: inout State) {
         var events = bursts.joined().makeIterator()
         for (ticket, answer) in answers {
-            guard let seen = ticket.seen else { continue }
+            guard ticket.seen != 0, let seen = state.postsSeen.removeValue(forKey: ticket.seen) else { continue }
             let delivered: Bool
             switch answer {
             case .sent: delivered = true

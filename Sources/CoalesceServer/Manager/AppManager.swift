@@ -128,6 +128,11 @@ final class AppManager: Sendable {
         /// Monitors watching posts, deliveries, acknowledgements or attachments: where none does, a post's one
         /// check (``AppManager/PostTicket/seen``).
         var trafficMonitors = 0
+        /// What monitors are told of each post taken while a monitor watches traffic, by the number its ticket
+        /// carries (``AppManager/PostTicket/seen``), until its answer is counted; emptied when the last monitor
+        /// watching traffic goes.
+        var postsSeen: [Int: PostSeen] = [:]
+        var nextPostSeen = 0
         var parks: [Int: Park] = [:]
         var nextID = 1
         var transitions = 0
