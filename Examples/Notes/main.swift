@@ -14,7 +14,6 @@ struct Badge: Codable {
 @main
 struct NotesApp {
     static func main() async {
-        setvbuf(stdout, nil, _IOLBF, 0)    // one line at a time, for whoever reads the output
         // Connects to $COALESCED_SOCKET, else to the system instance's socket.
         let app = CoalescedApp(
             AppDeclaration(name: "org.example.notes", kinds: ["badge": KindDeclaration(.sum(field: "unread"))])
@@ -26,40 +25,46 @@ struct NotesApp {
                 switch delivery {
                 case .didFinishLaunching(let options):
                     unread = Int(options.restoredState ?? "") ?? 0
-                    print("launched \(options.destination) unread=\(unread)")
+                    say("launched \(options.destination) unread=\(unread)")
                 case .didBecomeActive:
-                    print("active")
+                    say("active")
                 case .willResignActive:
-                    print("inactive")
+                    say("inactive")
                 case .didEnterBackground:
-                    print("background")
+                    say("background")
                     // Keeps the app running in the background until the task ends; then it is suspended.
                     let task = try await app.beginBackgroundTask("save-notes")
                     Task { [unread] in
                         do {
                             try await app.saveState(String(unread))    // handed back by the next launch
-                            print("saved unread=\(unread)")
+                            say("saved unread=\(unread)")
                             try await app.endBackgroundTask(task)
                         } catch {
-                            print("not saved: \(error)")
+                            say("not saved: \(error)")
                         }
                     }
                 case .willEnterForeground:
-                    print("foreground")
+                    say("foreground")
                 case .event(let event) where event.kind == "badge":
                     let badge = try event.decode(Badge.self)
                     unread += badge.unread
-                    print("badge +\(badge.unread) from \(event.count) posts, unread=\(unread)")
+                    say("badge +\(badge.unread) from \(event.count) posts, unread=\(unread)")
                 case .willTerminate:
-                    print("terminating")    // the sequence ends after it, and the process exits
+                    say("terminating")    // the sequence ends after it, and the process exits
                 default:
                     break
                 }
             }
-            print("exited")
+            say("exited")
         } catch {
-            print("error: \(error)")
+            say("error: \(error)")
             exit(1)
         }
     }
+}
+
+/// One line on standard output, written at once (print's output to a pipe waits in a buffer).
+func say(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(1, $0, strlen($0)) }
 }
