@@ -54,7 +54,10 @@ public final class CoalescedApp: Service, Sendable {
 
     /// An app that is to register `declaration` with the daemon at `socketPath`. Nothing is sent before
     /// ``register()``, ``events`` or a request.
-    /// - Parameter delegate: What ``run()`` serves, as a `Service`; without one, ``run()`` acknowledges everything.
+    /// - Parameters:
+    ///   - declaration: What the app registers: its name, and how each kind of event is held.
+    ///   - socketPath: The daemon's socket; ``defaultSocketPath`` by default.
+    ///   - delegate: What ``run()`` serves, as a `Service`; without one, ``run()`` acknowledges everything.
     public init(
         _ declaration: AppDeclaration,
         socketPath: String = CoalescedApp.defaultSocketPath,
@@ -103,6 +106,8 @@ public final class CoalescedApp: Service, Sendable {
     /// Posts an event to an app (`target`: its name, or `topic:NAME` for every app subscribed to a topic): it is
     /// delivered at once to an app running code, and held, folded by the kind's policy, for one that is not.
     /// - Parameters:
+    ///   - target: An app's name, or `topic:NAME`.
+    ///   - kind: Lower-case labels separated by dots, such as `mail.received`; not under `lifecycle.`.
     ///   - payload: Encoded with a `JSONEncoder`; it must encode to a JSON object.
     ///   - policy: How the kind is held when this post opens it and the app declared nothing for it.
     /// - Returns: Whether an app received it at once, and to how many apps it went.
