@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "coalescectl", targets: ["CoalesceCtl"]),
         .executable(name: "coalesced-bench", targets: ["CoalesceBench"]),
         .executable(name: "coalesce-example", targets: ["CoalesceExample"]),
+        .executable(name: "notes-example", targets: ["NotesExample"]),
         .library(name: "Varlink", targets: ["Varlink"]),
         .library(name: "CoalesceClient", targets: ["CoalesceClient"]),
     ],
@@ -27,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        // `swift package generate-documentation`: the client library's DocC documentation (scripts/test builds it).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -116,19 +119,29 @@ let package = Package(
         ),
         .target(
             name: "CoalesceClient",
-            dependencies: ["CoalesceCore", "CoalesceWire", "Varlink"],
+            dependencies: [
+                "CoalesceCore",
+                "CoalesceWire",
+                "Varlink",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
+        // The examples use the CoalesceClient product and nothing else of ours, as an app outside this package would.
         .executableTarget(
             name: "CoalesceExample",
             dependencies: [
                 "CoalesceClient",
-                "CoalesceCore",
-                "CoalesceWire",
-                "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/CoalesceExample",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "NotesExample",
+            dependencies: ["CoalesceClient"],
+            path: "Examples/Notes",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -190,6 +203,9 @@ let package = Package(
             name: "ProcessTests",
             dependencies: [
                 "CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl", "CoalesceExample",
+                "NotesExample", "CoalesceClient",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

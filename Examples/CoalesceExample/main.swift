@@ -1,9 +1,5 @@
 import ArgumentParser
 import CoalesceClient
-import CoalesceCore
-import CoalesceWire
-import Synchronization
-import Varlink
 
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +8,7 @@ import Glibc
 /// A small app built on CoalesceClient: it prints one line per callback on standard output, and can be told to
 /// behave well or badly, so that the tests can watch a real app live through its lifecycle.
 @main
-struct CoalesceExample: ParsableCommand {
+struct CoalesceExample: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coalesce-example",
         abstract: "An example app for coalesced: prints its lifecycle callbacks, one line each."
@@ -83,8 +79,8 @@ struct CoalesceExample: ParsableCommand {
         return declared
     }
 
-    func run() throws {
-        let application = Application(
+    func run() async throws {
+        let application = CoalescedApp(
             AppDeclaration(
                 name: self.name,
                 backgroundModes: self.modes,
@@ -94,7 +90,7 @@ struct CoalesceExample: ParsableCommand {
                 posters: self.anyonePosts ? Posters(anyone: true) : nil,
                 topics: self.topics.isEmpty ? nil : self.topics
             ),
-            socketPath: self.socket ?? Application.defaultSocketPath
+            socketPath: self.socket ?? CoalescedApp.defaultSocketPath
         )
         let delegate = ExampleDelegate(
             stallOn: self.stallOn,
@@ -106,17 +102,17 @@ struct CoalesceExample: ParsableCommand {
         )
         if self.ignoreSigterm { signal(SIGTERM, SIG_IGN) }
         say("ready pid=\(getpid())")
-        do {
-            try application.run(delegate: delegate)
+        do throws(CoalescedError) {
+            try await application.run(delegate: delegate)
         } catch {
-            say("refused \(error)")
+            say("refused \(error.daemonErrorName ?? "-") \(error)")
             throw ExitCode(1)
         }
         say("exit terminated")
     }
 }
 
-final class ExampleDelegate: ApplicationDelegate {
+final class ExampleDelegate: AppDelegate {
     let stallOn: String?
     let stallOnEvent: String?
     let taskOnBackground: String?
@@ -140,54 +136,51 @@ final class ExampleDelegate: ApplicationDelegate {
         self.saveState = saveState
     }
 
-    func application(_ application: Application, didFinishLaunchingWith options: LaunchOptions) {
-        self.report(.didFinishLaunching, application, "destination=\(options.destination.rawValue) restored=\(options.restoredState ?? "-")")
-    }
-
-    func applicationDidBecomeActive(_ application: Application) { self.report(.didBecomeActive, application) }
-    func applicationWillResignActive(_ application: Application) { self.report(.willResignActive, application) }
-    func applicationWillEnterForeground(_ application: Application) { self.report(.willEnterForeground, application) }
-    func applicationWillTerminate(_ application: Application) { self.report(.willTerminate, application) }
-    func application(_ application: Application, didReceive callback: LifecycleCallback) { self.report(callback, application) }
-
-    func application(_ application: Application, didReceive event: Event) {
-        var line = "event \(event.kind) count=\(event.count) payload=\(event.payload?.jsonText ?? "-")"
-        if let dropped = event.dropped { line += " dropped=\(dropped)" }
-        say(line + " seq=\(event.sequence)")
-        if event.kind == self.stallOnEvent {
-            say("stalling")
-            while true { pause() }
+    func app(_ app: CoalescedApp, handle delivery: Delivery) async {
+        switch delivery {
+        case .didFinishLaunching(let options):
+            await self.report("didFinishLaunching", app, "destination=\(options.destination.rawValue) restored=\(options.restoredState ?? "-")")
+        case .didBecomeActive: await self.report("didBecomeActive", app)
+        case .willResignActive: await self.report("willResignActive", app)
+        case .willEnterForeground: await self.report("willEnterForeground", app)
+        case .willTerminate: await self.report("willTerminate", app)
+        case .didReceiveMemoryWarning: await self.report("didReceiveMemoryWarning", app)
+        case .significantTimeChange: await self.report("significantTimeChange", app)
+        case .protectedDataWillBecomeUnavailable: await self.report("protectedDataWillBecomeUnavailable", app)
+        case .protectedDataDidBecomeAvailable: await self.report("protectedDataDidBecomeAvailable", app)
+        case .didEnterBackground: await self.didEnterBackground(app)
+        case .backgroundTaskWillExpire(let task):
+            say("task-expiring id=\(task.id)")
+            if self.endTaskOnExpiry {
+                try? await app.endBackgroundTask(task)
+                say("task-ended id=\(task.id)")
+            }
+        case .event(let event):
+            var line = "event \(event.kind) count=\(event.count) payload=\(event.payloadJSON ?? "-")"
+            if let dropped = event.dropped { line += " dropped=\(dropped)" }
+            say(line + " seq=\(event.sequence)")
+            if event.kind == self.stallOnEvent { await stall() }
         }
     }
 
-    func applicationDidEnterBackground(_ application: Application) {
-        self.report(.didEnterBackground, application)
+    private func didEnterBackground(_ app: CoalescedApp) async {
+        await self.report("didEnterBackground", app)
         if let text = self.saveState {
             do {
-                try application.saveState(text)
+                try await app.saveState(text)
                 say("saved-state")
             } catch {
                 say("save-state-failed \(error)")
             }
         }
         guard let taskName = self.taskOnBackground else { return }
-        let endOnExpiry = self.endTaskOnExpiry
-        let holder = Mutex<BackgroundTask?>(nil)
         do {
-            let task = try application.beginBackgroundTask(taskName) {
-                let task = holder.withLock { $0 }
-                say("task-expiring id=\(task?.id ?? 0)")
-                if endOnExpiry, let task {
-                    try? application.endBackgroundTask(task)
-                    say("task-ended id=\(task.id)")
-                }
-            }
-            holder.withLock { $0 = task }
+            let task = try await app.beginBackgroundTask(taskName)
             say("task-began id=\(task.id) remaining=\(task.remaining.map { "\($0.components.seconds)" } ?? "infinity")")
             if let seconds = self.endTaskAfter {
-                Thread.start {
-                    usleep(useconds_t(seconds * 1_000_000))
-                    try? application.endBackgroundTask(task)
+                Task {
+                    try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                    try? await app.endBackgroundTask(task)
                     say("task-ended id=\(task.id)")
                 }
             }
@@ -196,35 +189,20 @@ final class ExampleDelegate: ApplicationDelegate {
         }
     }
 
-    private func report(_ callback: LifecycleCallback, _ application: Application, _ details: String = "") {
-        say("callback \(callback.rawValue) state=\(application.state.rawValue)\(details.isEmpty ? "" : " " + details)")
-        if callback.rawValue == self.stallOn {
-            say("stalling")
-            while true { pause() }
-        }
+    private func report(_ callback: String, _ app: CoalescedApp, _ details: String = "") async {
+        say("callback \(callback) state=\(app.state.rawValue)\(details.isEmpty ? "" : " " + details)")
+        if callback == self.stallOn { await stall() }
     }
+}
+
+/// A hung app: never returns, and so never acknowledges what it is handling.
+func stall() async -> Never {
+    say("stalling")
+    while true { try? await Task.sleep(for: .seconds(3600)) }
 }
 
 /// One line on standard output, written at once so that a reader sees it as it happens.
 func say(_ line: String) {
     let text = line + "\n"
     _ = text.withCString { write(1, $0, strlen($0)) }
-}
-
-enum Thread {
-    /// Runs `body` on a new detached thread.
-    static func start(_ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        pthread_create(&thread, nil, { argument in
-            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
-        pthread_detach(thread)
-    }
 }

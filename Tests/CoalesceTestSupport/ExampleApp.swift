@@ -16,7 +16,8 @@ public final class WatchedProcess: @unchecked Sendable {
         var consumed = 0
     }
 
-    public init(_ executable: String, _ arguments: [String]) throws {
+    /// Starts `executable`; `environment` is added to the test's own.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         var pipeEnds: [CInt] = [0, 0]
         let created = ChildProcess.spawning.withLock { () -> Bool in
             guard pipe(&pipeEnds) == 0 else { return false }
@@ -25,7 +26,8 @@ public final class WatchedProcess: @unchecked Sendable {
         }
         guard created else { throw SupportError("pipe failed") }
         do {
-            self.child = try ChildProcess(executable, arguments, output: pipeEnds[1])
+            let merged = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+            self.child = try ChildProcess(executable, arguments, environment: merged, output: pipeEnds[1])
         } catch {
             close(pipeEnds[0])
             close(pipeEnds[1])

@@ -1,0 +1,48 @@
+/// The app's side of its lifecycle, after UIKit's application delegate, for ``CoalescedApp/run(delegate:)`` and
+/// for ``CoalescedApp`` as a `Service`.
+///
+/// Every method has a default that does nothing; an app implements those it cares about. They are called one at
+/// a time, in the order the daemon sent the callbacks, and each callback is acknowledged when its method returns.
+public protocol AppDelegate: Sendable {
+    func app(_ app: CoalescedApp, didFinishLaunchingWith options: LaunchOptions) async
+    func appDidBecomeActive(_ app: CoalescedApp) async
+    func appWillResignActive(_ app: CoalescedApp) async
+    func appDidEnterBackground(_ app: CoalescedApp) async
+    func appWillEnterForeground(_ app: CoalescedApp) async
+    /// The last callback: ``CoalescedApp/run(delegate:)`` returns after it, and the process should exit.
+    func appWillTerminate(_ app: CoalescedApp) async
+    /// A background task's time is nearly up: end it.
+    func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async
+    /// An event posted to the app.
+    func app(_ app: CoalescedApp, didReceive event: Event) async
+    /// Every delivery; its default calls the methods above, and ignores the other callbacks
+    /// (didReceiveMemoryWarning, significantTimeChange, protectedData…).
+    func app(_ app: CoalescedApp, handle delivery: Delivery) async
+}
+
+extension AppDelegate {
+    public func app(_ app: CoalescedApp, didFinishLaunchingWith options: LaunchOptions) async {}
+    public func appDidBecomeActive(_ app: CoalescedApp) async {}
+    public func appWillResignActive(_ app: CoalescedApp) async {}
+    public func appDidEnterBackground(_ app: CoalescedApp) async {}
+    public func appWillEnterForeground(_ app: CoalescedApp) async {}
+    public func appWillTerminate(_ app: CoalescedApp) async {}
+    public func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async {}
+    public func app(_ app: CoalescedApp, didReceive event: Event) async {}
+
+    public func app(_ app: CoalescedApp, handle delivery: Delivery) async {
+        switch delivery {
+        case .didFinishLaunching(let options): await self.app(app, didFinishLaunchingWith: options)
+        case .didBecomeActive: await self.appDidBecomeActive(app)
+        case .willResignActive: await self.appWillResignActive(app)
+        case .didEnterBackground: await self.appDidEnterBackground(app)
+        case .willEnterForeground: await self.appWillEnterForeground(app)
+        case .willTerminate: await self.appWillTerminate(app)
+        case .backgroundTaskWillExpire(let task): await self.app(app, backgroundTaskWillExpire: task)
+        case .event(let event): await self.app(app, didReceive: event)
+        case .didReceiveMemoryWarning, .significantTimeChange, .protectedDataWillBecomeUnavailable,
+            .protectedDataDidBecomeAvailable:
+            break
+        }
+    }
+}

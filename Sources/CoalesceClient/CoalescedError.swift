@@ -1,0 +1,206 @@
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a request to coalesced failed: the daemon's errors, with their parameters, and the connection's failures.
+///
+/// The cases from ``notOwner(app:)`` on mirror the errors of the `io.coalesced.App` interface; an error this
+/// library does not know (a later daemon may add some) is ``refused(name:parameters:)``.
+public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Nothing accepts connections at `socketPath`: the daemon is not running, or the path is wrong (the default is
+    /// `$COALESCED_SOCKET`, else the system instance's socket). `reason` is the system's.
+    case daemonUnreachable(socketPath: String, reason: String)
+    /// The connection broke before the daemon answered, or the daemon's reply was not one this library reads.
+    case connectionLost(reason: String)
+    /// A payload that does not encode to a JSON object, or an event payload that does not decode to the type asked.
+    case invalidPayload(kind: String, reason: String)
+
+    /// The name is not reverse-DNS (lower-case labels separated by dots).
+    case invalidAppName(name: String, reason: String)
+    /// Another user registered this app first.
+    case notOwner(app: String)
+    /// As many apps are registered as `MaxApps=` allows.
+    case tooManyApps(limit: Int)
+    /// No app of that name is registered.
+    case notRegistered(app: String)
+    /// The request does not fit the app's state, for the reason given.
+    case wrongState(app: String, state: String, reason: String)
+    /// No open background task has this id.
+    case noSuchTask(app: String, id: Int)
+    /// The app already holds as many background tasks as allowed.
+    case tooManyTasks(app: String, limit: Int)
+    /// Only an administrator may choose the unit that launches an app.
+    case launchUnitNotAllowed(app: String, unit: String)
+    /// A kind wakes the app into a background mode the registration does not declare.
+    case backgroundModeNotDeclared(app: String, kind: String, mode: String)
+    /// The saved state is larger than `MaxSavedState=` allows.
+    case stateTooLarge(app: String, size: Int, limit: Int)
+    /// Another process attached for this app and took over its stream.
+    case replaced(app: String)
+    /// No app of that name is registered, or no app subscribes to that topic.
+    case unknownTarget(target: String)
+    /// The kind does not follow the grammar, for the reason given.
+    case invalidKind(kind: String, reason: String)
+    /// The caller is not the app's user, root, or one of its declared posters.
+    case notAllowedToPost(target: String)
+    /// The app already holds `MaxKindsPerApp=` kinds.
+    case tooManyKinds(target: String, limit: Int)
+    /// The kind sums a member this payload has no number in.
+    case notANumber(target: String, kind: String, field: String)
+    /// The payload is larger than `MaxPayloadSize=`.
+    case payloadTooLarge(size: Int, limit: Int)
+    /// The daemon could not keep what it was given; nothing was changed.
+    case storageFailed(reason: String)
+    /// A quota of the daemon's `[Quotas]` would be passed: `quota` names the setting, `limit` is its value, `uid`
+    /// the user it bounds (none for `HeldBytes`). Nothing was changed.
+    case quotaExceeded(quota: String, limit: Int, uid: Int?)
+    /// An acknowledgement named a number the app was not sent; `next` is the one its next callback carries.
+    case sequenceNotSent(app: String, seq: Int, next: Int)
+    /// A parameter is missing, of the wrong type or out of range (`org.varlink.service.InvalidParameter`).
+    case invalidParameter(parameter: String, reason: String?)
+    /// Any other error the daemon replied: its Varlink name, such as `org.varlink.service.PermissionDenied`, and
+    /// its parameters as JSON text.
+    case refused(name: String, parameters: String)
+
+    public var description: String {
+        switch self {
+        case .daemonUnreachable(let path, let reason):
+            return "coalesced is not reachable at \(path): \(reason) (is the daemon running? $COALESCED_SOCKET chooses another socket)"
+        case .connectionLost(let reason): return "the connection to coalesced was lost: \(reason)"
+        case .invalidPayload(let kind, let reason): return "payload of \(kind): \(reason)"
+        case .invalidAppName(let name, let reason): return "'\(name)' is not an app name: \(reason)"
+        case .notOwner(let app): return "\(app) belongs to another user"
+        case .tooManyApps(let limit): return "as many apps are registered as MaxApps= allows (\(limit))"
+        case .notRegistered(let app): return "\(app) is not registered"
+        case .wrongState(let app, let state, let reason): return "\(app) is \(state): \(reason)"
+        case .noSuchTask(let app, let id): return "\(app) has no open background task \(id)"
+        case .tooManyTasks(let app, let limit): return "\(app) already holds \(limit) background tasks"
+        case .launchUnitNotAllowed(let app, let unit):
+            return "only an administrator may make \(unit) the launch unit of \(app)"
+        case .backgroundModeNotDeclared(let app, let kind, let mode):
+            return "kind \(kind) of \(app) wakes it into background mode \(mode), which it does not declare"
+        case .stateTooLarge(let app, let size, let limit):
+            return "the state of \(app) is \(size) bytes; MaxSavedState= allows \(limit)"
+        case .replaced(let app): return "another process attached for \(app)"
+        case .unknownTarget(let target): return "no app or topic \(target)"
+        case .invalidKind(let kind, let reason): return "'\(kind)' is not an event kind: \(reason)"
+        case .notAllowedToPost(let target): return "not allowed to post to \(target)"
+        case .tooManyKinds(let target, let limit): return "\(target) already holds \(limit) kinds"
+        case .notANumber(let target, let kind, let field):
+            return "kind \(kind) of \(target) sums \(field), and the payload has no number there"
+        case .payloadTooLarge(let size, let limit): return "the payload is \(size) bytes; MaxPayloadSize= allows \(limit)"
+        case .storageFailed(let reason): return "coalesced could not store it: \(reason)"
+        case .quotaExceeded(let quota, let limit, let uid):
+            return "quota \(quota) (\(limit)) would be passed" + (uid.map { " for uid \($0)" } ?? "")
+        case .sequenceNotSent(let app, let seq, let next):
+            return "\(app) was not sent \(seq); its next number is \(next)"
+        case .invalidParameter(let parameter, let reason):
+            return "invalid parameter \(parameter)" + (reason.map { ": \($0)" } ?? "")
+        case .refused(let name, let parameters): return parameters == "{}" ? name : "\(name) \(parameters)"
+        }
+    }
+
+    /// The Varlink name of the daemon's error, such as `io.coalesced.App.NotOwner`; `nil` for a failure of the
+    /// connection or of a payload, which the library itself found.
+    public var daemonErrorName: String? {
+        let app = "io.coalesced.App."
+        switch self {
+        case .daemonUnreachable, .connectionLost, .invalidPayload: return nil
+        case .invalidAppName: return app + "InvalidAppName"
+        case .notOwner: return app + "NotOwner"
+        case .tooManyApps: return app + "TooManyApps"
+        case .notRegistered: return app + "NotRegistered"
+        case .wrongState: return app + "WrongState"
+        case .noSuchTask: return app + "NoSuchTask"
+        case .tooManyTasks: return app + "TooManyTasks"
+        case .launchUnitNotAllowed: return app + "LaunchUnitNotAllowed"
+        case .backgroundModeNotDeclared: return app + "BackgroundModeNotDeclared"
+        case .stateTooLarge: return app + "StateTooLarge"
+        case .replaced: return app + "Replaced"
+        case .unknownTarget: return app + "UnknownTarget"
+        case .invalidKind: return app + "InvalidKind"
+        case .notAllowedToPost: return app + "NotAllowedToPost"
+        case .tooManyKinds: return app + "TooManyKinds"
+        case .notANumber: return app + "NotANumber"
+        case .payloadTooLarge: return app + "PayloadTooLarge"
+        case .storageFailed: return app + "StorageFailed"
+        case .quotaExceeded: return app + "QuotaExceeded"
+        case .sequenceNotSent: return app + "SequenceNotSent"
+        case .invalidParameter: return "org.varlink.service.InvalidParameter"
+        case .refused(let name, _): return name
+        }
+    }
+
+    /// The error a Varlink error reply stands for.
+    init(_ error: VarlinkError) {
+        self = Self.known(error.varlinkName, error.varlinkParameters)
+            ?? .refused(name: error.varlinkName, parameters: JSONValue.object(error.varlinkParameters).jsonText)
+    }
+
+    /// The error a client failure stands for.
+    init(_ error: VarlinkClientError) {
+        switch error {
+        case .cannotConnect(let path, let code): self = .daemonUnreachable(socketPath: path, reason: String(cString: strerror(code)))
+        case .connectionLost(let reason): self = .connectionLost(reason: reason)
+        case .protocolViolation(let reason): self = .connectionLost(reason: "not a Varlink reply: \(reason)")
+        }
+    }
+
+    /// A known error with the parameters its interface declares; `nil` for another name or missing parameters.
+    private static func known(_ name: String, _ parameters: JSONObject) -> CoalescedError? {
+        func string(_ key: String) -> String? { parameters[key]?.stringValue }
+        func int(_ key: String) -> Int? { parameters[key]?.intValue.map { Int($0) } }
+        let prefix = "io.coalesced.App."
+        if name == "org.varlink.service.InvalidParameter", let parameter = string("parameter") {
+            return .invalidParameter(parameter: parameter, reason: string("reason"))
+        }
+        guard name.hasPrefix(prefix) else { return nil }
+        switch String(name.dropFirst(prefix.count)) {
+        case "InvalidAppName": return string("name").map { .invalidAppName(name: $0, reason: string("reason") ?? "") }
+        case "NotOwner": return string("app").map { .notOwner(app: $0) }
+        case "TooManyApps": return int("limit").map { .tooManyApps(limit: $0) }
+        case "NotRegistered": return string("app").map { .notRegistered(app: $0) }
+        case "WrongState":
+            guard let app = string("app"), let state = string("state") else { return nil }
+            return .wrongState(app: app, state: state, reason: string("reason") ?? "")
+        case "NoSuchTask":
+            guard let app = string("app"), let id = int("id") else { return nil }
+            return .noSuchTask(app: app, id: id)
+        case "TooManyTasks":
+            guard let app = string("app"), let limit = int("limit") else { return nil }
+            return .tooManyTasks(app: app, limit: limit)
+        case "LaunchUnitNotAllowed":
+            guard let app = string("app"), let unit = string("unit") else { return nil }
+            return .launchUnitNotAllowed(app: app, unit: unit)
+        case "BackgroundModeNotDeclared":
+            guard let app = string("app"), let kind = string("kind"), let mode = string("mode") else { return nil }
+            return .backgroundModeNotDeclared(app: app, kind: kind, mode: mode)
+        case "StateTooLarge":
+            guard let app = string("app"), let size = int("size"), let limit = int("limit") else { return nil }
+            return .stateTooLarge(app: app, size: size, limit: limit)
+        case "Replaced": return string("app").map { .replaced(app: $0) }
+        case "UnknownTarget": return string("target").map { .unknownTarget(target: $0) }
+        case "InvalidKind": return string("kind").map { .invalidKind(kind: $0, reason: string("reason") ?? "") }
+        case "NotAllowedToPost": return string("target").map { .notAllowedToPost(target: $0) }
+        case "TooManyKinds":
+            guard let target = string("target"), let limit = int("limit") else { return nil }
+            return .tooManyKinds(target: target, limit: limit)
+        case "NotANumber":
+            guard let target = string("target"), let kind = string("kind"), let field = string("field") else { return nil }
+            return .notANumber(target: target, kind: kind, field: field)
+        case "PayloadTooLarge":
+            guard let size = int("size"), let limit = int("limit") else { return nil }
+            return .payloadTooLarge(size: size, limit: limit)
+        case "StorageFailed": return .storageFailed(reason: string("reason") ?? "")
+        case "QuotaExceeded":
+            guard let quota = string("quota"), let limit = int("limit") else { return nil }
+            return .quotaExceeded(quota: quota, limit: limit, uid: int("uid"))
+        case "SequenceNotSent":
+            guard let app = string("app"), let seq = int("seq"), let next = int("next") else { return nil }
+            return .sequenceNotSent(app: app, seq: seq, next: next)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import Varlink
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// An app's state, as the daemon reports it.
+public enum AppState: String, Sendable, Hashable, CaseIterable {
+    /// Not launched, or terminated.
+    case notRunning
+    /// In the foreground, not receiving input (launching, or interrupted).
+    case inactive
+    /// In the foreground, receiving input.
+    case active
+    /// Running code in the background.
+    case background
+    /// In memory, running no code: what is posted to it is held, folded by each kind's policy.
+    case suspended
+}
+
+/// Where a launch put the app.
+public enum LaunchDestination: String, Sendable, Hashable {
+    /// The user or an operator opened it.
+    case foreground
+    /// It was woken: by a post of a kind mapped to a background mode, or a background launch.
+    case background
+}
+
+/// What didFinishLaunching hands the app.
+public struct LaunchOptions: Sendable, Hashable {
+    /// Where the launch put the app.
+    public var destination: LaunchDestination
+    /// What the app last kept with ``CoalescedApp/saveState(_:)``, if anything.
+    public var restoredState: String?
+
+    public init(destination: LaunchDestination, restoredState: String? = nil) {
+        self.destination = destination
+        self.restoredState = restoredState
+    }
+}
+
+/// An open background task: while the app holds one in the background it is not suspended, until its background
+/// time runs out.
+public struct BackgroundTask: Sendable, Hashable {
+    /// The daemon's number for it.
+    public var id: Int
+    /// The name it was begun with (for the journal).
+    public var name: String
+    /// Background time left when it began; `nil` when the daemon gives background tasks no budget
+    /// (`BackgroundTaskBudgetSec=infinity`, `coalesced --no-deadlines`).
+    public var remaining: Duration?
+
+    public init(id: Int, name: String, remaining: Duration?) {
+        self.id = id
+        self.name = name
+        self.remaining = remaining
+    }
+}
+
+/// An event posted to the app: one kind and what its posts add up to (one post, while the app runs code; all
+/// the posts of the kind since it was suspended, folded by the kind's policy, when it wakes).
+public struct Event: Sendable, Hashable {
+    /// Its number in the app's stream: always increasing; an event not acknowledged comes again with a new one.
+    public var sequence: Int
+    /// The posted kind, such as `mail.received`.
+    public var kind: String
+    /// What the posts add up to, as JSON text (an object); `nil` for a ``CoalescingPolicy/count`` kind and for a
+    /// queue's overflow marker. ``decode(_:)`` reads it into a `Decodable` type.
+    public var payloadJSON: String?
+    /// How many posts this event stands for.
+    public var count: Int
+    /// When the first and the last of them were posted, in seconds since the Unix epoch.
+    public var firstPosted: Double
+    public var lastPosted: Double
+    /// For a queue's overflow marker: how many of the oldest posts were dropped.
+    public var dropped: Int?
+
+    public init(
+        sequence: Int,
+        kind: String,
+        payloadJSON: String?,
+        count: Int = 1,
+        firstPosted: Double = 0,
+        lastPosted: Double = 0,
+        dropped: Int? = nil
+    ) {
+        self.sequence = sequence
+        self.kind = kind
+        self.payloadJSON = payloadJSON
+        self.count = count
+        self.firstPosted = firstPosted
+        self.lastPosted = lastPosted
+        self.dropped = dropped
+    }
+
+    /// The payload read into `type` with a `JSONDecoder`: `try event.decode(Mail.self)`.
+    /// - Throws: ``CoalescedError/invalidPayload(kind:reason:)`` when the event has no payload or it does not
+    ///   decode, saying why.
+    public func decode<Payload: Decodable>(_ type: Payload.Type = Payload.self) throws(CoalescedError) -> Payload {
+        guard let text = self.payloadJSON else {
+            throw .invalidPayload(kind: self.kind, reason: "the event has no payload (count \(self.count))")
+        }
+        do {
+            return try JSONDecoder().decode(type, from: Data(text.utf8))
+        } catch {
+            throw .invalidPayload(kind: self.kind, reason: "does not decode as \(Payload.self): \(error)")
+        }
+    }
+}
+
+/// One thing the daemon tells the app on its stream: a lifecycle callback or an event. ``CoalescedApp/events``
+/// delivers them in the order the daemon sent them.
+public enum Delivery: Sendable, Hashable {
+    /// The app was launched. Until it is acknowledged the launch's deadline runs.
+    case didFinishLaunching(LaunchOptions)
+    case didBecomeActive
+    case willResignActive
+    /// The app went to the background; once this is acknowledged and no background task is open it is
+    /// suspended. Begin a background task before the loop body ends to keep running code.
+    case didEnterBackground
+    case willEnterForeground
+    /// The app is being terminated: the sequence ends after it, and the process should exit. It is not
+    /// acknowledged, so that the process ends on its own instead of by SIGTERM.
+    case willTerminate
+    /// A background task's time is nearly up: end it.
+    case backgroundTaskWillExpire(BackgroundTask)
+    case didReceiveMemoryWarning
+    case significantTimeChange
+    case protectedDataWillBecomeUnavailable
+    case protectedDataDidBecomeAvailable
+    /// An event posted to the app.
+    case event(Event)
+}
+
+/// Encodes a payload into the JSON object a post carries.
+func payloadObject(_ payload: some Encodable, kind: String) throws(CoalescedError) -> JSONObject {
+    let data: Data
+    do {
+        data = try JSONEncoder().encode(payload)
+    } catch {
+        throw .invalidPayload(kind: kind, reason: "does not encode: \(error)")
+    }
+    let value: JSONValue
+    do {
+        value = try JSONParser.parse(Array(data))
+    } catch {
+        throw .invalidPayload(kind: kind, reason: "does not encode to JSON: \(error)")
+    }
+    guard let object = value.objectValue else {
+        throw .invalidPayload(kind: kind, reason: "a payload is a JSON object; \(type(of: payload)) encodes to \(value.jsonText)")
+    }
+    return object
+}
