@@ -99,18 +99,21 @@ import Testing
 
         mutating func apply(_ actions: [AlertAction]) {
             var dates: [WallTime] = []
+            var fires: [(key: AlertKey, fire: AlertFire)] = []
             for action in actions {
                 switch action {
                 case .keep(let record): self.store[record.key] = record
                 case .forget(let key): self.store[key] = nil
                 case .present(let presentation):
                     dates.append(presentation.date)
-                    for fire in presentation.fires { self.record(AlertKey(app: presentation.app, id: fire.id), fire) }
+                    fires += presentation.fires.map { (AlertKey(app: presentation.app, id: $0.id), $0) }
                 case .dropped(let drop):
-                    for fire in drop.fires { self.record(drop.key, fire) }
+                    fires += drop.fires.map { (drop.key, $0) }
                 case .arm: break
                 }
             }
+            // One request's fires may be split between presentations and drops: taken in their order.
+            for (key, fire) in fires.sorted(by: { ($0.key, $0.fire.number) < ($1.key, $1.fire.number) }) { self.record(key, fire) }
             if dates != dates.sorted() { self.problems.append("presentations out of date order: \(dates)") }
         }
 

@@ -154,8 +154,9 @@ import Testing
         let moved = scheduler.timeZoneChanged(to: self.newYork, now: now)
         #expect(moved.presented.isEmpty)
         let after = Dictionary(uniqueKeysWithValues: scheduler.pending(of: clockApp, now: now).map { ($0.request.id, $0.next) })
-        #expect(after == ["floating": utc("2026-11-27 13:00:00"), "zoned": utc("2026-11-27 07:00:00")])
-        #expect(moved.armed?.wall == utc("2026-11-27 07:00:00"))
+        // 12:00 UTC is 07:00 in New York: 08:00 there comes the same day.
+        #expect(after == ["floating": utc("2026-11-26 13:00:00"), "zoned": utc("2026-11-27 07:00:00")])
+        #expect(moved.armed?.wall == utc("2026-11-26 13:00:00"))
     }
 
     @Test func afterALongSleepEachPolicyHandlesTheMissedFires() throws {
