@@ -10,7 +10,9 @@ import Varlink
     static let mail = "org.example.mail"
 
     static func register(_ client: VarlinkClient, _ parameters: JSONObject) throws {
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)].merging(parameters) { _, new in new })
+        var all: JSONObject = ["name": .string(Self.mail)]
+        for (name, value) in parameters { all[name] = value }
+        _ = try client.call("io.coalesced.App.Register", all)
     }
 
     static func error(_ name: String, _ parameters: JSONObject) -> VarlinkError {
@@ -35,7 +37,6 @@ import Varlink
             ["kinds": ["log": ["policy": "queue", "bound": 0]]],
             Self.error("InvalidPolicy", ["kind": "log", "reason": "queue's bound 0 is not a number from 1 to 10000"])
         ),
-        (["kinds": ["log": [:]]], Self.error("InvalidPolicy", ["kind": "log", "reason": "no policy named: latest, first, count, sum (with field), merge, netChange or queue (with bound)"])),
         (
             ["kinds": ["mail": ["policy": "latest", "backgroundMode": ""]]],
             Self.error("InvalidPolicy", ["kind": "mail", "reason": "a background mode is 1 to 64 bytes"])
@@ -112,13 +113,13 @@ import Varlink
             "\(register.stderr)"
         )
         _ = try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": .string(Self.mail)])
-        let post = try await onThread {
+        let posted = try await onThread {
             try runProcess(ctl, ["--socket", daemon.socketPath, "post", Self.mail, "mail", "--policy", "lastest"])
         }
-        #expect(post.status == 64)
+        #expect(posted.status == 64)
         #expect(
-            post.stderr.contains("--policy: 'lastest' is not a policy: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND"),
-            "\(post.stderr)"
+            posted.stderr.contains("--policy: 'lastest' is not a policy: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND"),
+            "\(posted.stderr)"
         )
         let bound = try await onThread {
             try runProcess(ctl, ["--socket", daemon.socketPath, "post", Self.mail, "mail", "--policy", "queue:20000"])

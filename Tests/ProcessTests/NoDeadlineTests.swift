@@ -19,8 +19,8 @@ import Varlink
     }
 
     /// Starts an app that never acknowledges didFinishLaunching, waits out more than a second, and checks that it
-    /// still runs.
-    static func expectStalledAppSurvives(_ daemon: DaemonProcess) throws {
+    /// still runs; returns it, running as long as the caller holds it.
+    static func expectStalledAppSurvives(_ daemon: DaemonProcess) throws -> ExampleApp {
         let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail, arguments: ["--stall-on", "didFinishLaunching"])
         try app.waitForLine("stalling")
         try self.waitOutIncompleteMessageTimeout(daemon)
@@ -28,6 +28,7 @@ import Varlink
         let state = try appInfo(try testClient(daemon.socketPath), Self.mail)["state"]?.stringValue
         #expect(state == "active", "not killed: \(state ?? "-")")
         #expect(!daemon.output.contains("not acknowledged within"))
+        return app
     }
 
     @Test func anAppThatNeverAcknowledgesItsLaunchIsNotKilledUnderInfinity() async throws {
@@ -36,10 +37,11 @@ import Varlink
             configuration: "[Apps]\nAcknowledgeTimeoutSec=1s\nAcknowledgeTimeoutSec=infinity\n[Varlink]\nIncompleteMessageTimeoutSec=2s\n"
         )
         try await onThread { try daemon.waitUntilReady() }
-        try await onThread { try Self.expectStalledAppSurvives(daemon) }
+        let app = try await onThread { try Self.expectStalledAppSurvives(daemon) }
         let limits = try testClient(daemon.socketPath).call("io.coalesced.System.Stats")["stats"]?["limits"]
         #expect(limits?["acknowledgeTimeoutSec"] == .null, "Stats says infinity as null")
         #expect(limits?["launchTimeoutSec"]?.doubleValue == 10)
+        #expect(app.child.wait(timeout: .zero) == nil)
         daemon.signal(SIGKILL)
     }
 
@@ -51,14 +53,16 @@ import Varlink
         )
         try await onThread { try daemon.waitUntilReady() }
         #expect(daemon.output.contains("DEADLINES ARE OFF (--no-deadlines)"), "\(daemon.output)")
-        try await onThread { try Self.expectStalledAppSurvives(daemon) }
+        let app = try await onThread { try Self.expectStalledAppSurvives(daemon) }
 
         // A reload reads the files again, and the switch still holds.
-        let system = try testClient(daemon.socketPath)
         daemon.signal(SIGHUP)
+        let socket = daemon.socketPath
         try await onThread {
-            try waitUntil("the reload") { try system.call("io.coalesced.System.Stats")["stats"]?["reloads"] == 1 }
+            let watcher = try testClient(socket)
+            try waitUntil("the reload") { try watcher.call("io.coalesced.System.Stats")["stats"]?["reloads"] == 1 }
         }
+        let system = try testClient(daemon.socketPath)
         let limits = try system.call("io.coalesced.System.Stats")["stats"]?["limits"]
         #expect(limits?["acknowledgeTimeoutSec"] == .null)
         #expect(limits?["backgroundTaskBudgetSec"] == .null)
@@ -68,6 +72,7 @@ import Varlink
 
         let status = try await onThread { try runProcess(BuildProducts.path(of: "coalescectl"), ["status", "--socket", daemon.socketPath]) }
         #expect(status.stdout.contains("Deadlines: acknowledge infinity, background tasks infinity, launch infinity"), "\(status.stdout)")
+        #expect(app.child.wait(timeout: .zero) == nil)
         daemon.signal(SIGKILL)
     }
 }
