@@ -7,8 +7,10 @@ import Varlink
 /// Post's `policy`, the wire forms of CoalesceWire, and the forms the store keeps (declarations, held slots,
 /// delivered events), which a damaged store hands back as arbitrary text.
 ///
-/// The input is JSON text: the parameters of a call. Properties, beyond "no crash": whatever decodes is refused only
-/// with `InvalidParameter` naming the parameter, and writes out to a form that decodes to the same thing.
+/// The input is JSON text: the parameters of a call. Properties, beyond "no crash": what is refused is refused with
+/// `InvalidParameter` naming the parameter, or with the error of ours about that parameter's content, naming the
+/// member at fault (a kind of `kinds`, a topic of `topics`); whatever decodes writes out to a form that decodes to
+/// the same thing.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzParameters(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let input = UnsafeBufferPointer(start: start, count: count)
@@ -26,16 +28,17 @@ public func fuzzParameters(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt 
         let stored = declarations.json.jsonText
         check(EventDeclarations(stored: stored) == declarations, "declarations read back from \(stored) differ")
     } catch {
-        check(["kinds", "posters", "topics"].contains { names(error, $0) }, "\(error)")
+        check(["kinds", "posters", "topics"].contains { names(error, $0, in: parameters) }, "\(error)")
     }
 
     // Post's policy, and any member read as a kind declaration, a policy or posters.
     if let value = parameters["policy"], value != .null {
+        let kind = parameters["kind"]?.stringValue ?? "mail"
         do {
-            let policy = try EventDeclarations.policy(value, parameter: "policy")
+            let policy = try EventDeclarations.policy(value, kind: kind)
             check(CoalescingPolicy(wire: policy.wire) == policy, "\(policy) reads back as another policy")
         } catch {
-            check(names(error, "policy"), "\(error)")
+            guard case .invalidPolicy(kind, let reason) = error, !reason.isEmpty else { fail("\(error)") }
         }
     }
     for (_, value) in parameters {
@@ -66,10 +69,28 @@ private func storeForms(_ text: String) {
     }
 }
 
-/// Whether a refusal names `parameter`: itself, or a member or element of it (`policy.policy`, `kinds["a"].policy`).
-private func names(_ error: some VarlinkErrorConvertible, _ parameter: String) -> Bool {
-    guard let named = error.varlinkParameters["parameter"]?.stringValue else { return false }
-    return named == parameter || named.hasPrefix(parameter + ".") || named.hasPrefix(parameter + "[")
+/// Whether a refusal of Register is about `parameter` of `parameters`: `InvalidParameter` naming it, or a member or
+/// element of it (`posters.uids[1]`); or our error about its content, naming what in it is at fault, with a reason.
+private func names(_ error: any Error, _ parameter: String, in parameters: JSONObject) -> Bool {
+    switch error {
+    case let error as VarlinkError:
+        guard error.varlinkName == "org.varlink.service.InvalidParameter",
+            let named = error.varlinkParameters["parameter"]?.stringValue
+        else { return false }
+        return named == parameter || named.hasPrefix(parameter + ".") || named.hasPrefix(parameter + "[")
+    case let error as AppError:
+        switch (error, parameter) {
+        case (.tooManyDeclared(let named, _, _), _): return named == parameter
+        case (.invalidKind(let kind, let reason), "kinds"), (.invalidPolicy(let kind, let reason), "kinds"):
+            guard case .some = parameters["kinds"]?.objectValue?[kind] else { return false }
+            return !reason.isEmpty
+        case (.invalidTopic(let topic, let reason), "topics"):
+            return parameters["topics"]?.arrayValue?.contains(.string(topic)) == true && !reason.isEmpty
+        case (.invalidPosters(let reason), "posters"): return !reason.isEmpty
+        default: return false
+        }
+    default: return false
+    }
 }
 
 private func check(_ condition: Bool, _ message: @autoclosure () -> String) {

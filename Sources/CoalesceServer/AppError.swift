@@ -23,6 +23,18 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case replaced(app: String)
     case unknownTarget(target: String)
     case invalidKind(kind: String, reason: String)
+    /// A kind's policy (declared in Register's `kinds`, or given with a Post) is not one, for the reason given.
+    case invalidPolicy(kind: String, reason: String)
+    /// A topic of Register's `topics` is not named as kinds are.
+    case invalidTopic(topic: String, reason: String)
+    /// Register's `posters` names a group that does not exist, or a number that is not a uid.
+    case invalidPosters(reason: String)
+    /// One of Register's `backgroundModes` is empty or too long.
+    case invalidBackgroundMode(mode: String, reason: String)
+    /// Register's `launchUnit` is not the name of a service unit.
+    case invalidLaunchUnit(unit: String, reason: String)
+    /// Register declares more kinds, topics or background modes (`parameter`) than the daemon takes.
+    case tooManyDeclared(parameter: String, count: Int, limit: Int)
     case notAllowedToPost(target: String)
     case tooManyKinds(target: String, limit: Int)
     case notANumber(target: String, kind: String, field: String)
@@ -50,6 +62,12 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .replaced: return Self.interface + ".Replaced"
         case .unknownTarget: return Self.interface + ".UnknownTarget"
         case .invalidKind: return Self.interface + ".InvalidKind"
+        case .invalidPolicy: return Self.interface + ".InvalidPolicy"
+        case .invalidTopic: return Self.interface + ".InvalidTopic"
+        case .invalidPosters: return Self.interface + ".InvalidPosters"
+        case .invalidBackgroundMode: return Self.interface + ".InvalidBackgroundMode"
+        case .invalidLaunchUnit: return Self.interface + ".InvalidLaunchUnit"
+        case .tooManyDeclared: return Self.interface + ".TooManyDeclared"
         case .notAllowedToPost: return Self.interface + ".NotAllowedToPost"
         case .tooManyKinds: return Self.interface + ".TooManyKinds"
         case .notANumber: return Self.interface + ".NotANumber"
@@ -75,7 +93,14 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .stateTooLarge(let app, let size, let limit):
             return ["app": .string(app), "size": .int(Int64(size)), "limit": .int(Int64(limit))]
         case .unknownTarget(let target), .notAllowedToPost(let target): return ["target": .string(target)]
-        case .invalidKind(let kind, let reason): return ["kind": .string(kind), "reason": .string(reason)]
+        case .invalidKind(let kind, let reason), .invalidPolicy(let kind, let reason):
+            return ["kind": .string(kind), "reason": .string(reason)]
+        case .invalidTopic(let topic, let reason): return ["topic": .string(topic), "reason": .string(reason)]
+        case .invalidPosters(let reason): return ["reason": .string(reason)]
+        case .invalidBackgroundMode(let mode, let reason): return ["mode": .string(mode), "reason": .string(reason)]
+        case .invalidLaunchUnit(let unit, let reason): return ["unit": .string(unit), "reason": .string(reason)]
+        case .tooManyDeclared(let parameter, let count, let limit):
+            return ["parameter": .string(parameter), "count": .int(Int64(count)), "limit": .int(Int64(limit))]
         case .tooManyKinds(let target, let limit): return ["target": .string(target), "limit": .int(Int64(limit))]
         case .notANumber(let target, let kind, let field):
             return ["target": .string(target), "kind": .string(kind), "field": .string(field)]

@@ -91,13 +91,14 @@ enum AppInterface {
                     let size: Int
                     if case .text(let text) = payload { size = text.count } else { size = payload.jsonText.utf8.count }
                     guard size <= limit else { throw AppError.payloadTooLarge(size: size, limit: limit) }
+                    let kind = try request.string("kind")
                     var policy: CoalescingPolicy?
                     if let value = request.call.parameters["policy"], value != .null {
-                        policy = try EventDeclarations.policy(value, parameter: "policy")
+                        policy = try EventDeclarations.policy(value, kind: kind)
                     }
                     try apps.post(
                         target: try request.string("target"),
-                        kind: try request.string("kind"),
+                        kind: kind,
                         payload: payload,
                         policy: policy,
                         peer: peer
@@ -169,20 +170,24 @@ enum AppInterface {
         return peer
     }
 
-    private static func backgroundModes(_ value: JSONValue?) throws(VarlinkError) -> Set<String> {
+    /// Register's `backgroundModes`, of the type the interface declares (the server checks that).
+    private static func backgroundModes(_ value: JSONValue?) throws -> Set<String> {
         guard let value, value != .null else { return [] }
         guard let elements = value.arrayValue else {
-            throw .invalidParameter("backgroundModes", reason: "expected an array of string")
+            throw VarlinkError.invalidParameter("backgroundModes", reason: "expected an array of string")
         }
         guard elements.count <= self.maximumModes else {
-            throw .invalidParameter("backgroundModes", reason: "\(elements.count) modes; at most \(self.maximumModes)")
+            throw AppError.tooManyDeclared(parameter: "backgroundModes", count: elements.count, limit: self.maximumModes)
         }
         var modes: Set<String> = []
         for (index, element) in elements.enumerated() {
-            guard let mode = element.stringValue, !mode.isEmpty, mode.utf8.count <= self.maximumModeLength else {
-                throw .invalidParameter(
-                    "backgroundModes[\(index)]",
-                    reason: "a background mode is 1 to \(self.maximumModeLength) bytes"
+            guard let mode = element.stringValue else {
+                throw VarlinkError.invalidParameter("backgroundModes[\(index)]", reason: "expected a string")
+            }
+            guard !mode.isEmpty, mode.utf8.count <= self.maximumModeLength else {
+                throw AppError.invalidBackgroundMode(
+                    mode: mode,
+                    reason: "a background mode is 1 to \(self.maximumModeLength) bytes; this one is \(mode.utf8.count)"
                 )
             }
             modes.insert(mode)
@@ -196,15 +201,15 @@ enum AppInterface {
         return flag
     }
 
-    private static func launchUnit(_ value: JSONValue?, byAdmin: Bool) throws(VarlinkError) -> LaunchUnitChange {
+    private static func launchUnit(_ value: JSONValue?, byAdmin: Bool) throws -> LaunchUnitChange {
         guard let value, value != .null else { return .keep }
         if value == "" { return .clear }
-        guard let unit = value.stringValue, unit.hasSuffix(".service"), unit.count > ".service".count,
-            unit.utf8.count <= 255, !unit.contains("/")
+        guard let unit = value.stringValue else { throw VarlinkError.invalidParameter("launchUnit", reason: "expected a string") }
+        guard unit.hasSuffix(".service"), unit.count > ".service".count, unit.utf8.count <= 255, !unit.contains("/")
         else {
-            throw .invalidParameter(
-                "launchUnit",
-                reason: "expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or \"\""
+            throw AppError.invalidLaunchUnit(
+                unit: unit,
+                reason: "expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or \"\" for none"
             )
         }
         return .set(unit, byAdmin: byAdmin)

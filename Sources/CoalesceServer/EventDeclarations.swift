@@ -88,89 +88,68 @@ struct EventDeclarations: Sendable, Hashable {
     static let maximumTopics = 64
 
     /// Reads Register's `kinds`, `posters` and `topics`, already of the types the interface declares (the server
-    /// checks that): what is left to refuse here are values out of range, named by their path.
-    init(kinds: JSONValue?, posters: JSONValue?, topics: JSONValue? = nil) throws(VarlinkError) {
+    /// checks that): what is left to refuse here is their content, each with the error of ours that names what is
+    /// wrong and why.
+    /// - Throws: ``AppError`` (`TooManyDeclared`, `InvalidTopic`, `InvalidKind`, `InvalidPolicy`, `InvalidPosters`);
+    ///   `InvalidParameter` for a value not of its declared type, which only the store's text can hold.
+    init(kinds: JSONValue?, posters: JSONValue?, topics: JSONValue? = nil) throws {
         if let topics, topics != .null {
-            guard let names = topics.arrayValue else { throw .invalidParameter("topics", reason: "expected an array of string") }
+            guard let names = topics.arrayValue else { throw VarlinkError.invalidParameter("topics", reason: "expected an array of string") }
             guard names.count <= Self.maximumTopics else {
-                throw .invalidParameter("topics", reason: "\(names.count) topics; at most \(Self.maximumTopics)")
+                throw AppError.tooManyDeclared(parameter: "topics", count: names.count, limit: Self.maximumTopics)
             }
             for (index, name) in names.enumerated() {
                 guard let text = name.stringValue else {
-                    throw .invalidParameter("topics[\(index)]", reason: "expected a string")
+                    throw VarlinkError.invalidParameter("topics[\(index)]", reason: "expected a string")
                 }
                 do {
                     self.topics.insert(try EventKind(text))
                 } catch {
-                    throw .invalidParameter("topics[\(index)]", reason: error.reason)
+                    throw AppError.invalidTopic(topic: text, reason: error.reason)
                 }
             }
         }
         if let kinds, kinds != .null {
-            guard let members = kinds.objectValue else { throw .invalidParameter("kinds", reason: "expected an object of Policy") }
+            guard let members = kinds.objectValue else { throw VarlinkError.invalidParameter("kinds", reason: "expected an object of Policy") }
             guard members.count <= Self.maximumKinds else {
-                throw .invalidParameter("kinds", reason: "\(members.count) kinds; at most \(Self.maximumKinds)")
+                throw AppError.tooManyDeclared(parameter: "kinds", count: members.count, limit: Self.maximumKinds)
             }
             for (name, declaration) in members {
-                let path = VarlinkTypeMismatch.path("kinds", member: name)
                 let kind: EventKind
                 do {
                     kind = try EventKind(name)
                 } catch {
-                    throw .invalidParameter(path, reason: error.reason)
+                    throw AppError.invalidKind(kind: name, reason: error.reason)
                 }
-                guard let declared = KindDeclaration(wire: declaration) else {
-                    throw Self.declarationProblem(declaration, parameter: path)
+                switch KindDeclaration.reading(wire: declaration) {
+                case .success(let declared): self.kinds[kind] = declared
+                case .failure(let problem): throw AppError.invalidPolicy(kind: name, reason: problem.reason)
                 }
-                self.kinds[kind] = declared
             }
         }
         if let posters, posters != .null {
-            guard let declared = CoalesceWire.Posters(wire: posters) else {
-                throw .invalidParameter("posters", reason: "expected a Posters object")
+            let declared: CoalesceWire.Posters
+            switch CoalesceWire.Posters.reading(wire: posters) {
+            case .success(let read): declared = read
+            case .failure(let problem): throw AppError.invalidPosters(reason: problem.reason)
             }
             self.posters.anyone = declared.anyone
             self.posters.uids.formUnion(declared.uids)
-            for (index, name) in declared.groups.enumerated() {
+            for name in declared.groups {
                 guard let entry = getgrnam(name) else {
-                    throw .invalidParameter("posters.groups[\(index)]", reason: "no group named \(JSONValue.string(name).jsonText)")
+                    throw AppError.invalidPosters(reason: "no group named \(JSONValue.string(name).jsonText) on this system")
                 }
                 self.posters.groups[name] = entry.pointee.gr_gid
             }
         }
     }
 
-    /// A policy as Register's `kinds` and Post's `policy` give it (``CoalescingPolicy/init(wire:)``).
-    /// - Throws: `InvalidParameter` naming the member of `parameter` that is not right, and why.
-    static func policy(_ value: JSONValue, parameter: String) throws(VarlinkError) -> CoalescingPolicy {
-        guard let policy = CoalescingPolicy(wire: value) else { throw Self.declarationProblem(value, parameter: parameter) }
-        return policy
-    }
-
-    /// Why `value` is not a kind's declaration (a policy, perhaps with `volatile` and `backgroundMode`), as an
-    /// `InvalidParameter` naming the member at fault under `parameter`.
-    static func declarationProblem(_ value: JSONValue, parameter: String) -> VarlinkError {
-        let names = "latest, first, count, sum, merge, netChange or queue"
-        switch value["policy"]?.stringValue {
-        case nil:
-            return .invalidParameter(parameter + ".policy", reason: "missing; expected \(names)")
-        case "sum"? where CoalescingPolicy(wire: value) == nil:
-            return .invalidParameter(
-                parameter + ".field",
-                reason: "a sum needs the name of a member, 1 to \(CoalescingPolicy.maximumFieldLength) bytes"
-            )
-        case "queue"? where CoalescingPolicy(wire: value) == nil:
-            return .invalidParameter(
-                parameter + ".bound",
-                reason: "a queue needs a bound from 1 to \(CoalescingPolicy.maximumQueueBound)"
-            )
-        case let name? where CoalescingPolicy(wire: value) == nil:
-            return .invalidParameter(parameter + ".policy", reason: "unknown policy \(JSONValue.string(name).jsonText); expected \(names)")
-        default:
-            return .invalidParameter(
-                parameter + ".backgroundMode",
-                reason: "a background mode is 1 to \(KindDeclaration.maximumModeLength) bytes"
-            )
+    /// A policy as Post's `policy` gives it (``CoalescingPolicy/init(wire:)``), for a post of `kind`.
+    /// - Throws: `InvalidPolicy` naming the kind and why.
+    static func policy(_ value: JSONValue, kind: String) throws(AppError) -> CoalescingPolicy {
+        switch CoalescingPolicy.reading(wire: value) {
+        case .success(let policy): return policy
+        case .failure(let problem): throw .invalidPolicy(kind: kind, reason: problem.wire)
         }
     }
 

@@ -33,18 +33,39 @@ public struct KindDeclaration: Sendable, Hashable {
     /// Reads the wire form (``wire``); `volatile` and `backgroundMode` may also be null. `nil` when any member is
     /// not what the interface declares.
     public init?(wire value: JSONValue) {
-        guard let policy = CoalescingPolicy(wire: value) else { return nil }
-        self.init(policy)
+        guard case .success(let declaration) = Self.reading(wire: value) else { return nil }
+        self = declaration
+    }
+
+    /// Reads the wire form (``wire``), or says why it is not a kind's declaration, in the words
+    /// ``PolicyProblem/wire`` uses for its policy.
+    public static func reading(wire value: JSONValue) -> Result<KindDeclaration, WireFormError> {
+        let policy: CoalescingPolicy
+        switch CoalescingPolicy.reading(wire: value) {
+        case .success(let read): policy = read
+        case .failure(let problem): return .failure(WireFormError(problem.wire))
+        }
+        var declaration = KindDeclaration(policy)
         switch value["volatile"] {
         case nil, .null?, .bool(false)?: break
-        case .bool(true)?: self.volatile = true
-        default: return nil
+        case .bool(true)?: declaration.volatile = true
+        default: return .failure(WireFormError("volatile is true or false"))
         }
         switch value["backgroundMode"] {
         case nil, .null?: break
         case .string(let mode)? where !mode.isEmpty && mode.utf8.count <= Self.maximumModeLength:
-            self.backgroundMode = mode
-        default: return nil
+            declaration.backgroundMode = mode
+        default: return .failure(WireFormError("a background mode is 1 to \(Self.maximumModeLength) bytes"))
         }
+        return .success(declaration)
     }
+}
+
+/// Why a value is not the wire form it was read as: a reason for a person, such as
+/// `queue needs a bound, such as 10`.
+public struct WireFormError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { self.reason }
+
+    public init(_ reason: String) { self.reason = reason }
 }

@@ -2,11 +2,6 @@ public import CoalesceCore
 public import Varlink
 
 extension CoalescingPolicy {
-    /// The longest `sum` field the wire form takes, in bytes.
-    public static let maximumFieldLength = 128
-    /// The largest `queue` bound the wire form takes: a queue holds every payload up to it.
-    public static let maximumQueueBound = 10_000
-
     /// The policy as the interface writes it (`{"policy":"sum","field":"unread"}`): one form for the daemon's
     /// replies and store, the client library's Register and coalescectl's Post.
     public var wire: JSONValue {
@@ -25,21 +20,30 @@ extension CoalescingPolicy {
     /// give it; members other than the policy's own are left to the caller. `nil` when it is not a policy: an
     /// unknown name, a `sum` without a field, a `queue` bound out of range.
     public init?(wire value: JSONValue) {
-        guard let name = value["policy"]?.stringValue else { return nil }
+        guard case .success(let policy) = Self.reading(wire: value) else { return nil }
+        self = policy
+    }
+
+    /// Reads the wire form (``wire``), or says why it is not a policy.
+    public static func reading(wire value: JSONValue) -> Result<CoalescingPolicy, PolicyProblem> {
+        guard let name = value["policy"]?.stringValue else { return .failure(.missing) }
         switch name {
-        case "latest": self = .latest
-        case "first": self = .first
-        case "count": self = .count
-        case "merge": self = .merge
-        case "netChange": self = .netChange
+        case "latest": return .success(.latest)
+        case "first": return .success(.first)
+        case "count": return .success(.count)
+        case "merge": return .success(.merge)
+        case "netChange": return .success(.netChange)
         case "sum":
-            guard let field = value["field"]?.stringValue, !field.isEmpty, field.utf8.count <= Self.maximumFieldLength
-            else { return nil }
-            self = .sum(field: field)
+            guard let field = value["field"]?.stringValue, !field.isEmpty else { return .failure(.sumWithoutField) }
+            guard field.utf8.count <= Self.maximumFieldLength else { return .failure(.fieldTooLong(field.utf8.count)) }
+            return .success(.sum(field: field))
         case "queue":
-            guard let bound = value["bound"]?.intValue, bound >= 1, bound <= Self.maximumQueueBound else { return nil }
-            self = .queue(bound: Int(bound))
-        default: return nil
+            guard let bound = value["bound"], bound != .null else { return .failure(.queueWithoutBound) }
+            guard let number = bound.intValue, number >= 1, number <= Self.maximumQueueBound else {
+                return .failure(.boundOutOfRange(bound.jsonText))
+            }
+            return .success(.queue(bound: Int(number)))
+        default: return .failure(.unknown(name))
         }
     }
 }

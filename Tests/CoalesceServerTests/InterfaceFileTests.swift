@@ -47,7 +47,9 @@ import Varlink
         .invalidKind(kind: "", reason: ""), .notAllowedToPost(target: ""), .tooManyKinds(target: "", limit: 1),
         .notANumber(target: "", kind: "", field: ""), .payloadTooLarge(size: 1, limit: 1), .storageFailed(reason: ""),
         .quotaExceeded(Quota(name: "UserApps", limit: 1, uid: 1)),
-        .sequenceNotSent(app: "a", seq: 9, next: 5),
+        .sequenceNotSent(app: "a", seq: 9, next: 5), .invalidPolicy(kind: "", reason: ""),
+        .invalidTopic(topic: "", reason: ""), .invalidPosters(reason: ""), .invalidBackgroundMode(mode: "", reason: ""),
+        .invalidLaunchUnit(unit: "", reason: ""), .tooManyDeclared(parameter: "kinds", count: 2, limit: 1),
     ]
     static let systemErrors: [SystemError] = [
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,

@@ -25,6 +25,39 @@ import Varlink
         for text in bad { #expect(CoalescingPolicy(wire: try JSONParser.parse(text)) == nil, "\(text)") }
     }
 
+    /// The same problem gets the same reason from the command line's text and from the wire, each in its notation.
+    @Test(arguments: [
+        ("lastest", #"{"policy":"lastest"}"#, PolicyProblem.unknown("lastest")),
+        ("sum", #"{"policy":"sum"}"#, .sumWithoutField),
+        ("sum:", #"{"policy":"sum","field":""}"#, .sumWithoutField),
+        ("queue", #"{"policy":"queue"}"#, .queueWithoutBound),
+        ("queue:0", #"{"policy":"queue","bound":0}"#, .boundOutOfRange("0")),
+        ("queue:10001", #"{"policy":"queue","bound":10001}"#, .boundOutOfRange("10001")),
+        ("sum:" + String(repeating: "f", count: 129), #"{"policy":"sum","field":""# + String(repeating: "f", count: 129) + #""}"#, .fieldTooLong(129)),
+    ])
+    func aPolicyThatIsNotOneSaysWhyInBothForms(text: String, wire: String, problem: PolicyProblem) throws {
+        #expect(throws: PolicyTextError.self) { try CoalescingPolicy(parsing: text) }
+        do {
+            _ = try CoalescingPolicy(parsing: text)
+        } catch {
+            #expect(error.description == problem.text)
+        }
+        #expect(CoalescingPolicy.reading(wire: try JSONParser.parse(wire)) == .failure(problem))
+    }
+
+    @Test func policyReasonsReadAsCoalescectlSaysThem() {
+        #expect(
+            PolicyProblem.unknown("lastest").text
+                == "'lastest' is not a policy: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND"
+        )
+        #expect(
+            PolicyProblem.unknown("lastest").wire
+                == "'lastest' is not a policy: latest, first, count, sum (with field), merge, netChange or queue (with bound)"
+        )
+        #expect(PolicyProblem.sumWithoutField.text == "sum needs the member to add up, such as sum:unread")
+        #expect(PolicyProblem.queueWithoutBound.text == "queue needs a bound, such as queue:10")
+    }
+
     @Test func kindDeclarationReadsBackItsWireForm() throws {
         let declarations = [
             KindDeclaration(), KindDeclaration(.sum(field: "n"), volatile: true),

@@ -43,9 +43,12 @@ import Varlink
             try client.call("io.coalesced.App.Register", ["name": "org.example.a", "backgroundModes": "audio"])
         }
         #expect(
-            throws: VarlinkError.invalidParameter(
-                "launchUnit",
-                reason: #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or """#
+            throws: VarlinkError(
+                name: "io.coalesced.App.InvalidLaunchUnit",
+                parameters: [
+                    "unit": "../x",
+                    "reason": #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or "" for none"#,
+                ]
             )
         ) {
             try client.call("io.coalesced.App.Register", ["name": "org.example.a", "launchUnit": "../x"])

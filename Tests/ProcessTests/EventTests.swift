@@ -902,9 +902,12 @@ import Varlink
             try post(client, Self.mail, "mail", ["text": .string(String(repeating: "x", count: 70))])
         }
         #expect(
-            throws: VarlinkError.invalidParameter(
-                "policy.policy",
-                reason: #"unknown policy "most"; expected latest, first, count, sum, merge, netChange or queue"#
+            throws: VarlinkError(
+                name: "io.coalesced.App.InvalidPolicy",
+                parameters: [
+                    "kind": "mail",
+                    "reason": "'most' is not a policy: latest, first, count, sum (with field), merge, netChange or queue (with bound)",
+                ]
             )
         ) { try post(client, Self.mail, "mail", [:], policy: ["policy": "most"]) }
         #expect(

@@ -196,3 +196,23 @@ def test_a_configuration_line_with_a_nul_is_shown_whole_with_its_line_number():
     assert result.returncode == 78
     assert f"{config}:2: NUL byte in line 'MaxApps=5\\0x'; a configuration file is text".encode() in result.stderr, \
         result.stderr
+
+
+def test_a_policy_that_is_not_one_is_refused_with_invalid_policy_and_its_reason(own_daemon):
+    """The package surfaces the daemon's own errors with their parameters: the kind and the reason."""
+    with varlink.Client(address=own_daemon) as client, client.open("io.coalesced.App") as app:
+        with pytest.raises(varlink.VarlinkError) as refused:
+            app.Register("org.example.policies", None, None, None, {"mail": {"policy": "lastest"}})
+        with pytest.raises(varlink.VarlinkError) as unbounded:
+            app.Register("org.example.policies", None, None, None, {"log": {"policy": "queue"}})
+    assert refused.value.error() == "io.coalesced.App.InvalidPolicy"
+    assert refused.value.parameters() == {
+        "kind": "mail",
+        "reason": "'lastest' is not a policy: latest, first, count, sum (with field), merge, netChange or queue "
+                  "(with bound)",
+    }
+    assert unbounded.value.error() == "io.coalesced.App.InvalidPolicy"
+    assert unbounded.value.parameters() == {"kind": "log", "reason": "queue needs a bound, such as 10"}
+    with varlink.Client(address=own_daemon) as client, client.open("io.coalesced.System") as system:
+        assert "org.example.policies" not in [entry["name"] for entry in system.ListApps()["apps"]]
+

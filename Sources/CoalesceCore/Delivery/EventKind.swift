@@ -45,6 +45,54 @@ public struct PolicyTextError: Error, Sendable, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// Why a policy, as a command line or the interface writes it, is not one: the one place its reasons are worded, so
+/// that coalescectl and the daemon give the same reason, each in the notation of the form it read.
+public enum PolicyProblem: Error, Sendable, Hashable {
+    /// No policy named (the interface's `policy` member is missing).
+    case missing
+    /// A name that is not a policy.
+    case unknown(String)
+    /// `sum` without the member to add up.
+    case sumWithoutField
+    /// `sum` with a member name longer than ``CoalescingPolicy/maximumFieldLength``.
+    case fieldTooLong(Int)
+    /// `queue` without its bound.
+    case queueWithoutBound
+    /// `queue` with a bound that is not from 1 to ``CoalescingPolicy/maximumQueueBound`` (its text as given).
+    case boundOutOfRange(String)
+
+    /// The reason as a command line writes policies (`sum:FIELD`, `queue:BOUND`).
+    public var text: String {
+        switch self {
+        case .missing: return "no policy named: " + Self.names(sum: "sum:FIELD", queue: "queue:BOUND")
+        case .unknown(let name): return "'\(name)' is not a policy: " + Self.names(sum: "sum:FIELD", queue: "queue:BOUND")
+        case .sumWithoutField: return "sum needs the member to add up, such as sum:unread"
+        case .fieldTooLong(let length): return "sum's member is \(length) bytes; at most \(CoalescingPolicy.maximumFieldLength)"
+        case .queueWithoutBound: return "queue needs a bound, such as queue:10"
+        case .boundOutOfRange(let bound):
+            return "queue's bound \(bound) is not a number from 1 to \(CoalescingPolicy.maximumQueueBound), such as queue:10"
+        }
+    }
+
+    /// The reason as the interface writes policies (`{"policy": "sum", "field": "unread"}`).
+    public var wire: String {
+        switch self {
+        case .missing: return "no policy named: " + Self.names(sum: "sum (with field)", queue: "queue (with bound)")
+        case .unknown(let name):
+            return "'\(name)' is not a policy: " + Self.names(sum: "sum (with field)", queue: "queue (with bound)")
+        case .sumWithoutField: return "sum needs the member to add up in field, such as \"unread\""
+        case .fieldTooLong: return self.text
+        case .queueWithoutBound: return "queue needs a bound, such as 10"
+        case .boundOutOfRange(let bound):
+            return "queue's bound \(bound) is not a number from 1 to \(CoalescingPolicy.maximumQueueBound)"
+        }
+    }
+
+    private static func names(sum: String, queue: String) -> String {
+        "latest, first, count, \(sum), merge, netChange or \(queue)"
+    }
+}
+
 /// How the posts of one kind are folded while the app is suspended (DESIGN.md §3).
 public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
     /// The last payload, and the count. The default.
@@ -66,6 +114,19 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
     /// `queue:BOUND`.
     /// - Throws: ``PolicyTextError`` saying what is wrong.
     public init(parsing text: String) throws(PolicyTextError) {
+        do {
+            try self.init(checking: text)
+        } catch {
+            throw PolicyTextError(error.text)
+        }
+    }
+
+    /// The longest `sum` field a policy takes, in bytes.
+    public static let maximumFieldLength = 128
+    /// The largest `queue` bound a policy takes: a queue holds every payload up to it.
+    public static let maximumQueueBound = 10_000
+
+    private init(checking text: String) throws(PolicyProblem) {
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
         let argument = parts.count == 2 ? parts[1] : nil
         switch (parts.first, argument) {
@@ -74,14 +135,17 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
         case ("count"?, nil): self = .count
         case ("merge"?, nil): self = .merge
         case ("netChange"?, nil): self = .netChange
-        case ("sum"?, let field?) where !field.isEmpty: self = .sum(field: field)
+        case ("sum"?, let field?) where !field.isEmpty:
+            guard field.utf8.count <= Self.maximumFieldLength else { throw .fieldTooLong(field.utf8.count) }
+            self = .sum(field: field)
         case ("queue"?, let bound?):
-            guard let bound = Int(bound), bound >= 1 else { throw PolicyTextError("queue:BOUND needs a positive number, such as queue:10") }
-            self = .queue(bound: bound)
-        case ("sum"?, _): throw PolicyTextError("sum needs the member to add up, such as sum:unread")
-        case ("queue"?, _): throw PolicyTextError("queue needs a bound, such as queue:10")
-        default:
-            throw PolicyTextError("'\(text)' is not a policy: latest, first, count, sum:FIELD, merge, netChange or queue:BOUND")
+            guard let number = Int(bound), number >= 1, number <= Self.maximumQueueBound else {
+                throw .boundOutOfRange(bound)
+            }
+            self = .queue(bound: number)
+        case ("sum"?, _): throw .sumWithoutField
+        case ("queue"?, _): throw .queueWithoutBound
+        default: throw .unknown(text)
         }
     }
 
