@@ -183,7 +183,7 @@ final class ExampleDelegate: ApplicationDelegate {
                 }
             }
             holder.withLock { $0 = task }
-            say("task-began id=\(task.id) remaining=\(task.remaining.components.seconds)")
+            say("task-began id=\(task.id) remaining=\(task.remaining.map { "\($0.components.seconds)" } ?? "infinity")")
             if let seconds = self.endTaskAfter {
                 Thread.start {
                     usleep(useconds_t(seconds * 1_000_000))

@@ -86,8 +86,9 @@ public struct Event: Sendable, Hashable {
 /// An open background task.
 public struct BackgroundTask: Sendable, Hashable {
     public var id: Int
-    /// Background time left when it began.
-    public var remaining: Duration
+    /// Background time left when it began; `nil` when the daemon gives background tasks no budget
+    /// (`BackgroundTaskBudgetSec=infinity`, `coalesced --no-deadlines`).
+    public var remaining: Duration?
 }
 
 /// The app's side of its lifecycle. Every method has a default that does nothing; an app implements those it
@@ -199,11 +200,10 @@ public final class Application: Sendable {
         expirationHandler: @escaping @Sendable () -> Void = {}
     ) throws(ApplicationError) -> BackgroundTask {
         let reply = try self.request("io.coalesced.App.BeginBackgroundTask", ["name": .string(name)])
-        guard let id = reply["id"]?.intValue, let remaining = reply["remainingSec"]?.doubleValue else {
-            throw .unexpectedReply("BeginBackgroundTask without id")
-        }
+        guard let id = reply["id"]?.intValue else { throw .unexpectedReply("BeginBackgroundTask without id") }
         self.shared.withLock { $0.expirationHandlers[Int(id)] = expirationHandler }
-        return BackgroundTask(id: Int(id), remaining: .milliseconds(Int64(remaining * 1000)))
+        let remaining = reply["remainingSec"]?.doubleValue.map { Duration.milliseconds(Int64($0 * 1000)) }
+        return BackgroundTask(id: Int(id), remaining: remaining)
     }
 
     /// Closes a background task.

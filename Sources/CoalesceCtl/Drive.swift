@@ -27,11 +27,17 @@ struct Launch: ParsableCommand {
         // Without a launch unit nothing is started: say what the command now waits for, and how long.
         if let app = self.root.global.quietCall("io.coalesced.System.GetApp", ["app": .string(self.name)])?["app"],
             app["launchUnit"] == nil,
-            let timeout = self.root.global.quietCall("io.coalesced.System.Stats")?["stats"]?["limits"]?["launchTimeoutSec"]?.doubleValue
+            let limits = self.root.global.quietCall("io.coalesced.System.Stats")?["stats"]?["limits"]
         {
-            CtlOutput.note(
-                "\(self.name) has no launch unit: waiting up to \(CtlOutput.seconds(timeout)) (LaunchTimeoutSec=) for its process to attach."
-            )
+            if let timeout = limits["launchTimeoutSec"]?.doubleValue {
+                CtlOutput.note(
+                    "\(self.name) has no launch unit: waiting up to \(CtlOutput.seconds(timeout)) (LaunchTimeoutSec=) for its process to attach."
+                )
+            } else {
+                CtlOutput.note(
+                    "\(self.name) has no launch unit: waiting for its process to attach, without end (LaunchTimeoutSec=infinity); Ctrl-C stops waiting."
+                )
+            }
         }
         report(
             self.root.global.call(

@@ -32,8 +32,22 @@ struct Status: ParsableCommand {
                     "\(limits["maxMessageSize"]?.intValue.map { String($0) } ?? "?") bytes per message, "
                         + "\(limits["maxConnections"]?.intValue.map { String($0) } ?? "?") connections"
                 ),
+                ("Deadlines", Self.deadlines(limits)),
             ])
         )
+    }
+
+    /// "acknowledge 5s, background tasks 30s, launch 10s"; a span the daemon has none of (null) is `infinity`.
+    static func deadlines(_ limits: JSONValue) -> String {
+        func span(_ key: String) -> String {
+            switch limits[key] {
+            case nil: return "?"
+            case .null?: return "infinity"
+            case let value?: return value.doubleValue.map(CtlOutput.seconds) ?? "?"
+            }
+        }
+        return "acknowledge \(span("acknowledgeTimeoutSec")), background tasks \(span("backgroundTaskBudgetSec")), "
+            + "launch \(span("launchTimeoutSec"))"
     }
 
     /// "3 registered: 1 active, 2 suspended".

@@ -38,6 +38,15 @@ struct Coalesced: AsyncParsableCommand {
     )
     var config: String?
 
+    @Flag(
+        name: .customLong("no-deadlines"),
+        help: """
+            For development: no acknowledgement or launch deadline and no background-task budget, whatever the \
+            configuration says, so that an app stopped in a debugger is not killed. Logged as a warning at start.
+            """
+    )
+    var noDeadlines = false
+
     func validate() throws {
         if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
         if self.instance == .user, self.socket == nil, getenv("XDG_RUNTIME_DIR") == nil {
@@ -54,7 +63,8 @@ struct Coalesced: AsyncParsableCommand {
             socketPath: self.socket ?? paths.socket,
             stateDirectory: self.stateDirectory ?? paths.stateDirectory,
             configPath: self.config ?? paths.config,
-            configRequired: self.config != nil
+            configRequired: self.config != nil,
+            noDeadlines: self.noDeadlines
         )
         let status = await Daemon.run(options: options)
         if status != 0 { throw ExitCode(status) }

@@ -67,7 +67,9 @@ enum AppInterface {
                         throw VarlinkError.invalidParameter("name", reason: "longer than \(self.maximumTaskNameLength) bytes")
                     }
                     let task = try apps.beginBackgroundTask(name: try request.string("app"), uid: peer.uid, taskName: name)
-                    return ["id": .int(Int64(task.id)), "remainingSec": .double(task.remaining.seconds)]
+                    // No budget (BackgroundTaskBudgetSec=infinity): no remainingSec.
+                    guard let remaining = task.remaining else { return ["id": .int(Int64(task.id))] }
+                    return ["id": .int(Int64(task.id)), "remainingSec": .double(remaining.seconds)]
                 },
                 "EndBackgroundTask": .immediate { request in
                     let peer = try self.peer(request)

@@ -30,10 +30,11 @@ public struct Configuration: Sendable, Hashable {
     /// `[Apps] MaxApps=`: how many apps may be registered.
     public var maxApps: Int = 65536
     /// `[Apps] AcknowledgeTimeoutSec=`, `BackgroundTaskBudgetSec=`, `BackgroundTaskWarningSec=`,
-    /// `BackgroundTaskExpiry=`: the lifecycle's deadlines and budget.
+    /// `BackgroundTaskExpiry=`: the lifecycle's deadlines and budget (`nil`: `infinity`, none).
     public var timings = LifecycleTimings()
-    /// `[Apps] LaunchTimeoutSec=`: how long System.Launch waits for the app to attach.
-    public var launchTimeout: Duration = .seconds(10)
+    /// `[Apps] LaunchTimeoutSec=`: how long System.Launch waits for the app to attach, and an app whose process
+    /// outlived a restart of the daemon has to attach again; `nil` (`infinity`): as long as it takes.
+    public var launchTimeout: Duration? = .seconds(10)
     /// `[Apps] TerminateGraceSec=`: how long a terminated app has between SIGTERM and SIGKILL, and to acknowledge
     /// willTerminate before SIGTERM.
     public var terminateGrace: Duration = .seconds(5)
@@ -49,6 +50,15 @@ public struct Configuration: Sendable, Hashable {
     public var quotas = Quotas()
 
     public init() {}
+
+    /// Turns off every deadline an app or its launch must meet and the background-task budget, as
+    /// `coalesced --no-deadlines` does for development: an app stopped in a debugger is never killed for it.
+    public mutating func liftDeadlines() {
+        self.timings.launchAcknowledgement = nil
+        self.timings.backgroundAcknowledgement = nil
+        self.timings.backgroundTaskBudget = nil
+        self.launchTimeout = nil
+    }
 }
 
 /// `[Quotas]`: bounds on what apps take, per user (the apps' owner) and in all, so that the daemon's memory is
@@ -180,13 +190,13 @@ enum ConfigurationKey {
                     value.isEmpty ? Configuration().maxApps : try parseInteger(value, in: 1...1_000_000)
             },
             "AcknowledgeTimeoutSec": { configuration, value throws(ConfigurationValueError) in
-                let timeout = value.isEmpty ? LifecycleTimings().launchAcknowledgement : try parseTimeSpan(value)
+                let timeout = value.isEmpty ? LifecycleTimings().launchAcknowledgement : try parseTimeout(value)
                 configuration.timings.launchAcknowledgement = timeout
                 configuration.timings.backgroundAcknowledgement = timeout
             },
             "BackgroundTaskBudgetSec": { configuration, value throws(ConfigurationValueError) in
                 configuration.timings.backgroundTaskBudget =
-                    value.isEmpty ? LifecycleTimings().backgroundTaskBudget : try parseTimeSpan(value)
+                    value.isEmpty ? LifecycleTimings().backgroundTaskBudget : try parseBudget(value)
             },
             "BackgroundTaskWarningSec": { configuration, value throws(ConfigurationValueError) in
                 configuration.timings.expiryWarning =
@@ -200,7 +210,7 @@ enum ConfigurationKey {
                 }
             },
             "LaunchTimeoutSec": { configuration, value throws(ConfigurationValueError) in
-                configuration.launchTimeout = value.isEmpty ? Configuration().launchTimeout : try parseTimeSpan(value)
+                configuration.launchTimeout = value.isEmpty ? Configuration().launchTimeout : try parseTimeout(value)
             },
             "TerminateGraceSec": { configuration, value throws(ConfigurationValueError) in
                 configuration.terminateGrace =
@@ -306,15 +316,34 @@ enum ConfigurationKey {
         return number
     }
 
+    /// A timeout, as systemd's `TimeoutStartSec=` reads one: a time span, or `infinity` or `0` for none (`nil`).
+    static func parseTimeout(_ value: String) throws(ConfigurationValueError) -> Duration? {
+        if value == "infinity" { return nil }
+        let span = try parseTimeSpan(value, allowZero: true, otherwise: ", or infinity (or 0) for none")
+        return span == .zero ? nil : span
+    }
+
+    /// A budget: a time span longer than zero, or `infinity` for none (`nil`). Zero is refused rather than read as
+    /// none: a budget of nothing would read as "no background time at all".
+    static func parseBudget(_ value: String) throws(ConfigurationValueError) -> Duration? {
+        if value == "infinity" { return nil }
+        return try parseTimeSpan(value, otherwise: ", or infinity for no budget")
+    }
+
     /// A systemd time span: `5`, `5s`, `500ms`, `2min`, `1h 30min`; a bare number is seconds.
-    static func parseTimeSpan(_ value: String, allowZero: Bool = false) throws(ConfigurationValueError) -> Duration {
+    /// - Parameter otherwise: what else the key takes, added to the reasons a value is refused for.
+    static func parseTimeSpan(
+        _ value: String,
+        allowZero: Bool = false,
+        otherwise: String = ""
+    ) throws(ConfigurationValueError) -> Duration {
         let units: [(suffix: String, nanoseconds: Int64)] = [
             ("usec", 1_000), ("us", 1_000), ("msec", 1_000_000), ("ms", 1_000_000), ("seconds", 1_000_000_000),
             ("second", 1_000_000_000), ("sec", 1_000_000_000), ("s", 1_000_000_000), ("minutes", 60_000_000_000),
             ("minute", 60_000_000_000), ("min", 60_000_000_000), ("m", 60_000_000_000), ("hours", 3_600_000_000_000),
             ("hour", 3_600_000_000_000), ("hr", 3_600_000_000_000), ("h", 3_600_000_000_000),
         ]
-        let failure = ConfigurationValueError(reason: "expected a time span such as 5s, 500ms or 2min")
+        let failure = ConfigurationValueError(reason: "expected a time span such as 5s, 500ms or 2min" + otherwise)
         var total: Int64 = 0
         var rest = Substring(value)
         while true {
@@ -340,7 +369,7 @@ enum ConfigurationKey {
             }
             total += Int64(nanoseconds)
         }
-        guard allowZero || total > 0 else { throw ConfigurationValueError(reason: "must be longer than zero") }
+        guard allowZero || total > 0 else { throw ConfigurationValueError(reason: "must be longer than zero" + otherwise) }
         return .nanoseconds(total)
     }
 

@@ -49,19 +49,31 @@ public struct DaemonOptions: Sendable {
     public var configPath: String
     /// Whether the configuration file must exist (it was named explicitly).
     public var configRequired: Bool
+    /// `--no-deadlines`: every acknowledgement and launch deadline and the background-task budget off, whatever the
+    /// configuration says (``Configuration/liftDeadlines()``), at start and at every reload; for development.
+    public var noDeadlines: Bool
 
     public init(
         instance: DaemonInstance,
         socketPath: String,
         stateDirectory: String,
         configPath: String,
-        configRequired: Bool
+        configRequired: Bool,
+        noDeadlines: Bool = false
     ) {
         self.instance = instance
         self.socketPath = socketPath
         self.stateDirectory = stateDirectory
         self.configPath = configPath
         self.configRequired = configRequired
+        self.noDeadlines = noDeadlines
+    }
+
+    /// The configuration files' settings, with the deadlines lifted under `--no-deadlines`.
+    func loadConfiguration() throws(ConfigurationError) -> Configuration {
+        var configuration = try ConfigurationLoader.load(path: self.configPath, required: self.configRequired)
+        if self.noDeadlines { configuration.liftDeadlines() }
+        return configuration
     }
 }
 
@@ -82,7 +94,7 @@ public enum Daemon {
     public static func run(options: DaemonOptions) async -> Int32 {
         let configuration: Configuration
         do {
-            configuration = try ConfigurationLoader.load(path: options.configPath, required: options.configRequired)
+            configuration = try options.loadConfiguration()
         } catch {
             printError("\(error); fix the configuration and start again")
             return DaemonExit.configuration
@@ -91,6 +103,12 @@ public enum Daemon {
         let levelControl = LogLevelControl(configuration.logLevel)
         DaemonLogging.bootstrap(identifier: "coalesced", control: levelControl)
         let logger = Logger(label: "coalesced")
+        if options.noDeadlines {
+            logger.warning(
+                "DEADLINES ARE OFF (--no-deadlines): no app is killed for an acknowledgement it misses, background tasks never expire, Launch waits for its app without end; for development only, never in production",
+                metadata: ["config": "\(options.configPath)"]
+            )
+        }
         // With more than one loop, connections are spread over them, so that many clients' calls are parsed and
         // decided on several cores (an app's state is kept under a lock, and each stream's writes go through its
         // own loop's queue, in the order they were decided).
@@ -197,4 +215,12 @@ extension Duration {
         let milliseconds = self.nanoseconds / 1_000_000
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
     }
+}
+
+extension Optional where Wrapped == Duration {
+    /// A span that may be infinite (`nil`) as a setting writes it: `5s`, or `infinity`.
+    var settingText: String { self?.settingText ?? "infinity" }
+
+    /// Seconds as the interfaces give a span that may be infinite: a number, or null for infinity.
+    var secondsValue: JSONValue { self.map { .double($0.seconds) } ?? .null }
 }

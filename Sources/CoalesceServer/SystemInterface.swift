@@ -61,7 +61,9 @@ enum SystemInterface {
                             "maxMessageSize": .int(Int64(state.configuration.maxMessageSize)),
                             "maxConnections": .int(Int64(state.configuration.maxConnections)),
                             "maxApps": .int(Int64(state.configuration.maxApps)),
-                            "launchTimeoutSec": .double(state.configuration.launchTimeout.seconds),
+                            "launchTimeoutSec": state.configuration.launchTimeout.secondsValue,
+                            "acknowledgeTimeoutSec": state.configuration.timings.launchAcknowledgement.secondsValue,
+                            "backgroundTaskBudgetSec": state.configuration.timings.backgroundTaskBudget.secondsValue,
                         ],
                     ]
                     return ["stats": .object(stats)]

@@ -22,6 +22,27 @@ import Testing
         #expect(app.nextDeadline == nil)
     }
 
+    /// `nil` timings (`infinity`): no acknowledgement deadline and no budget, so nothing ever comes due.
+    @Test func infiniteTimingsSetNoDeadline() throws {
+        var timings = LifecycleTimings()
+        timings.launchAcknowledgement = nil
+        timings.backgroundAcknowledgement = nil
+        timings.backgroundTaskBudget = nil
+        var app = Lifecycle(timings: timings)
+        _ = try app.launch(.foreground, now: self.t0)
+        #expect(app.nextDeadline == nil)
+        let task = try app.beginBackgroundTask(name: "upload", now: self.t0)
+        #expect(task.remaining == nil)
+        _ = try app.deactivate(now: self.at(10))
+        #expect(app.state == .background)
+        #expect(app.nextDeadline == nil)
+        #expect(app.backgroundTimeRemaining(now: self.at(20)) == nil)
+        #expect(app.timePassed(now: self.at(1e9)) == [])
+        #expect(app.state == .background, "neither killed nor suspended")
+        _ = try app.endBackgroundTask(task.id, now: self.at(1e9))
+        #expect(app.state == .background, "didEnterBackground is still not acknowledged")
+    }
+
     @Test func onlyNumbersTheAppWasSentCanBeAcknowledged() throws {
         var app = Lifecycle(firstSequence: 10)
         let last = try app.launch(.foreground, now: self.t0).lastSequence!

@@ -95,8 +95,18 @@ import Testing
 
     @Test(arguments: [
         ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Quotas], [Varlink]"),
-        ("[Apps]\nAcknowledgeTimeoutSec=soon\n", "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min"),
-        ("[Apps]\nLaunchTimeoutSec=0\n", "f0.conf:2: bad value '0' for LaunchTimeoutSec=: must be longer than zero"),
+        (
+            "[Apps]\nAcknowledgeTimeoutSec=soon\n",
+            "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min, or infinity (or 0) for none"
+        ),
+        (
+            "[Apps]\nBackgroundTaskBudgetSec=0\n",
+            "f0.conf:2: bad value '0' for BackgroundTaskBudgetSec=: must be longer than zero, or infinity for no budget"
+        ),
+        (
+            "[Apps]\nBackgroundTaskWarningSec=infinity\n",
+            "f0.conf:2: bad value 'infinity' for BackgroundTaskWarningSec=: expected a time span such as 5s, 500ms or 2min"
+        ),
         ("[Apps]\nBackgroundTaskExpiry=never\n", "f0.conf:2: bad value 'never' for BackgroundTaskExpiry=: expected suspend or terminate"),
         ("[Apps]\nExclusiveForeground=maybe\n", "f0.conf:2: bad value 'maybe' for ExclusiveForeground=: expected yes or no"),
         ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: EventLoops, IncompleteMessageTimeoutSec, MaxConnections, MaxConnectionsPerUser, MaxMessageSize, ReservedConnections"),
@@ -122,6 +132,36 @@ import Testing
         } throws: { error in
             (error as? ConfigurationError)?.description == message
         }
+    }
+
+    /// systemd's convention for time spans: `infinity` is none, and for a timeout `0` is none too (as
+    /// `TimeoutStartSec=0`); a drop-in's empty value restores the finite default.
+    @Test func deadlinesTakeInfinityAndTimeoutsTakeZeroForNone() throws {
+        let off = try self.parse("[Apps]\nAcknowledgeTimeoutSec=infinity\nBackgroundTaskBudgetSec=infinity\nLaunchTimeoutSec=0\n")
+        #expect(off.timings.launchAcknowledgement == nil)
+        #expect(off.timings.backgroundAcknowledgement == nil)
+        #expect(off.timings.backgroundTaskBudget == nil)
+        #expect(off.launchTimeout == nil)
+        #expect(try self.parse("[Apps]\nAcknowledgeTimeoutSec=0\nLaunchTimeoutSec=infinity\n").timings.launchAcknowledgement == nil)
+        let restored = try self.parse(
+            "[Apps]\nAcknowledgeTimeoutSec=infinity\nLaunchTimeoutSec=infinity\n",
+            "[Apps]\nAcknowledgeTimeoutSec=\nLaunchTimeoutSec=\n"
+        )
+        #expect(restored.timings.launchAcknowledgement == .seconds(5))
+        #expect(restored.launchTimeout == .seconds(10))
+    }
+
+    @Test func liftingDeadlinesTurnsOffEveryDeadlineAndTheBudgetAndNothingElse() throws {
+        var configuration = try self.parse("[Apps]\nAcknowledgeTimeoutSec=1s\nTerminateGraceSec=2s\nBackgroundTaskWarningSec=1s\n")
+        configuration.liftDeadlines()
+        var expected = Configuration()
+        expected.timings.launchAcknowledgement = nil
+        expected.timings.backgroundAcknowledgement = nil
+        expected.timings.backgroundTaskBudget = nil
+        expected.timings.expiryWarning = .seconds(1)
+        expected.launchTimeout = nil
+        expected.terminateGrace = .seconds(2)
+        #expect(configuration == expected)
     }
 
     @Test func errorInADropInNamesTheDropIn() {

@@ -17,12 +17,13 @@ import Testing
     /// A manager with one registered app, attached on a testing channel; `body` gets the manager, the loop and a
     /// reader of what the app's stream was sent.
     func withAttachedApp(
+        configuration configured: Configuration? = nil,
         _ body: (AppManager, NIOAsyncTestingEventLoop, () async throws -> [JSONValue]) async throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory()
         let store = try Store(stateDirectory: directory.path)
-        var configuration = Configuration()
-        configuration.timings.launchAcknowledgement = .seconds(5)
+        var configuration = configured ?? Configuration()
+        if configured == nil { configuration.timings.launchAcknowledgement = .seconds(5) }
         let loop = NIOAsyncTestingEventLoop()
         let start = loop.now
         let base = ContinuousClock.now
@@ -95,6 +96,26 @@ import Testing
             try manager.acknowledge(name: Self.mail, uid: 0, upTo: UInt64(seq))
             await loop.advanceTime(by: .seconds(3600))
             #expect(try manager.get(Self.mail).state == .active)
+        }
+    }
+
+    /// `infinity` turns a deadline off: an app that never acknowledges its launch or its move to the background, and
+    /// holds a background task, runs on through a year of the manual clock, told nothing of an expiry.
+    @Test func infiniteDeadlinesAndBudgetNeverFireOnTheManualClock() async throws {
+        let configuration = try Configuration.parse([
+            ConfigurationSource(path: "coalesced.conf", text: "[Apps]\nAcknowledgeTimeoutSec=infinity\nBackgroundTaskBudgetSec=infinity\n")
+        ])
+        try await self.withAttachedApp(configuration: configuration) { manager, loop, sent in
+            #expect(Self.callbacks(try await sent()) == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
+            await loop.advanceTime(by: .seconds(366 * 24 * 3600))
+            #expect(try manager.get(Self.mail).state == .active, "no deadline to acknowledge the launch by")
+            let task = try manager.beginBackgroundTask(name: Self.mail, uid: 0, taskName: "upload")
+            #expect(task.remaining == nil, "no budget")
+            _ = try manager.deactivate(name: Self.mail)
+            #expect(Self.callbacks(try await sent()) == ["lifecycle.willResignActive", "lifecycle.didEnterBackground"])
+            await loop.advanceTime(by: .seconds(366 * 24 * 3600))
+            #expect(try manager.get(Self.mail).state == .background, "neither killed nor suspended")
+            #expect(Self.callbacks(try await sent()).isEmpty, "no backgroundTaskWillExpire")
         }
     }
 }

@@ -28,16 +28,16 @@ def daemon_binary():
 
 
 @contextlib.contextmanager
-def running_daemon():
-    """The real daemon on a socket in a temporary directory, ready (READY=1) when this yields its address; stopped
-    with SIGTERM afterwards, which must end it with status 0."""
+def running_daemon(arguments=()):
+    """The real daemon on a socket in a temporary directory, with `arguments` added to its command line, ready
+    (READY=1) when this yields its address; stopped with SIGTERM afterwards, which must end it with status 0."""
     with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
-        with daemon_in(directory) as address:
+        with daemon_in(directory, arguments) as address:
             yield address
 
 
 @contextlib.contextmanager
-def daemon_in(directory):
+def daemon_in(directory, arguments=()):
     """The real daemon with its socket and state in `directory` (a second one there takes up the first's store),
     ready when this yields its address; stopped with SIGTERM afterwards, which must end it with status 0."""
     sock = os.path.join(directory, "io.coalesced")
@@ -49,7 +49,8 @@ def daemon_in(directory):
     notify.settimeout(30)
     env = dict(os.environ, NOTIFY_SOCKET=notify_path, SWIFT_BACKTRACE="enable=no")
     process = subprocess.Popen(
-        [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"), "--config", "/dev/null"],
+        [daemon_binary(), "--socket", sock, "--state-dir", os.path.join(directory, "state"), "--config", "/dev/null",
+         *arguments],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -216,3 +217,13 @@ def test_a_policy_that_is_not_one_is_refused_with_invalid_policy_and_its_reason(
     with varlink.Client(address=own_daemon) as client, client.open("io.coalesced.System") as system:
         assert "org.example.policies" not in [entry["name"] for entry in system.ListApps()["apps"]]
 
+
+def test_no_deadlines_shows_every_deadline_as_null_in_stats():
+    """Infinity travels as null, which the package's parsed interface takes for ?float."""
+    with running_daemon(["--no-deadlines"]) as address:
+        with varlink.Client(address=address) as client, client.open("io.coalesced.System") as system:
+            limits = system.Stats()["stats"]["limits"]
+    assert limits.get("acknowledgeTimeoutSec") is None
+    assert limits.get("backgroundTaskBudgetSec") is None
+    assert limits.get("launchTimeoutSec") is None
+    assert limits["maxMessageSize"] == 1048576

@@ -60,8 +60,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// from it): one counter, so that an acknowledgement up to a number covers both.
     public var nextSequence: UInt64 = 1
     private var nextTaskID = 1
-    /// Callbacks that must be acknowledged, with their deadline.
-    private var awaiting: [(sequence: UInt64, callback: LifecycleCallback, deadline: Instant)] = []
+    /// Callbacks that must be acknowledged, with their deadline (`nil`: none, `AcknowledgeTimeoutSec=infinity`;
+    /// an unacknowledged didEnterBackground still keeps the app from being suspended).
+    private var awaiting: [(sequence: UInt64, callback: LifecycleCallback, deadline: Instant?)] = []
     /// When the background task budget runs out; set while the app is in the background.
     private var budgetEnds: Instant?
     private var expiryWarned = false
@@ -96,15 +97,16 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
 
     /// The earliest time at which ``timePassed(now:)`` has something to do.
     public var nextDeadline: Instant? {
-        var deadlines = self.awaiting.map(\.deadline)
+        var deadlines = self.awaiting.compactMap(\.deadline)
         if let budgetEnds = self.budgetEnds, !self.tasks.isEmpty {
             deadlines.append(self.expiryWarned ? budgetEnds : budgetEnds.advanced(by: .zero - self.timings.expiryWarning))
         }
         return deadlines.min()
     }
 
-    /// Seconds of background time left, as BeginBackgroundTask reports it; the whole budget in the foreground.
-    public func backgroundTimeRemaining(now: Instant) -> Duration {
+    /// Seconds of background time left, as BeginBackgroundTask reports it; the whole budget in the foreground;
+    /// `nil` when there is no budget (``LifecycleTimings/backgroundTaskBudget``).
+    public func backgroundTimeRemaining(now: Instant) -> Duration? {
         guard let budgetEnds = self.budgetEnds else { return self.timings.backgroundTaskBudget }
         return max(.zero, now.duration(to: budgetEnds))
     }
@@ -115,7 +117,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public mutating func launch(_ destination: LaunchDestination, now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state == .notRunning else { throw .alreadyRunning(self.state) }
         var effects = self.move(to: .inactive, reason: .launch)
-        effects.append(self.deliver(.didFinishLaunching, deadline: now.advanced(by: self.timings.launchAcknowledgement)))
+        effects.append(self.deliver(.didFinishLaunching, awaited: .some(self.timings.launchAcknowledgement.map(now.advanced(by:)))))
         switch destination {
         case .foreground:
             effects += self.move(to: .active, reason: .launch)
@@ -240,7 +242,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public mutating func beginBackgroundTask(
         name: String,
         now: Instant
-    ) throws(LifecycleError) -> (id: Int, remaining: Duration) {
+    ) throws(LifecycleError) -> (id: Int, remaining: Duration?) {
         guard self.state.isRunning, self.state != .suspended else { throw .notRunning(self.state) }
         guard self.tasks.count < Self.maximumTasks else { throw .tooManyTasks(limit: Self.maximumTasks) }
         let id = self.nextTaskID
@@ -258,7 +260,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// Acts on every deadline that has passed: a callback not acknowledged in time kills the app; the background
     /// budget first warns each open task, then ends them all.
     public mutating func timePassed(now: Instant) -> [LifecycleEffect] {
-        if let missed = self.awaiting.first(where: { $0.deadline <= now }) {
+        if let missed = self.awaiting.first(where: { $0.deadline.map { $0 <= now } ?? false }) {
             let reason: TransitionReason =
                 missed.callback == .didFinishLaunching ? .launchNotAcknowledged : .backgroundNotAcknowledged
             return self.stop(reason: reason, effect: .kill(reason: reason))
@@ -293,14 +295,15 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         return [.transition(from: from, to: state, reason: reason)]
     }
 
+    /// - Parameter awaited: for a callback the app must acknowledge, its deadline, itself `nil` when there is none.
     private mutating func deliver(
         _ callback: LifecycleCallback,
-        deadline: Instant? = nil,
+        awaited: Instant?? = nil,
         task: Int? = nil
     ) -> LifecycleEffect {
         let sequence = self.nextSequence
         self.nextSequence += 1
-        if let deadline { self.awaiting.append((sequence, callback, deadline)) }
+        if let awaited { self.awaiting.append((sequence, callback, awaited)) }
         return .deliver(callback, sequence: sequence, task: task)
     }
 
@@ -311,9 +314,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
             return [willTerminate] + self.stop(reason: .exitsOnSuspend, effect: .terminate(reason: .exitsOnSuspend))
         }
         var effects = self.move(to: .background, reason: reason)
-        self.budgetEnds = now.advanced(by: self.timings.backgroundTaskBudget)
+        self.budgetEnds = self.timings.backgroundTaskBudget.map(now.advanced(by:))
         self.expiryWarned = false
-        effects.append(self.deliver(.didEnterBackground, deadline: now.advanced(by: self.timings.backgroundAcknowledgement)))
+        effects.append(self.deliver(.didEnterBackground, awaited: .some(self.timings.backgroundAcknowledgement.map(now.advanced(by:)))))
         return effects
     }
 

@@ -80,12 +80,13 @@ public struct AppTraits: Sendable, Hashable {
 
 /// Deadlines and budgets, configurable; the defaults are DESIGN.md's.
 public struct LifecycleTimings: Sendable, Hashable {
-    /// How long an app has to acknowledge didFinishLaunching.
-    public var launchAcknowledgement: Duration = .seconds(5)
-    /// How long an app has to acknowledge didEnterBackground.
-    public var backgroundAcknowledgement: Duration = .seconds(5)
-    /// How long background tasks may run once the app is in the background.
-    public var backgroundTaskBudget: Duration = .seconds(30)
+    /// How long an app has to acknowledge didFinishLaunching; `nil`: as long as it takes (no deadline).
+    public var launchAcknowledgement: Duration? = .seconds(5)
+    /// How long an app has to acknowledge didEnterBackground; `nil`: as long as it takes (no deadline).
+    public var backgroundAcknowledgement: Duration? = .seconds(5)
+    /// How long background tasks may run once the app is in the background; `nil`: as long as they are open (no
+    /// budget, and so no warning).
+    public var backgroundTaskBudget: Duration? = .seconds(30)
     /// How long before the budget runs out backgroundTaskWillExpire is sent.
     public var expiryWarning: Duration = .seconds(5)
     /// Whether an app whose budget ran out is terminated rather than suspended.

@@ -151,7 +151,7 @@ extension AppManager {
         }
     }
 
-    func beginBackgroundTask(name: String, uid: UInt32, taskName: String) throws(AppError) -> (id: Int, remaining: Duration) {
+    func beginBackgroundTask(name: String, uid: UInt32, taskName: String) throws(AppError) -> (id: Int, remaining: Duration?) {
         let appName = try Self.appName(name)
         return try self.locked { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: uid, in: state)

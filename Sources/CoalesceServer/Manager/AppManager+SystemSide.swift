@@ -31,8 +31,11 @@ extension AppManager {
             }
             if record.pendingLaunch == nil {
                 var pending = PendingLaunch(destination: destination)
-                pending.timeout = self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
-                    self.launchTimedOut(appName, timeout: timeout)
+                // LaunchTimeoutSec=infinity: the launch waits for the app as long as it takes.
+                pending.timeout = timeout.map { timeout in
+                    self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+                        self.launchTimedOut(appName, timeout: timeout)
+                    }
                 }
                 record.pendingLaunch = pending
             } else {
@@ -60,16 +63,25 @@ extension AppManager {
                     } else if state.records[appName]?.lifecycle.state.isRunning == true {
                         continuation.resume()  // it attached before this call started waiting
                     } else {
-                        continuation.resume(throwing: SystemError.launchTimedOut(app: name, timeout: timeout))
+                        continuation.resume(throwing: Self.launchEnded(name, timeout: timeout))
                     }
                 }
             }
         } catch let error as SystemError {
             throw error
         } catch {
-            throw .launchTimedOut(app: name, timeout: timeout)
+            throw Self.launchEnded(name, timeout: timeout)
         }
         return try self.get(name)
+    }
+
+    /// What a Launch answers when its app is not running once it comes to wait for it: the launch timed out, or,
+    /// with no timeout (`LaunchTimeoutSec=infinity`), the app's process attached and exited before then.
+    private static func launchEnded(_ name: String, timeout: Duration?) -> SystemError {
+        guard let timeout else {
+            return .wrongState(app: name, state: .notRunning, reason: "the app's process attached and exited before its launch was answered")
+        }
+        return .launchTimedOut(app: name, timeout: timeout)
     }
 
     /// Brings a running app to the foreground.

@@ -273,8 +273,9 @@ final class AppManager: Sendable {
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
         Self.account(&state, adminGroup: daemon.configuration.adminGroup)
         self.state = Mutex(state)
+        // With LaunchTimeoutSec=infinity an app that outlived the daemon may take as long as it needs to attach.
         for appName in restoring {
-            let timeout = daemon.configuration.launchTimeout
+            guard let timeout = daemon.configuration.launchTimeout else { break }
             let scheduled = eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { self.reattachTimedOut(appName, timeout: timeout) }
             self.state.withLock { $0.records[appName]?.restored?.timeout = scheduled }
         }

@@ -29,10 +29,7 @@ struct Reloader: Service {
     func reload() {
         self.notifier.reloading()
         do {
-            let configuration = try ConfigurationLoader.load(
-                path: self.options.configPath,
-                required: self.options.configRequired
-            )
+            let configuration = try self.options.loadConfiguration()
             if configuration.eventLoops != self.state.configuration.eventLoops {
                 self.logger.notice(
                     "EventLoops= takes effect at the next start",
