@@ -58,8 +58,11 @@ import Testing
             let zone = try ZoneRules(name: name, tzif: bytes)
             let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
             // A footer without DST has no transitions to give; a zone that has one and lists others (Casablanca's
-            // Ramadan changes to 2087) lists what no rule says.
-            guard lines.count >= 2, let footer = lines.dropLast().last, footer.contains(UInt8(ascii: ",")) else { continue }
+            // Ramadan changes to 2087) lists what no rule says. So do Gaza and Hebron: tzdata predicts DST ending
+            // early for Ramadan in 2036 and 2037, which their footer (M10.4.4/50) does not.
+            guard lines.count >= 2, let footer = lines.dropLast().last, footer.contains(UInt8(ascii: ",")),
+                name != "Asia/Gaza", name != "Asia/Hebron"
+            else { continue }
             let rule = try ZoneRules(name: name, posixRule: String(decoding: footer, as: UTF8.self))
             for transition in zone.transitions(from: utc("2030-01-01 00:00:00").seconds, through: utc("2037-12-31 00:00:00").seconds) {
                 #expect(rule.offset(at: transition.at - 1) == transition.before, "\(name) before \(transition.at)")
