@@ -58,6 +58,18 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     case quotaExceeded(quota: String, limit: Int, uid: Int?)
     /// An acknowledgement named a number the app was not sent; `next` is the one its next callback carries.
     case sequenceNotSent(app: String, seq: Int, next: Int)
+    /// A coalescing policy that is not one, for the reason given (a kind's declaration, or a post's policy).
+    case invalidPolicy(kind: String, reason: String)
+    /// A topic name that does not follow the grammar.
+    case invalidTopic(topic: String, reason: String)
+    /// Posters that name a group or user that does not exist.
+    case invalidPosters(reason: String)
+    /// A background mode that is not a mode's name.
+    case invalidBackgroundMode(mode: String, reason: String)
+    /// A launch unit that is not a service's name.
+    case invalidLaunchUnit(unit: String, reason: String)
+    /// More kinds, topics or background modes declared than allowed.
+    case tooManyDeclared(parameter: String, count: Int, limit: Int)
     /// A parameter is missing, of the wrong type or out of range (`org.varlink.service.InvalidParameter`).
     case invalidParameter(parameter: String, reason: String?)
     /// Any other error the daemon replied: its Varlink name, such as `org.varlink.service.PermissionDenied`, and
@@ -96,6 +108,13 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
             return "quota \(quota) (\(limit)) would be passed" + (uid.map { " for uid \($0)" } ?? "")
         case .sequenceNotSent(let app, let seq, let next):
             return "\(app) was not sent \(seq); its next number is \(next)"
+        case .invalidPolicy(let kind, let reason): return "the policy of \(kind): \(reason)"
+        case .invalidTopic(let topic, let reason): return "'\(topic)' is not a topic: \(reason)"
+        case .invalidPosters(let reason): return "posters: \(reason)"
+        case .invalidBackgroundMode(let mode, let reason): return "'\(mode)' is not a background mode: \(reason)"
+        case .invalidLaunchUnit(let unit, let reason): return "'\(unit)' is not a launch unit: \(reason)"
+        case .tooManyDeclared(let parameter, let count, let limit):
+            return "\(count) \(parameter) declared; at most \(limit) are allowed"
         case .invalidParameter(let parameter, let reason):
             return "invalid parameter \(parameter)" + (reason.map { ": \($0)" } ?? "")
         case .refused(let name, let parameters): return parameters == "{}" ? name : "\(name) \(parameters)"
@@ -128,6 +147,12 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .storageFailed: return app + "StorageFailed"
         case .quotaExceeded: return app + "QuotaExceeded"
         case .sequenceNotSent: return app + "SequenceNotSent"
+        case .invalidPolicy: return app + "InvalidPolicy"
+        case .invalidTopic: return app + "InvalidTopic"
+        case .invalidPosters: return app + "InvalidPosters"
+        case .invalidBackgroundMode: return app + "InvalidBackgroundMode"
+        case .invalidLaunchUnit: return app + "InvalidLaunchUnit"
+        case .tooManyDeclared: return app + "TooManyDeclared"
         case .invalidParameter: return "org.varlink.service.InvalidParameter"
         case .refused(let name, _): return name
         }
@@ -183,6 +208,15 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case "Replaced": return string("app").map { .replaced(app: $0) }
         case "UnknownTarget": return string("target").map { .unknownTarget(target: $0) }
         case "InvalidKind": return string("kind").map { .invalidKind(kind: $0, reason: string("reason") ?? "") }
+        case "InvalidPolicy": return string("kind").map { .invalidPolicy(kind: $0, reason: string("reason") ?? "") }
+        case "InvalidTopic": return string("topic").map { .invalidTopic(topic: $0, reason: string("reason") ?? "") }
+        case "InvalidPosters": return .invalidPosters(reason: string("reason") ?? "")
+        case "InvalidBackgroundMode":
+            return string("mode").map { .invalidBackgroundMode(mode: $0, reason: string("reason") ?? "") }
+        case "InvalidLaunchUnit": return string("unit").map { .invalidLaunchUnit(unit: $0, reason: string("reason") ?? "") }
+        case "TooManyDeclared":
+            guard let parameter = string("parameter"), let count = int("count"), let limit = int("limit") else { return nil }
+            return .tooManyDeclared(parameter: parameter, count: count, limit: limit)
         case "NotAllowedToPost": return string("target").map { .notAllowedToPost(target: $0) }
         case "TooManyKinds":
             guard let target = string("target"), let limit = int("limit") else { return nil }
