@@ -47,7 +47,10 @@ let package = Package(
         ),
         .target(
             name: "CoalesceCore",
-            dependencies: [.product(name: "DequeModule", package: "swift-collections")],
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -22,11 +22,12 @@ struct Apps: ParsableCommand {
                 app["pid"]?.intValue.map { String($0) } ?? "-",
                 app["launchUnit"]?.stringValue ?? "-",
                 app["tasks"]?.intValue.map { String($0) } ?? "0",
+                app["badge"]?.intValue.map { $0 == 0 ? "-" : String($0) } ?? "-",
                 app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
             ])
         }
         CtlOutput.table(
-            header: ["APP", "STATE", "PID", "UNIT", "TASKS", "SINCE"], rows,
+            header: ["APP", "STATE", "PID", "UNIT", "TASKS", "BADGE", "SINCE"], rows,
             summary: "\(apps.count) \(apps.count == 1 ? "app" : "apps") listed.", legend: !self.global.noLegend
         )
     }
@@ -58,6 +59,11 @@ struct App: ParsableCommand {
                 ("Kinds", kinds.first ?? "none declared (every kind is latest)"),
                 ("Posters", Self.posters(app["posters"])),
                 ("Topics", (app["topics"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
+                ("Badge", app["badge"]?.intValue.map { $0 == 0 ? "none" : String($0) } ?? "none"),
+                (
+                    "Notifications",
+                    "\(app["notificationsPending"]?.intValue ?? 0) pending, \(app["notificationsDelivered"]?.intValue ?? 0) delivered"
+                ),
             ]
         // A kind a line, under the first, as systemctl status lists a unit's processes.
         let indent = String(repeating: " ", count: (rows.map(\.0.count).max() ?? 0) + 2)

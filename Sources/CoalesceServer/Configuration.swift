@@ -48,6 +48,8 @@ public struct Configuration: Sendable, Hashable {
     public var maxPayloadSize: Int = 64 << 10
     /// `[Quotas]`: what one user's apps, and all apps, may take.
     public var quotas = Quotas()
+    /// `[Notifications]`: local notifications' limits and command.
+    public var notifications = NotificationSettings()
 
     public init() {}
 
@@ -76,6 +78,24 @@ public struct Quotas: Sendable, Hashable {
     public var userApps: Int = 64
     /// `AdminApps=`: apps an administrator may register.
     public var adminApps: Int = 4096
+
+    public init() {}
+}
+
+/// `[Notifications]`: how many requests and delivered entries each app keeps, and the command run for each
+/// presentation.
+public struct NotificationSettings: Sendable, Hashable {
+    /// `PendingLimit=`: requests one app may have pending; one more is refused.
+    public var pendingLimit: Int = 64
+    /// `MaxDelivered=`: entries of one app's delivered list; past it the oldest go, counted.
+    public var maxDelivered: Int = 64
+    /// `Command=`: run for each presentation with its fields in the environment (`COALESCED_APP`, …), through
+    /// `/bin/sh -c`; `nil`: none.
+    public var command: String?
+    /// `CommandTimeoutSec=`: how long a command may run before it is killed.
+    public var commandTimeout: Duration = .seconds(10)
+    /// `MaxCommands=`: commands running at once; past it presentations wait their turn (the journal has them).
+    public var maxCommands: Int = 4
 
     public init() {}
 }
@@ -232,6 +252,27 @@ enum ConfigurationKey {
             "MaxPayloadSize": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxPayloadSize =
                     value.isEmpty ? Configuration().maxPayloadSize : try parseSize(value, in: 2...(16 << 20))
+            },
+        ],
+        "Notifications": [
+            "PendingLimit": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.pendingLimit =
+                    value.isEmpty ? NotificationSettings().pendingLimit : try parseInteger(value, in: 1...1_000_000)
+            },
+            "MaxDelivered": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.maxDelivered =
+                    value.isEmpty ? NotificationSettings().maxDelivered : try parseInteger(value, in: 1...100_000)
+            },
+            "Command": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.command = value.isEmpty ? nil : value
+            },
+            "CommandTimeoutSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.commandTimeout =
+                    value.isEmpty ? NotificationSettings().commandTimeout : try parseTimeSpan(value, otherwise: "")
+            },
+            "MaxCommands": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.maxCommands =
+                    value.isEmpty ? NotificationSettings().maxCommands : try parseInteger(value, in: 1...64)
             },
         ],
         "Quotas": [

@@ -34,10 +34,17 @@ public enum MessageID {
     /// A terminated app ignored SIGTERM and was killed.
     public static let killedAfterGrace = "2ed7d301c32947ccbdd534b801432449"
 
+    /// A notification was presented (COALESCED_APP, COALESCED_NOTIFICATION, COALESCED_THREAD, COALESCED_TITLE, …).
+    public static let notificationPresented = "676e507e53544eda89245077d7bec2ea"
+    /// Missed fires of a notification request were dropped by its late policy.
+    public static let notificationDropped = "c672dfe6e1f44d8087d6b91c33e8b020"
+    /// A notification was answered (Respond).
+    public static let notificationAnswered = "a9bea36de025434086cd2c6f4fc52120"
+
     /// Every MESSAGE_ID, for checking the catalog.
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
-        taskExpiring, launchTimedOut, killedAfterGrace,
+        taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
     ]
 }
 
@@ -163,13 +170,15 @@ public enum Daemon {
             }
         )
         // Started in this order and stopped in the reverse: the reloader first, then STATUS= (which says
-        // STOPPING=1), the watchdog, the apps (left as they are for the next start), the server (its connections
+        // STOPPING=1), the watchdog, the notification timers and agents, the apps (left as they are for the next
+        // start), the server (its connections
         // and streaming calls), and the store last.
         var configuration = ServiceGroupConfiguration(
             services: [
                 .init(service: StoreService(store: started.apps.store, logger: logger)),
                 .init(service: ServingService(server: started.server)),
                 .init(service: AppsService(apps: started.apps)),
+                .init(service: NotificationsService(center: started.notifications)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),
                 .init(service: StatusService(status: status, notifier: notifier, logger: logger)),
                 .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),

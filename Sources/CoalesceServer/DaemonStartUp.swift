@@ -19,6 +19,7 @@ struct DaemonStartUp {
     struct Started {
         var state: DaemonState
         var apps: AppManager
+        var notifications: NotificationCenter
         var server: VarlinkServer
         var address: VarlinkListenAddress
     }
@@ -80,6 +81,7 @@ struct DaemonStartUp {
         state.checkConnectionBudget(logger: logger)
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
         let apps: AppManager
+        let notifications: NotificationCenter
         do {
             // Everything accepted before is recovered before READY=1; a large store may take a while.
             SystemdNotifier().extendTimeout(by: .seconds(90), status: "Recovering the store in \(options.stateDirectory)")
@@ -93,6 +95,10 @@ struct DaemonStartUp {
                 logger: logger,
                 startUnit: { unit in try startUnit(unit, on: busScope) }
             )
+            // Requests the store kept are taken up, and what came due while the daemon was down presented, before
+            // READY=1.
+            notifications = try NotificationCenter(store: store, apps: apps, daemon: state, logger: logger)
+            try await notifications.start()
             if !apps.store.isWritable {
                 logger.warning(
                     "The file system holding \(options.stateDirectory) is full: serving what the store holds, and refusing every write until there is room; free space there",
@@ -115,8 +121,9 @@ struct DaemonStartUp {
                 url: "https://github.com/coalesced/coalesced"
             ),
             interfaces: [
-                SystemInterface.make(daemon: state, statistics: statistics, apps: apps),
+                SystemInterface.make(daemon: state, statistics: statistics, apps: apps, notifications: notifications),
                 AppInterface.make(apps: apps, daemon: state),
+                NotificationsInterface.make(center: notifications),
                 ProtocolInterface.make(),
             ],
             protocolErrorInterface: ProtocolInterface.name
@@ -143,7 +150,7 @@ struct DaemonStartUp {
             await server.shutdown()
             return .failure(Failure(status: DaemonExit.failure))
         }
-        return .success(Started(state: state, apps: apps, server: server, address: address))
+        return .success(Started(state: state, apps: apps, notifications: notifications, server: server, address: address))
     }
 
     /// The socket systemd passed, or the path to create.

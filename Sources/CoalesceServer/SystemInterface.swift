@@ -5,7 +5,7 @@ import Varlink
 
 /// `io.coalesced.System`: what the daemon is doing, and the operator's hand on the apps.
 enum SystemInterface {
-    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppManager) -> VarlinkInterface {
+    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppManager, notifications: NotificationCenter) -> VarlinkInterface {
         /// Every method but Stats is for admins.
         @Sendable func admin(_ request: VarlinkRequest) throws(VarlinkError) {
             try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
@@ -70,12 +70,12 @@ enum SystemInterface {
                 },
                 "ListApps": .immediate { request in
                     try admin(request)
-                    return ["apps": .array(apps.list().map(AppInterface.info))]
+                    return ["apps": .array(apps.list().map { Self.info($0, notifications) })]
                 },
                 "GetApp": .immediate { request in
                     try admin(request)
                     let (snapshot, declarations) = try apps.declared(try request.string("app"))
-                    var app = AppInterface.info(snapshot).objectValue ?? [:]
+                    var app = Self.info(snapshot, notifications).objectValue ?? [:]
                     let declared = declarations.json
                     var kinds: JSONObject = [:]
                     for kind in declarations.kinds.keys.sorted(by: { $0.value < $1.value }) {
@@ -167,6 +167,16 @@ enum SystemInterface {
                 },
             ]
         )
+    }
+
+    /// An app as ListApps and GetApp show it: as every interface does, with its badge and notification counts.
+    private static func info(_ snapshot: AppManager.Snapshot, _ notifications: NotificationCenter) -> JSONValue {
+        var app = AppInterface.info(snapshot).objectValue ?? [:]
+        let summary = notifications.summary(of: snapshot.registration.name)
+        app["badge"] = .int(Int64(summary.badge))
+        app["notificationsPending"] = .int(Int64(summary.pending))
+        app["notificationsDelivered"] = .int(Int64(summary.delivered))
+        return .object(app)
     }
 
     /// Monitor's `watch`, `apps` and `kinds` (arrays of strings, as the server checked), each name checked.

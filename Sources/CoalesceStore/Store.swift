@@ -323,6 +323,9 @@ public final class Store: Sendable {
             )
             try db.execute(sql: "UPDATE held SET slot = json_remove(slot, '$.list') WHERE json_type(slot, '$.list') IS NOT NULL")
         }
+        migrator.registerMigration("6: notifications") { db in
+            try Self.createNotificationTables(db)
+        }
         return migrator
     }
 
@@ -567,13 +570,13 @@ public final class Store: Sendable {
         }.wait()
     }
 
-    private func write(unhurried: Bool = false, _ body: @escaping @Sendable (StoreTransaction) throws -> Void) -> StoreCommit {
+    func write(unhurried: Bool = false, _ body: @escaping @Sendable (StoreTransaction) throws -> Void) -> StoreCommit {
         let write = StatementWrite(path: self.path, body)
         self.commits.submit(write, unhurried: unhurried)
         return write.commit
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try self.pool.read(body)
         } catch let error as StoreError {

@@ -43,16 +43,19 @@ public struct AlertContent: Sendable, Hashable {
     public var badge: Int?
     /// Notifications of one thread are grouped, and late ones coalesced together (``LatePolicy/coalesce``).
     public var threadID: String?
-    /// The category, naming the actions the app registered for it.
+    /// The category the app gives it, passed to the desktop.
     public var categoryID: String?
+    /// The buttons it offers besides opening and dismissing it.
+    public var actions: [AlertButton]
     /// The app's user info: the text of a JSON object, passed back with a response as it came (the shell checks
     /// it is an object; the core never reads it).
     public var userInfo: String
 
     public init(
         title: String, subtitle: String = "", body: String = "", sound: String? = nil, badge: Int? = nil,
-        threadID: String? = nil, categoryID: String? = nil, userInfo: String = "{}"
+        threadID: String? = nil, categoryID: String? = nil, actions: [AlertButton] = [], userInfo: String = "{}"
     ) {
+        self.actions = actions
         self.title = title
         self.subtitle = subtitle
         self.body = body
@@ -61,6 +64,25 @@ public struct AlertContent: Sendable, Hashable {
         self.threadID = threadID
         self.categoryID = categoryID
         self.userInfo = userInfo
+    }
+}
+
+/// A button a notification offers: answering with it (``AlertResponse``) names its id.
+public struct AlertButton: Sendable, Hashable {
+    public var id: String
+    public var title: String
+    /// Answering with it brings the app to the foreground; otherwise the app is launched into the background.
+    public var foreground: Bool
+
+    /// The most buttons a notification offers.
+    public static let maximumCount = 8
+    /// The answers every notification takes, which no button may be named.
+    public static let builtIn: Set<String> = ["default", "dismiss"]
+
+    public init(id: String, title: String, foreground: Bool = false) {
+        self.id = id
+        self.title = title
+        self.foreground = foreground
     }
 }
 
@@ -112,6 +134,9 @@ public enum AlertError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The components match no date from now up to ``CalendarComponents/lastYear``.
     case neverFires(CalendarComponents, zone: String)
     case negativeGrace(Duration)
+    case tooManyActions(Int)
+    case badActionID(String)
+    case duplicateActionID(String)
 
     public var description: String {
         switch self {
@@ -128,6 +153,11 @@ public enum AlertError: Error, Sendable, Hashable, CustomStringConvertible {
         case .neverFires(let components, let zone):
             return "'\(components)' in \(zone) matches no date from now to the year \(CalendarComponents.lastYear)"
         case .negativeGrace(let grace): return "the grace period \(grace) of dropAfter is negative"
+        case .tooManyActions(let count):
+            return "a notification offers at most \(AlertButton.maximumCount) actions, not \(count)"
+        case .badActionID(let id):
+            return "the action id '\(id)' is empty or one of default and dismiss, which every notification takes"
+        case .duplicateActionID(let id): return "the action id '\(id)' is given twice"
         }
     }
 }
@@ -138,6 +168,13 @@ extension AlertRequest {
     public func validate() throws(AlertError) {
         guard !self.id.isEmpty else { throw .emptyID }
         if case .dropAfter(let grace) = self.late, grace < .zero { throw .negativeGrace(grace) }
+        let buttons = self.content.actions
+        guard buttons.count <= AlertButton.maximumCount else { throw .tooManyActions(buttons.count) }
+        var ids: Set<String> = []
+        for button in buttons {
+            guard !button.id.isEmpty, !AlertButton.builtIn.contains(button.id) else { throw .badActionID(button.id) }
+            guard ids.insert(button.id).inserted else { throw .duplicateActionID(button.id) }
+        }
         switch self.trigger {
         case .now, .at: break
         case .after(let interval, let repeats):

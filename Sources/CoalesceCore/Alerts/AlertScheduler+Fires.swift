@@ -15,7 +15,7 @@ extension AlertScheduler {
         var changed = changed
         var due: [DueFire] = []
         var drops: [AlertDrop] = []
-        for key in self.entries.keys.sorted() {
+        for key in self.takeDue(now: now) {
             var entry = self.entries[key]!
             var handled = 0
             var ended = false
@@ -58,8 +58,9 @@ extension AlertScheduler {
                 }
             }
             if handled > 0 || ended { changed.insert(key) }
-            self.entries[key] = ended ? nil : entry
+            self.set(key, ended ? nil : entry, reindexing: true)
         }
+        self.dropStaleTops()
 
         var actions: [AlertAction] = []
         for key in changed.sorted() {

@@ -1,3 +1,5 @@
+import HeapModule
+
 /// The pending notification requests of every app, as a pure state machine: requests, fires and clock events go
 /// in with the time (``ClockReading``: the wall clock and the boot-time clock), and what to store, present, log
 /// and arm comes out as values (``AlertAction``). It knows no clock, timer, zone file or disk.
@@ -30,7 +32,20 @@ public struct AlertScheduler: Sendable {
         var next: Next
     }
 
-    var entries: [AlertKey: Entry] = [:]
+    /// Every pending request; changed only through ``set(_:_:)``, which keeps the indexes below.
+    private(set) var entries: [AlertKey: Entry] = [:]
+    /// The next dates, soonest first, so that an input looks only at the requests due and the timers are read
+    /// without visiting every request. An entry whose request is gone or moved is skipped when it comes up.
+    private var wallDates = Heap<Dated<WallTime>>()
+    private var bootDates = Heap<Dated<BootTime>>()
+    /// How many requests each app has pending.
+    private var counts: [AppName: Int] = [:]
+
+    struct Dated<Date: Comparable & Sendable>: Comparable, Sendable {
+        var date: Date
+        var key: AlertKey
+        static func < (lhs: Dated, rhs: Dated) -> Bool { (lhs.date, lhs.key) < (rhs.date, rhs.key) }
+    }
 
     public init(configuration: AlertConfiguration = AlertConfiguration(), localZone: ZoneRules) {
         self.configuration = configuration
@@ -41,7 +56,70 @@ public struct AlertScheduler: Sendable {
     public var records: [AlertRecord] { self.entries.keys.sorted().map { self.entries[$0]!.record } }
 
     /// How many requests `app` has pending.
-    public func pendingCount(of app: AppName) -> Int { self.entries.keys.lazy.filter { $0.app == app }.count }
+    public func pendingCount(of app: AppName) -> Int { self.counts[app] ?? 0 }
+
+    /// When the app's request of this id fires next, on the wall clock; `nil` when it is not pending.
+    public func next(of key: AlertKey, now: ClockReading) -> WallTime? {
+        self.entries[key].map { Self.wallDate(of: $0.next, now: now) }
+    }
+
+    /// Puts a request's entry in place (or removes it, with `nil`), keeping the indexes.
+    /// - Parameter reindexing: index its date even when it did not move (its index entry was taken out as due).
+    mutating func set(_ key: AlertKey, _ entry: Entry?, reindexing: Bool = false) {
+        let old: Entry?
+        if let entry { old = self.entries.updateValue(entry, forKey: key) } else { old = self.entries.removeValue(forKey: key) }
+        switch (old, entry) {
+        case (nil, _?): self.counts[key.app, default: 0] += 1
+        case (_?, nil):
+            let left = self.counts[key.app, default: 1] - 1
+            self.counts[key.app] = left == 0 ? nil : left
+        default: break
+        }
+        guard let entry, reindexing || entry.next != old?.next else { return }
+        switch entry.next {
+        case .wall(let date): self.wallDates.insert(Dated(date: date, key: key))
+        case .boot(let date): self.bootDates.insert(Dated(date: date, key: key))
+        }
+        // Entries left by moved and removed requests are dropped as they come up; past twice the requests, all at once.
+        if self.wallDates.count + self.bootDates.count > 2 * self.entries.count + 64 { self.reindex() }
+    }
+
+    /// Builds the indexes again from the entries.
+    private mutating func reindex() {
+        var wall: [Dated<WallTime>] = []
+        var boot: [Dated<BootTime>] = []
+        for (key, entry) in self.entries {
+            switch entry.next {
+            case .wall(let date): wall.append(Dated(date: date, key: key))
+            case .boot(let date): boot.append(Dated(date: date, key: key))
+            }
+        }
+        self.wallDates = Heap(wall)
+        self.bootDates = Heap(boot)
+    }
+
+    /// The requests due at `now`, by key; the indexes' entries for them, and those left by moved or removed
+    /// requests before the first not due, are taken out.
+    mutating func takeDue(now: ClockReading) -> [AlertKey] {
+        var due: Set<AlertKey> = []
+        while let top = self.wallDates.min, top.date <= now.wall {
+            self.wallDates.removeMin()
+            if self.entries[top.key]?.next == .wall(top.date) { due.insert(top.key) }
+        }
+        while let top = self.bootDates.min, top.date <= now.boot {
+            self.bootDates.removeMin()
+            if self.entries[top.key]?.next == .boot(top.date) { due.insert(top.key) }
+        }
+        self.dropStaleTops()
+        return due.sorted()
+    }
+
+    /// Takes out the indexes' first entries while they stand for requests gone or moved, so that their minima are
+    /// the timers' dates.
+    mutating func dropStaleTops() {
+        while let top = self.wallDates.min, self.entries[top.key]?.next != .wall(top.date) { self.wallDates.removeMin() }
+        while let top = self.bootDates.min, self.entries[top.key]?.next != .boot(top.date) { self.bootDates.removeMin() }
+    }
 
     /// The app's pending requests with their next dates, soonest first.
     public func pending(of app: AppName, now: ClockReading) -> [PendingAlert] {
@@ -53,10 +131,13 @@ public struct AlertScheduler: Sendable {
     /// Starts with the records the store kept, and handles what came due while the daemon was down.
     public mutating func started(restoring records: [AlertRecord], now: ClockReading) -> [AlertAction] {
         self.entries = [:]
+        self.counts = [:]
+        self.wallDates = Heap()
+        self.bootDates = Heap()
         var changed: Set<AlertKey> = []
         for record in records {
             if let next = self.next(of: record, now: now) {
-                self.entries[record.key] = Entry(record: record, next: next)
+                self.set(record.key, Entry(record: record, next: next))
             } else {
                 changed.insert(record.key)
             }
@@ -82,7 +163,7 @@ public struct AlertScheduler: Sendable {
             guard case .calendar(let components, let zone, _) = request.trigger else { preconditionFailure("only a calendar rule can end") }
             throw .neverFires(components, zone: self.zone(of: zone).name)
         }
-        self.entries[key] = Entry(record: record, next: next)
+        self.set(key, Entry(record: record, next: next))
         return self.finish(now: now, changed: [key])
     }
 
@@ -91,7 +172,10 @@ public struct AlertScheduler: Sendable {
         var changed: Set<AlertKey> = []
         for id in ids {
             let key = AlertKey(app: app, id: id)
-            if self.entries.removeValue(forKey: key) != nil { changed.insert(key) }
+            if self.entries[key] != nil {
+                self.set(key, nil)
+                changed.insert(key)
+            }
         }
         return self.finish(now: now, changed: changed)
     }
@@ -99,7 +183,7 @@ public struct AlertScheduler: Sendable {
     /// Removes all the app's requests.
     public mutating func cancelAll(of app: AppName, now: ClockReading) -> [AlertAction] {
         let keys = Set(self.entries.keys.filter { $0.app == app })
-        for key in keys { self.entries[key] = nil }
+        for key in keys { self.set(key, nil) }
         return self.finish(now: now, changed: keys)
     }
 
@@ -121,7 +205,7 @@ public struct AlertScheduler: Sendable {
             case (.calendar, _):
                 if entry.record.lastFire == nil, now.wall < entry.record.since { entry.record.since = now.wall }
                 guard let next = self.next(of: entry.record, now: now) else {
-                    self.entries[key] = nil
+                    self.set(key, nil)
                     changed.insert(key)
                     continue
                 }
@@ -130,7 +214,7 @@ public struct AlertScheduler: Sendable {
                 continue
             }
             if entry.record != self.entries[key]!.record { changed.insert(key) }
-            self.entries[key] = entry
+            self.set(key, entry)
         }
         return self.finish(now: now, changed: changed)
     }
@@ -141,27 +225,22 @@ public struct AlertScheduler: Sendable {
         var changed: Set<AlertKey> = []
         for key in self.entries.keys {
             guard case .calendar(_, .floating, _) = self.entries[key]!.record.request.trigger else { continue }
-            if let next = self.next(of: self.entries[key]!.record, now: now) {
-                self.entries[key]!.next = next
+            var entry = self.entries[key]!
+            if let next = self.next(of: entry.record, now: now) {
+                entry.next = next
+                self.set(key, entry)
             } else {
-                self.entries[key] = nil
+                self.set(key, nil)
                 changed.insert(key)
             }
         }
         return self.finish(now: now, changed: changed)
     }
 
-    /// The timers to arm: the earliest wall-clock date and the earliest boot-time date.
+    /// The timers to arm: the earliest wall-clock date and the earliest boot-time date (as every input leaves the
+    /// indexes: their first entries stand for pending requests).
     public var timers: (wall: WallTime?, boot: BootTime?) {
-        var wall: WallTime?
-        var boot: BootTime?
-        for entry in self.entries.values {
-            switch entry.next {
-            case .wall(let date): wall = min(wall ?? date, date)
-            case .boot(let date): boot = min(boot ?? date, date)
-            }
-        }
-        return (wall, boot)
+        (self.wallDates.min?.date, self.bootDates.min?.date)
     }
 
     func zone(of zone: CalendarZone) -> ZoneRules {

@@ -14,10 +14,11 @@ public struct EventKindError: Error, Sendable, Hashable, CustomStringConvertible
 ///
 /// The grammar, bounded so that kinds are cheap to store and safe to print: 1 to 128 bytes; labels separated by
 /// dots; each label lower-case ASCII letters, digits, `-` and `_`, starting with a letter or digit. Kinds under
-/// `lifecycle.` are the daemon's own callbacks and cannot be posted.
+/// `lifecycle.` and `notification.` are the daemon's own (callbacks, notifications) and cannot be posted.
 public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible {
     public static let maximumLength = 128
     public static let reservedPrefix: StaticString = "lifecycle."
+    public static let notificationPrefix: StaticString = "notification."
     public let value: String
 
     public init(_ value: String) throws(EventKindError) {
@@ -32,7 +33,15 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
         }
         // By bytes: the labels are ASCII by now.
         guard !value.startsWithBytes(of: Self.reservedPrefix) else { throw fail("lifecycle.* kinds are the daemon's own") }
+        guard !value.startsWithBytes(of: Self.notificationPrefix) else {
+            throw fail("notification.* kinds are the daemon's own")
+        }
         self.value = value
+    }
+
+    /// One of the daemon's own kinds (`notification.willPresent`), which no client may post.
+    public init(daemonKind value: StaticString) {
+        self.value = value.description
     }
 
     public var description: String { self.value }

@@ -580,3 +580,24 @@ final class PostTally: Sendable {
         if let result { self.answer(result) }
     }
 }
+
+extension AppManager {
+    /// Posts one of the daemon's own events (`notification.*`) to an app, as a post from root: sent at once to an app
+    /// that runs code, held for one that does not, each one kept (a queue). `finished` hears whether it was sent and
+    /// what failed, once it is on disk.
+    /// - Returns: false when no such app is registered.
+    func postFromDaemon(
+        _ app: AppName,
+        kind: EventKind,
+        payload: JSONValue,
+        finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
+    ) -> Bool {
+        let post = Post(target: app.value, kind: kind, payload: EventPayload(payload), policy: .queue(bound: Self.daemonEventBound))
+        if case .enqueued = self.enqueuePost(app, post, poster: 0, finished: finished) { return true }
+        return false
+    }
+
+    /// How many of one of the daemon's own kinds an app holds while it receives nothing; past it the oldest go,
+    /// counted.
+    static let daemonEventBound = 256
+}

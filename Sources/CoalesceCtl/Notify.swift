@@ -1,0 +1,358 @@
+import ArgumentParser
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coalescectl notify …`: an app's local notifications (io.coalesced.Notifications).
+struct Notify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Schedule, list and answer an app's local notifications (io.coalesced.Notifications).",
+        subcommands: [
+            NotifySchedule.self, NotifyCancel.self, NotifyPending.self, NotifyDelivered.self, NotifyRemove.self,
+            NotifyRespond.self, NotifyBadge.self,
+        ]
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+}
+
+struct NotifySchedule: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schedule",
+        abstract: "Schedule a notification for an app (Schedule); prints its next fire date.",
+        discussion: """
+            One of --at, --in and --on; none fires at once. --on takes a calendar event as systemd's OnCalendar= \
+            writes one, with single values or '*': 'Mon *-*-* 08:30', '*-*-01 09:00:00 Europe/Berlin', '08:30', \
+            '*-12-24 18:00'. Without a time zone it is floating local time: the machine's zone when it comes. \
+            Scheduling an id again replaces that request.
+            """
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+    @Argument(help: "The request's id within the app.") var id: String
+
+    @Option(help: ArgumentHelp("Fire at this time: 'YYYY-MM-DD HH:MM[:SS]' in local time, or @SECONDS since the epoch.", valueName: "time"))
+    var at: String?
+    @Option(name: .customLong("in"), help: ArgumentHelp("Fire after this time span: 90s, 5min, 1h 30min.", valueName: "span"))
+    var after: String?
+    @Option(help: ArgumentHelp("Fire at the dates of this calendar event (OnCalendar= syntax).", valueName: "calendar"))
+    var on: String?
+    @Flag(help: "Fire at every date of --on, or every --in (then at least 60s).") var `repeat` = false
+
+    @Option(help: "The title.") var title: String
+    @Option(help: "The subtitle.") var subtitle: String?
+    @Option(help: "The body.") var body: String?
+    @Option(help: "Group it with others of this thread (and coalesce missed ones together).") var thread: String?
+    @Option(help: "Set the app's badge to this when presented; 0 clears it.") var badge: Int?
+    @Option(help: "A sound's name.") var sound: String?
+    @Option(help: ArgumentHelp("banner (default) or alert, which interrupts the active app until answered.", valueName: "style"))
+    var style: String?
+    @Option(help: ArgumentHelp("Missed fires: deliver, coalesce (default), or a grace span such as 10min to drop those later.", valueName: "policy"))
+    var late: String?
+    @Option(
+        name: .customLong("action"),
+        help: ArgumentHelp("A button, ID:TITLE, or ID:TITLE:foreground to bring the app forward; repeatable.", valueName: "action")
+    )
+    var actions: [String] = []
+    @Option(help: ArgumentHelp("User info handed back with each response: a JSON object.", valueName: "json")) var userInfo: String?
+
+    func validate() throws {
+        let triggers = [self.at, self.after, self.on].compactMap { $0 }
+        if triggers.count > 1 { throw ValidationError("give one of --at, --in and --on") }
+        if self.repeat, self.after == nil, self.on == nil { throw ValidationError("--repeat needs --in or --on") }
+    }
+
+    func run() throws {
+        var trigger: JSONObject = [:]
+        if let at = self.at {
+            trigger["at"] = .double(try NotifyTime.instant(at))
+        } else if let after = self.after {
+            trigger["after"] = .double(try NotifyTime.span(after, option: "--in"))
+        } else if let on = self.on {
+            trigger["calendar"] = .object(try CalendarEvent.parse(on))
+        }
+        if self.repeat { trigger["repeats"] = true }
+        var content: JSONObject = ["title": .string(self.title)]
+        if let subtitle { content["subtitle"] = .string(subtitle) }
+        if let body { content["body"] = .string(body) }
+        if let thread { content["threadId"] = .string(thread) }
+        if let badge { content["badge"] = .int(Int64(badge)) }
+        if let sound { content["sound"] = .string(sound) }
+        if !self.actions.isEmpty {
+            content["actions"] = .array(
+                try self.actions.map { text in
+                    let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+                    guard parts.count >= 2, !parts[0].isEmpty, !parts[1].isEmpty,
+                        parts.count == 2 || parts[2] == "foreground"
+                    else { throw ValidationError("--action '\(text)': expected ID:TITLE or ID:TITLE:foreground") }
+                    return ["id": .string(parts[0]), "title": .string(parts[1]), "foreground": .bool(parts.count == 3)]
+                }
+            )
+        }
+        if let userInfo {
+            guard let value = try? JSONParser.parse(userInfo), value.isObject else {
+                throw ValidationError("--user-info: expected a JSON object, such as '{\"note\": 7}'")
+            }
+            content["userInfo"] = value
+        }
+        var request: JSONObject = ["id": .string(self.id), "content": .object(content)]
+        if !trigger.isEmpty { request["trigger"] = .object(trigger) }
+        if let style { request["style"] = .string(style) }
+        switch self.late {
+        case nil: break
+        case "deliver"?, "coalesce"?: request["late"] = .string(self.late!)
+        case let grace?:
+            request["late"] = "dropAfter"
+            request["dropAfterSec"] = .double(try NotifyTime.span(grace, option: "--late"))
+        }
+        guard let reply = self.global.call("io.coalesced.Notifications.Schedule", ["app": .string(self.app), "request": .object(request)])
+        else { return }
+        CtlOutput.print("next: " + (reply["next"]?.doubleValue.map(CtlOutput.timestamp) ?? "?"))
+    }
+}
+
+struct NotifyCancel: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Cancel an app's pending notifications: these ids, or --all (Cancel)."
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+    @Argument(help: "The requests' ids.") var ids: [String] = []
+    @Flag(help: "Cancel every pending request of the app.") var all = false
+
+    func validate() throws {
+        if self.all == !self.ids.isEmpty { throw ValidationError("give the ids to cancel, or --all") }
+    }
+
+    func run() throws {
+        var parameters: JSONObject = ["app": .string(self.app)]
+        if self.all { parameters["all"] = true } else { parameters["ids"] = .array(self.ids.map { .string($0) }) }
+        guard let reply = self.global.call("io.coalesced.Notifications.Cancel", parameters) else { return }
+        CtlOutput.print("cancelled: \(reply["cancelled"]?.intValue ?? 0)")
+    }
+}
+
+struct NotifyPending: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pending", abstract: "List an app's pending notifications, soonest first (ListPending)."
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+
+    func run() throws {
+        self.global.paged()
+        guard let reply = self.global.call("io.coalesced.Notifications.ListPending", ["app": .string(self.app)]) else { return }
+        let pending = reply["pending"]?.arrayValue ?? []
+        let rows = pending.map { entry -> [String] in
+            let request = entry["request"] ?? .null
+            return [
+                request["id"]?.stringValue ?? "?",
+                entry["next"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
+                NotifyTime.describe(request["trigger"], calendar: entry["calendar"]?.stringValue),
+                request["content"]?["title"]?.stringValue ?? "",
+            ]
+        }
+        CtlOutput.table(
+            header: ["ID", "NEXT", "TRIGGER", "TITLE"], rows,
+            summary: "\(pending.count) pending \(pending.count == 1 ? "notification" : "notifications").", legend: !self.global.noLegend
+        )
+    }
+}
+
+struct NotifyDelivered: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delivered", abstract: "List an app's delivered notifications, oldest first (ListDelivered)."
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+
+    func run() throws {
+        self.global.paged()
+        guard let reply = self.global.call("io.coalesced.Notifications.ListDelivered", ["app": .string(self.app)]) else { return }
+        let delivered = reply["delivered"]?.arrayValue ?? []
+        let rows = delivered.map { entry -> [String] in
+            [
+                entry["serial"]?.intValue.map { String($0) } ?? "?",
+                entry["id"]?.stringValue ?? "?",
+                entry["date"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
+                entry["count"]?.intValue.map { String($0) } ?? "1",
+                entry["late"]?.boolValue == true ? "late" : "-",
+                entry["content"]?["title"]?.stringValue ?? "",
+            ]
+        }
+        let dropped = reply["dropped"]?.intValue ?? 0
+        var summary = "\(delivered.count) delivered \(delivered.count == 1 ? "notification" : "notifications")"
+        if dropped > 0 { summary += "; \(dropped) older ones went out of the list for room" }
+        CtlOutput.table(header: ["SERIAL", "ID", "DATE", "FIRES", "LATE", "TITLE"], rows, summary: summary + ".", legend: !self.global.noLegend)
+    }
+}
+
+struct NotifyRemove: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove", abstract: "Remove entries from an app's delivered list: these ids, or --all (RemoveDelivered)."
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+    @Argument(help: "The requests' ids.") var ids: [String] = []
+    @Flag(help: "Empty the app's delivered list.") var all = false
+
+    func validate() throws {
+        if self.all == !self.ids.isEmpty { throw ValidationError("give the ids to remove, or --all") }
+    }
+
+    func run() throws {
+        var parameters: JSONObject = ["app": .string(self.app)]
+        if self.all { parameters["all"] = true } else { parameters["ids"] = .array(self.ids.map { .string($0) }) }
+        guard let reply = self.global.call("io.coalesced.Notifications.RemoveDelivered", parameters) else { return }
+        CtlOutput.print("removed: \(reply["removed"]?.intValue ?? 0)")
+    }
+}
+
+struct NotifyRespond: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "respond",
+        abstract: "Answer a notification for the user (Respond): default opens it, dismiss, or one of its actions' ids."
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+    @Argument(help: "The request's id.") var id: String
+    @Argument(help: "default, dismiss, or an action's id.") var action: String = "default"
+    @Option(help: "What the user typed.") var text: String?
+
+    func run() throws {
+        var parameters: JSONObject = ["app": .string(self.app), "id": .string(self.id), "action": .string(self.action)]
+        if let text { parameters["text"] = .string(text) }
+        guard self.global.call("io.coalesced.Notifications.Respond", parameters) != nil else { return }
+        CtlOutput.print("answered")
+    }
+}
+
+struct NotifyBadge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "badge", abstract: "Show an app's badge, or set it (SetBadge); 0 clears it."
+    )
+
+    @OptionGroup(title: "Global Options") var global: GlobalOptions
+    @Argument(help: "The app.", completion: AppNameCompletion.kind) var app: String
+    @Argument(help: "The badge to set.") var badge: Int?
+
+    func run() throws {
+        if let badge {
+            guard badge >= 0 else { throw ValidationError("a badge is 0 or more") }
+            guard self.global.call("io.coalesced.Notifications.SetBadge", ["app": .string(self.app), "badge": .int(Int64(badge))]) != nil
+            else { return }
+            CtlOutput.print("badge: \(badge)")
+        } else {
+            guard let reply = self.global.call("io.coalesced.System.GetApp", ["app": .string(self.app)]) else { return }
+            CtlOutput.print("badge: \(reply["app"]?["badge"]?.intValue ?? 0)")
+        }
+    }
+}
+
+/// Times as `notify schedule` takes them and `notify pending` shows them.
+enum NotifyTime {
+    /// `YYYY-MM-DD HH:MM[:SS]` in local time, or `@SECONDS`.
+    static func instant(_ text: String) throws -> Double {
+        if text.hasPrefix("@") {
+            guard let seconds = Double(text.dropFirst()) else { throw ValidationError("--at '\(text)': expected @SECONDS since the epoch") }
+            return seconds
+        }
+        var parts = tm()
+        let consumed: UnsafeMutablePointer<CChar>? = text.withCString { start in
+            strptime(start, "%Y-%m-%d %H:%M:%S", &parts) ?? strptime(start, "%Y-%m-%d %H:%M", &parts)
+        }
+        guard consumed != nil else {
+            throw ValidationError("--at '\(text)': expected 'YYYY-MM-DD HH:MM[:SS]' in local time, or @SECONDS")
+        }
+        parts.tm_isdst = -1
+        return Double(mktime(&parts))
+    }
+
+    /// A systemd time span: `90`, `90s`, `5min`, `1h 30min`, `500ms`.
+    static func span(_ text: String, option: String) throws -> Double {
+        let units: [(String, Double)] = [
+            ("ms", 0.001), ("msec", 0.001), ("s", 1), ("sec", 1), ("second", 1), ("seconds", 1), ("m", 60), ("min", 60),
+            ("minute", 60), ("minutes", 60), ("h", 3600), ("hr", 3600), ("hour", 3600), ("hours", 3600), ("d", 86400),
+            ("day", 86400), ("days", 86400), ("w", 604_800), ("week", 604_800), ("weeks", 604_800),
+        ]
+        var total = 0.0
+        var rest = Substring(text.filter { $0 != " " })
+        guard !rest.isEmpty else { throw ValidationError("\(option) '\(text)': expected a time span such as 90s or 5min") }
+        while !rest.isEmpty {
+            let number = rest.prefix { $0.isNumber || $0 == "." }
+            let unit = rest.dropFirst(number.count).prefix { $0.isLetter }
+            guard let value = Double(number), let factor = unit.isEmpty ? 1 : units.first(where: { $0.0 == unit })?.1 else {
+                throw ValidationError("\(option) '\(text)': expected a time span such as 90s, 5min or 1h 30min")
+            }
+            total += value * factor
+            rest = rest.dropFirst(number.count + unit.count)
+        }
+        return total
+    }
+
+    /// A trigger in words for the pending table: `in 90s`, `at …`, `Mon *-*-* 08:30:00 (repeats)`.
+    static func describe(_ trigger: JSONValue?, calendar: String?) -> String {
+        guard let trigger, trigger != .null else { return "now" }
+        let repeats = trigger["repeats"]?.boolValue == true
+        if let at = trigger["at"]?.doubleValue { return "at " + CtlOutput.timestamp(at) }
+        if let after = trigger["after"]?.doubleValue { return (repeats ? "every " : "after ") + CtlOutput.seconds(after) }
+        if let calendar { return calendar + (repeats ? ", repeats" : "") }
+        return "?"
+    }
+}
+
+/// Calendar events in systemd's OnCalendar= notation, for the single values and `*` a notification's components
+/// take: `[WEEKDAY] [YEAR-MONTH-DAY] [HOUR:MINUTE[:SECOND]] [ZONE]`. A date left out is `*-*-*`, a time left out
+/// 00:00:00, seconds left out 00, as systemd reads them.
+enum CalendarEvent {
+    static let weekdays = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+
+    static func parse(_ text: String) throws -> JSONObject {
+        func fail(_ why: String) -> ValidationError {
+            ValidationError("--on '\(text)': \(why); expected [WEEKDAY] [YYYY-MM-DD] [HH:MM[:SS]] [ZONE] with numbers or '*', such as 'Mon *-*-* 08:30'")
+        }
+        var words = text.split(separator: " ").map(String.init)
+        var calendar: JSONObject = [:]
+        if let first = words.first, let day = self.weekdays.firstIndex(of: String(first.lowercased().prefix(3))), first.first!.isLetter {
+            calendar["weekday"] = .int(Int64(day + 1))
+            words.removeFirst()
+        }
+        if let last = words.last, last.contains("/") || last == "UTC" {
+            calendar["timeZone"] = .string(last)
+            words.removeLast()
+        }
+        func field(_ text: Substring, _ name: String) throws -> JSONValue? {
+            if text == "*" { return nil }
+            guard let value = Int(text) else { throw fail("'\(text)' is not a number or '*' for the \(name)") }
+            return .int(Int64(value))
+        }
+        var date: [Substring] = ["*", "*", "*"]
+        var time: [Substring] = ["00", "00", "00"]
+        for word in words {
+            if word.contains("-") {
+                date = word.split(separator: "-", omittingEmptySubsequences: false)
+                if date.count == 2 { date.insert("*", at: 0) }
+                guard date.count == 3 else { throw fail("'\(word)' is not a date") }
+            } else if word.contains(":") {
+                time = word.split(separator: ":", omittingEmptySubsequences: false)
+                if time.count == 2 { time.append("00") }
+                guard time.count == 3 else { throw fail("'\(word)' is not a time") }
+            } else {
+                throw fail("'\(word)' is neither a date nor a time")
+            }
+        }
+        for (name, value) in zip(["year", "month", "day"], date) { calendar[name] = try field(value, name) }
+        for (name, value) in zip(["hour", "minute", "second"], time) { calendar[name] = try field(value, name) }
+        return calendar
+    }
+}
+}

@@ -1,0 +1,222 @@
+import CoalesceCore
+import Logging
+import Synchronization
+import Varlink
+
+/// Presenting and answering: where a presentation goes (the journal always; an active app's stream for a banner;
+/// the agents and the command otherwise, and for an alert, which also interrupts the active app), and what a
+/// response does (the app's event, its launch, the end of an interruption).
+extension NotificationCenter {
+    static let willPresent = EventKind(daemonKind: "notification.willPresent")
+    static let didReceiveResponse = EventKind(daemonKind: "notification.didReceiveResponse")
+
+    /// An agent whose unread presentations pass this many bytes is ended: it does not read.
+    static let agentBacklogBound = 1 << 20
+
+    /// Carries out a step once its write is on disk: presentations in order, then the drops, then what the journal
+    /// says of fires missed.
+    func carryOut(_ step: Step, reason: Reason) {
+        var missed = 0
+        var coalescedInto = 0
+        for (presentation, entry) in step.presentations {
+            self.present(presentation, entry: entry)
+            if presentation.late {
+                missed += presentation.count
+                if presentation.count > 1 { coalescedInto += 1 }
+            }
+        }
+        var dropped = 0
+        for drop in step.drops {
+            dropped += drop.fires.count
+            let why: String
+            switch drop.reason {
+            case .pastGrace(let grace): why = "later than their grace period of \(grace)"
+            case .tooManyMissed(let limit, let through):
+                why = "more than \(limit) missed at once; the rest through \(through) skipped"
+            }
+            self.logger.warning(
+                "Missed notification fires dropped: \(why)",
+                metadata: [
+                    "message_id": "\(MessageID.notificationDropped)", "app": "\(drop.key.app)",
+                    "notification": "\(drop.key.id)", "fires": "\(drop.fires.count)",
+                ]
+            )
+        }
+        if missed > 0 || dropped > 0, reason != .request {
+            self.logger.notice(
+                "\(missed + dropped) notification fires were missed \(reason.rawValue): \(missed) presented late (\(coalescedInto) of the presentations coalesce several), \(dropped) dropped by their late policy",
+                metadata: ["presented": "\(missed)", "dropped": "\(dropped)"]
+            )
+        }
+    }
+
+    /// One presentation: the journal; then the app (willPresent, when active) or the desktop (agents, command).
+    private func present(_ presentation: AlertPresentation, entry: JSONObject) {
+        let content = presentation.content
+        var metadata: Logger.Metadata = [
+            "message_id": "\(MessageID.notificationPresented)", "app": "\(presentation.app)",
+            "notification": "\(presentation.id)", "title": "\(content.title)", "body": "\(content.body)",
+            "style": "\(presentation.style.rawValue)", "count": "\(presentation.count)", "late": "\(presentation.late)",
+        ]
+        if let thread = content.threadID { metadata["thread"] = "\(thread)" }
+        self.logger.notice("Notification: \(content.title)", metadata: metadata)
+
+        let snapshot = try? self.apps.get(presentation.app.value)
+        let active = snapshot?.state == .active
+        if active {
+            _ = self.apps.postFromDaemon(presentation.app, kind: Self.willPresent, payload: .object(entry)) { _, failure in
+                if let failure { self.logger.error("notification.willPresent not kept: \(failure)", metadata: ["app": "\(presentation.app)"]) }
+            }
+        }
+        guard !active || presentation.style == .alert else { return }
+        if active {
+            // An alert over the app on screen interrupts it until it is answered.
+            let first = self.state.withLock { state in
+                let first = state.alerting[presentation.app]?.isEmpty ?? true
+                state.alerting[presentation.app, default: []].insert(presentation.id)
+                return first
+            }
+            if first { _ = try? self.apps.interrupt(name: presentation.app.value, begins: true) }
+        }
+        if let owner = snapshot?.registration.owner { self.tellAgents(entry, owner: owner) }
+        let settings = self.daemon.configuration.notifications
+        if let command = settings.command {
+            var environment = [
+                "COALESCED_APP": presentation.app.value, "COALESCED_NOTIFICATION": presentation.id,
+                "COALESCED_TITLE": content.title, "COALESCED_SUBTITLE": content.subtitle, "COALESCED_BODY": content.body,
+                "COALESCED_STYLE": presentation.style.rawValue, "COALESCED_COUNT": "\(presentation.count)",
+                "COALESCED_LATE": presentation.late ? "1" : "0", "COALESCED_DATE": "\(presentation.date.seconds)",
+                "COALESCED_SERIAL": "\(entry["serial"]?.intValue ?? 0)", "COALESCED_USER_INFO": content.userInfo,
+            ]
+            if let thread = content.threadID { environment["COALESCED_THREAD"] = thread }
+            if let badge = content.badge { environment["COALESCED_BADGE"] = "\(badge)" }
+            if let sound = content.sound { environment["COALESCED_SOUND"] = sound }
+            self.commands.submit(CommandSink.Run(command: command, environment: environment, timeout: settings.commandTimeout), limit: settings.maxCommands)
+        }
+    }
+
+    // MARK: Agents
+
+    /// Serves one presentation agent until it hangs up: every presentation of the apps it may see, from now on.
+    func serveAgent(_ responder: VarlinkResponder, peer: VarlinkPeer?) async {
+        guard let peer else { return }
+        let admin = Authorization.isAdmin(peer, group: self.daemon.configuration.adminGroup)
+        let id = self.state.withLock { state in
+            let id = state.nextAgent
+            state.nextAgent += 1
+            state.agents[id] = Agent(responder: responder, uid: peer.uid, admin: admin)
+            return id
+        }
+        responder.send([:])
+        self.logger.info("A presentation agent connected", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let gone = self.state.withLock { state in
+                    guard state.agents[id] != nil else { return true }
+                    state.agents[id]!.continuation = continuation
+                    return false
+                }
+                if gone { continuation.resume() }
+            }
+        } onCancel: {
+            // Never taken while a write is made under the lock: agents are written to outside it.
+            self.state.withLock { $0.agents.removeValue(forKey: id) }?.continuation?.resume()
+        }
+        self.logger.info("A presentation agent went away", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+    }
+
+    /// Sends a presentation to each agent of the app's user and each administrator's; one that does not read is
+    /// ended.
+    private func tellAgents(_ entry: JSONObject, owner: UInt32) {
+        var overrun: [Agent] = []
+        let agents = self.state.withLock { state -> [VarlinkResponder] in
+            var chosen: [VarlinkResponder] = []
+            for (id, agent) in state.agents where agent.admin || agent.uid == owner {
+                if agent.responder.backlog > Self.agentBacklogBound {
+                    overrun.append(state.agents.removeValue(forKey: id)!)
+                } else {
+                    chosen.append(agent.responder)
+                }
+            }
+            return chosen
+        }
+        let reply: JSONObject = ["presentation": .object(entry)]
+        for responder in agents { responder.send(reply) }
+        for agent in overrun {
+            self.logger.warning("A presentation agent did not read its presentations and was ended", metadata: ["uid": "\(agent.uid)"])
+            agent.responder.failAndClose(VarlinkError(name: "org.varlink.service.InvalidParameter", parameters: ["parameter": "backlog"]))
+            agent.continuation?.resume()
+        }
+    }
+
+    // MARK: Responses
+
+    /// The user's answer: the app's event (held like any while it does not run code; on disk before this
+    /// returns), the end of the alert's interruption, and the app launched or brought forward when the answer asks.
+    func respond(app name: String, id: String, action: String, text: String?, peer: VarlinkPeer?) async throws(NotificationError) {
+        let (app, snapshot) = try self.authorize(name, peer)
+        let now = AlertTimer.now()
+        let found = self.state.withLock { state -> (buttons: [AlertButton], userInfo: JSONValue)? in
+            if let entry = state.apps[app]?.delivered.last(where: { $0.id == id })?.entry {
+                let content = entry["content"]?.objectValue
+                let buttons = (content?["actions"]?.arrayValue ?? []).compactMap { value -> AlertButton? in
+                    guard let object = value.objectValue, let id = object["id"]?.stringValue else { return nil }
+                    return AlertButton(id: id, title: object["title"]?.stringValue ?? id, foreground: object["foreground"]?.boolValue ?? false)
+                }
+                return (buttons, content?["userInfo"] ?? .object([:]))
+            }
+            guard let pending = state.scheduler.pending(of: app, now: now).first(where: { $0.request.id == id }) else { return nil }
+            let content = pending.request.content
+            return (content.actions, (try? JSONParser.parse(content.userInfo)) ?? .object([:]))
+        }
+        guard let found else { throw .unknownNotification(app: name, id: id) }
+        let button = found.buttons.first { $0.id == action }
+        guard AlertButton.builtIn.contains(action) || button != nil else {
+            throw .unknownAction(app: name, id: id, action: action)
+        }
+        var payload: JSONObject = ["id": .string(id), "action": .string(action), "userInfo": found.userInfo]
+        if let text { payload["text"] = .string(text) }
+        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, NotificationError>, Never>) in
+            let posted = self.apps.postFromDaemon(app, kind: Self.didReceiveResponse, payload: .object(payload)) { _, failure in
+                continuation.resume(returning: failure.map { .failure(.storageFailed(reason: "\($0)")) } ?? .success(()))
+            }
+            if !posted { continuation.resume(returning: .failure(.unknownApp(app: name))) }
+        }.get()
+        self.logger.notice(
+            "Notification answered: \(action)",
+            metadata: [
+                "message_id": "\(MessageID.notificationAnswered)", "app": "\(app)", "notification": "\(id)",
+                "action": "\(action)", "uid": "\(peer?.uid ?? 0)",
+            ]
+        )
+        let ended = self.state.withLock { state -> Bool in
+            guard state.alerting[app]?.remove(id) != nil else { return false }
+            if state.alerting[app]!.isEmpty {
+                state.alerting[app] = nil
+                return true
+            }
+            return false
+        }
+        if ended { _ = try? self.apps.interrupt(name: app.value, begins: false) }
+        guard action != "dismiss" else { return }
+        let destination: LaunchDestination = action == "default" || button?.foreground == true ? .foreground : .background
+        switch snapshot.state {
+        case .notRunning:
+            Task {
+                do {
+                    _ = try await self.apps.launch(name: app.value, destination: destination)
+                } catch {
+                    self.logger.warning("Cannot launch the app for a notification's response: \(error)", metadata: ["app": "\(app)"])
+                }
+            }
+        case .background where destination == .foreground, .suspended where destination == .foreground:
+            do {
+                _ = try self.apps.activate(name: app.value)
+            } catch {
+                self.logger.info("The app answered was not brought forward: \(error)", metadata: ["app": "\(app)"])
+            }
+        default:
+            break
+        }
+    }
+}

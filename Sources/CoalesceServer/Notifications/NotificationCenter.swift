@@ -1,0 +1,355 @@
+import CoalesceCore
+import CoalesceStore
+import Logging
+import Synchronization
+import Varlink
+
+/// Local notifications: the shell around the core's ``AlertScheduler``. Requests come in from
+/// io.coalesced.Notifications, fires and clock changes from ``AlertTimer``; the scheduler decides; here its
+/// actions are carried out: the store written (before the caller hears back, and before anything is presented),
+/// each presentation put in the app's delivered list and presented (``NotificationCenter+Presenting``), the timers
+/// armed.
+///
+/// One `Mutex` owns the scheduler, the delivered lists, badges and agents; under it the core is fed and the store
+/// write is submitted, so that writes reach the store in the order the scheduler made them. Waiting for the write
+/// and presenting happen once it is released.
+final class NotificationCenter: Sendable {
+    /// One entry of an app's delivered list: the presentation as io.coalesced.Notifications shows it.
+    struct Delivered: Sendable {
+        var serial: Int64
+        var id: String
+        var entry: JSONObject
+    }
+
+    /// What the center keeps per app besides its requests.
+    struct AppAlerts: Sendable {
+        var delivered: [Delivered] = []
+        /// 0: no badge.
+        var badge = 0
+        var nextSerial: Int64 = 1
+        /// Entries that went out of the list for room since it was last emptied.
+        var dropped: Int64 = 0
+
+        func row(_ app: AppName) -> Store.AlertAppRow {
+            Store.AlertAppRow(app: app.value, badge: self.badge, nextSerial: self.nextSerial, dropped: self.dropped)
+        }
+    }
+
+    /// A presentation agent's stream.
+    struct Agent {
+        var responder: VarlinkResponder
+        var uid: UInt32
+        var admin: Bool
+        var continuation: CheckedContinuation<Void, Never>?
+    }
+
+    struct State {
+        var scheduler: AlertScheduler
+        var apps: [AppName: AppAlerts] = [:]
+        var agents: [Int: Agent] = [:]
+        var nextAgent = 1
+        /// Alert-style notifications shown over the app while it was active, by app: it is interrupted until each is
+        /// answered.
+        var alerting: [AppName: Set<String>] = [:]
+    }
+
+    /// What one input to the center comes to, carried out once the lock is released.
+    struct Step {
+        var change = Store.AlertChange()
+        var touched: Set<AppName> = []
+        var presentations: [(AlertPresentation, JSONObject)] = []
+        var drops: [AlertDrop] = []
+        var arm: (wall: WallTime?, boot: BootTime?)?
+    }
+
+    let store: Store
+    let apps: AppManager
+    let daemon: DaemonState
+    let zones: ZoneDatabase
+    let logger: Logger
+    let state: Mutex<State>
+    let commands: CommandSink
+    private let timer = Mutex<AlertTimer?>(nil)
+
+    /// Reads what the store keeps; nothing fires before ``start()``.
+    /// - Throws: ``StoreError`` when the store cannot be read.
+    init(store: Store, apps: AppManager, daemon: DaemonState, zones: ZoneDatabase = ZoneDatabase(), logger: Logger) throws(StoreError) {
+        self.store = store
+        self.apps = apps
+        self.daemon = daemon
+        self.zones = zones
+        self.logger = logger
+        self.commands = CommandSink(logger: logger)
+        let settings = daemon.configuration.notifications
+        var state = State(
+            scheduler: AlertScheduler(configuration: AlertConfiguration(pendingLimit: settings.pendingLimit), localZone: zones.local())
+        )
+        for row in try store.alertAppRows() {
+            guard let app = try? AppName(row.app) else { continue }
+            state.apps[app] = AppAlerts(badge: row.badge ?? 0, nextSerial: row.nextSerial, dropped: row.dropped)
+        }
+        for row in try store.alertDeliveredRows() {
+            guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
+            state.apps[app, default: AppAlerts()].delivered.append(
+                Delivered(serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry)
+            )
+        }
+        self.state = Mutex(state)
+    }
+
+    /// Takes up the requests the store kept (presenting, per their late policies, what came due while the daemon
+    /// was down, and logging how many) and starts the timers.
+    func start(localtimePath: String = "/etc/localtime") async throws {
+        var records: [AlertRecord] = []
+        for row in try self.store.alertRequestRows() {
+            do {
+                records.append(try NotificationWire.record(row.record, app: try AppName(row.app), zones: self.zones))
+            } catch {
+                // Left in the store as it is, not dropped: a zone database brought back makes it readable again.
+                self.logger.error(
+                    "A stored notification request cannot be read and is not scheduled: \(error)",
+                    metadata: ["app": "\(row.app)", "notification": "\(row.id)"]
+                )
+            }
+        }
+        _ = try? await self.perform(reason: .start) { state, now, step in
+            self.apply(state.scheduler.started(restoring: records, now: now), to: &state, &step)
+        }
+        let timer = try AlertTimer(localtimePath: localtimePath) { [weak self] event in self?.timerEvent(event) }
+        self.timer.withLock { $0 = timer }
+        timer.arm(wall: self.state.withLock { $0.scheduler.timers.wall }, boot: self.state.withLock { $0.scheduler.timers.boot })
+    }
+
+    /// Stops the timers; requests stay in the store for the next start.
+    func stop() {
+        let timer = self.timer.withLock { timer -> AlertTimer? in
+            defer { timer = nil }
+            return timer
+        }
+        timer?.stop()
+        let agents = self.state.withLock { state -> [Agent] in
+            defer { state.agents = [:] }
+            return Array(state.agents.values)
+        }
+        for agent in agents {
+            agent.responder.finish()
+            agent.continuation?.resume()
+        }
+    }
+
+    /// Why the scheduler is fed, for what the journal says of fires missed.
+    enum Reason: String {
+        case start = "while the daemon was down"
+        case clockChange = "because the clock was set past them"
+        case timeZoneChange = "because the time zone changed"
+        case fire = "late"
+        case request = "at the request"
+    }
+
+    private func timerEvent(_ event: AlertTimer.Event) {
+        Task {
+            switch event {
+            case .expired:
+                _ = try? await self.perform(reason: .fire) { state, now, step in
+                    self.apply(state.scheduler.fired(now: now), to: &state, &step)
+                }
+            case .clockChanged:
+                self.logger.notice("The wall clock was set: notification dates worked out again")
+                _ = try? await self.perform(reason: .clockChange) { state, now, step in
+                    self.apply(state.scheduler.clockChanged(now: now), to: &state, &step)
+                }
+            case .timeZoneChanged:
+                let zone = self.zones.local()
+                self.logger.notice("The time zone changed: floating notification dates worked out again", metadata: ["zone": "\(zone.name)"])
+                _ = try? await self.perform(reason: .timeZoneChange) { state, now, step in
+                    self.apply(state.scheduler.timeZoneChanged(to: zone, now: now), to: &state, &step)
+                }
+            }
+        }
+    }
+
+    /// The machine woke from sleep: what came due meanwhile is handled by its late policy.
+    func resumed() async {
+        _ = try? await self.perform(reason: .fire) { state, now, step in
+            self.apply(state.scheduler.resumed(now: now), to: &state, &step)
+        }
+    }
+
+    /// Feeds one input under the lock, submits its store write there, and once the lock is released arms the
+    /// timers, waits for the write and carries out the presentations, in that order.
+    /// - Throws: what `body` throws (nothing changed then), or ``NotificationError/storageFailed(reason:)`` when the
+    ///   store refused the write: then what the center holds is read back from the store.
+    func perform<T: Sendable>(
+        reason: Reason = .request,
+        _ body: (inout State, ClockReading, inout Step) throws(NotificationError) -> T
+    ) async throws(NotificationError) -> T {
+        let now = AlertTimer.now()
+        var step = Step()
+        let (value, commit) = try self.state.withLock { state throws(NotificationError) -> (T, StoreCommit?) in
+            state.scheduler.configuration.pendingLimit = self.daemon.configuration.notifications.pendingLimit
+            let value = try body(&state, now, &step)
+            for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
+            return (value, step.change.isEmpty ? nil : self.store.write(step.change))
+        }
+        if let arm = step.arm { self.timer.withLock { $0 }?.arm(wall: arm.wall, boot: arm.boot) }
+        if let commit {
+            do {
+                try await commit.wait()
+            } catch {
+                self.logger.error("The store refused a notification change: \(error)")
+                self.reloadFromStore(now: now)
+                throw .storageFailed(reason: error.description)
+            }
+        }
+        self.carryOut(step, reason: reason)
+        return value
+    }
+
+    /// Takes what the store holds as the truth again after a write it refused.
+    private func reloadFromStore(now: ClockReading) {
+        guard let rows = try? self.store.alertRequestRows() else { return }
+        let records = rows.compactMap { row in
+            (try? AppName(row.app)).flatMap { try? NotificationWire.record(row.record, app: $0, zones: self.zones) }
+        }
+        self.state.withLock { state in
+            var scheduler = AlertScheduler(configuration: state.scheduler.configuration, localZone: state.scheduler.localZone)
+            // Only to restore: what came due is handled by the next fire, which the timers arm for.
+            _ = scheduler.started(restoring: records, now: now.advanced(by: .zero))
+            state.scheduler = scheduler
+        }
+    }
+
+    /// Carries the scheduler's actions into the state and the step: records to write, presentations put in the
+    /// delivered lists (oldest out past MaxDelivered=) with their badges, drops, timers.
+    func apply(_ actions: [AlertAction], to state: inout State, _ step: inout Step) {
+        let maxDelivered = self.daemon.configuration.notifications.maxDelivered
+        for action in actions {
+            switch action {
+            case .keep(let record):
+                step.change.keep.append(
+                    Store.AlertRequestRow(app: record.key.app.value, id: record.key.id, record: NotificationWire.storeText(record))
+                )
+            case .forget(let key):
+                step.change.forget.append((key.app.value, key.id))
+            case .present(let presentation):
+                let app = presentation.app
+                var alerts = state.apps[app] ?? AppAlerts()
+                let serial = alerts.nextSerial
+                alerts.nextSerial += 1
+                let entry = NotificationWire.json(presentation, serial: serial)
+                alerts.delivered.append(Delivered(serial: serial, id: presentation.id, entry: entry))
+                step.change.deliver.append(Store.AlertDeliveredRow(app: app.value, serial: serial, entry: JSONValue.object(entry).jsonText))
+                if alerts.delivered.count > maxDelivered {
+                    let gone = alerts.delivered.count - maxDelivered
+                    for old in alerts.delivered.prefix(gone) { step.change.undeliver.append((app.value, old.serial)) }
+                    alerts.delivered.removeFirst(gone)
+                    alerts.dropped += Int64(gone)
+                }
+                if let badge = presentation.content.badge { alerts.badge = max(0, badge) }
+                state.apps[app] = alerts
+                step.touched.insert(app)
+                step.presentations.append((presentation, entry))
+            case .dropped(let drop):
+                step.drops.append(drop)
+            case .arm(let wall, let boot):
+                step.arm = (wall, boot)
+            }
+        }
+    }
+
+    // MARK: Who may act for an app
+
+    /// The app named, if the caller may act for it: its user, root, the daemon's user or the admin group.
+    func authorize(_ name: String, _ peer: VarlinkPeer?) throws(NotificationError) -> (app: AppName, snapshot: AppManager.Snapshot) {
+        let snapshot: AppManager.Snapshot
+        do { snapshot = try self.apps.get(name) } catch { throw .unknownApp(app: name) }
+        guard let peer,
+            peer.uid == snapshot.registration.owner || Authorization.isAdmin(peer, group: self.daemon.configuration.adminGroup)
+        else { throw .notAllowed(app: name) }
+        return (snapshot.registration.name, snapshot)
+    }
+
+    // MARK: Requests
+
+    /// Schedules a request; returns its next fire date (the date it fired at, for one that fired at once).
+    func schedule(app name: String, request value: JSONValue, peer: VarlinkPeer?) async throws(NotificationError) -> WallTime {
+        let (app, _) = try self.authorize(name, peer)
+        let request: AlertRequest
+        do {
+            request = try NotificationWire.request(value, zones: self.zones)
+        } catch {
+            throw .invalidRequest(app: name, id: value.objectValue?["id"]?.stringValue ?? "", reason: error.description)
+        }
+        return try await self.perform { state, now, step throws(NotificationError) in
+            let actions: [AlertAction]
+            do throws(AlertError) {
+                actions = try state.scheduler.schedule(request, for: app, now: now)
+            } catch {
+                throw NotificationError(error, app: app, id: request.id)
+            }
+            let next = state.scheduler.next(of: AlertKey(app: app, id: request.id), now: now)
+            self.apply(actions, to: &state, &step)
+            return next ?? step.presentations.last?.0.date ?? now.wall
+        }
+    }
+
+    /// Cancels the app's requests of these ids, or all of them; returns how many were pending.
+    func cancel(app name: String, ids: [String]?, peer: VarlinkPeer?) async throws(NotificationError) -> Int {
+        let (app, _) = try self.authorize(name, peer)
+        return try await self.perform { state, now, step in
+            let before = state.scheduler.pendingCount(of: app)
+            let actions = ids.map { state.scheduler.cancel($0, of: app, now: now) } ?? state.scheduler.cancelAll(of: app, now: now)
+            self.apply(actions, to: &state, &step)
+            return before - state.scheduler.pendingCount(of: app)
+        }
+    }
+
+    func pending(app name: String, peer: VarlinkPeer?) throws(NotificationError) -> [PendingAlert] {
+        let (app, _) = try self.authorize(name, peer)
+        let now = AlertTimer.now()
+        return self.state.withLock { $0.scheduler.pending(of: app, now: now) }
+    }
+
+    // MARK: Delivered list and badge
+
+    func delivered(app name: String, peer: VarlinkPeer?) throws(NotificationError) -> (entries: [Delivered], dropped: Int64, badge: Int) {
+        let (app, _) = try self.authorize(name, peer)
+        return self.state.withLock { state in
+            let alerts = state.apps[app] ?? AppAlerts()
+            return (alerts.delivered, alerts.dropped, alerts.badge)
+        }
+    }
+
+    /// The app's badge and delivered count, as System.GetApp shows them; without a check (the caller made it).
+    func summary(of app: AppName) -> (badge: Int, delivered: Int, pending: Int) {
+        self.state.withLock { state in
+            let alerts = state.apps[app] ?? AppAlerts()
+            return (alerts.badge, alerts.delivered.count, state.scheduler.pendingCount(of: app))
+        }
+    }
+
+    /// Removes the app's delivered entries of these request ids, or all; returns how many went.
+    func removeDelivered(app name: String, ids: [String]?, peer: VarlinkPeer?) async throws(NotificationError) -> Int {
+        let (app, _) = try self.authorize(name, peer)
+        return try await self.perform { state, _, step in
+            var alerts = state.apps[app] ?? AppAlerts()
+            let wanted = ids.map(Set.init)
+            let gone = alerts.delivered.filter { wanted?.contains($0.id) ?? true }
+            guard !gone.isEmpty || wanted == nil else { return 0 }
+            for entry in gone { step.change.undeliver.append((app.value, entry.serial)) }
+            alerts.delivered.removeAll { wanted?.contains($0.id) ?? true }
+            if alerts.delivered.isEmpty { alerts.dropped = 0 }
+            state.apps[app] = alerts
+            step.touched.insert(app)
+            return gone.count
+        }
+    }
+
+    func setBadge(app name: String, badge: Int, peer: VarlinkPeer?) async throws(NotificationError) {
+        let (app, _) = try self.authorize(name, peer)
+        try await self.perform { state, _, step in
+            state.apps[app, default: AppAlerts()].badge = max(0, badge)
+            step.touched.insert(app)
+        }
+    }
+}
