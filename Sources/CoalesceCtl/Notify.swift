@@ -266,13 +266,19 @@ enum NotifyTime {
             guard let seconds = Double(text.dropFirst()) else { throw ValidationError("--at '\(text)': expected @SECONDS since the epoch") }
             return seconds
         }
+        let fail = ValidationError("--at '\(text)': expected 'YYYY-MM-DD HH:MM[:SS]' in local time, or @SECONDS")
+        let halves = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard halves.count == 2 else { throw fail }
+        let date = halves[0].split(separator: "-", omittingEmptySubsequences: false).map { Int32($0) }
+        let time = halves[1].split(separator: ":", omittingEmptySubsequences: false).map { Int32($0) }
+        guard date.count == 3, time.count == 2 || time.count == 3, !(date + time).contains(nil) else { throw fail }
         var parts = tm()
-        let consumed: UnsafeMutablePointer<CChar>? = text.withCString { start in
-            strptime(start, "%Y-%m-%d %H:%M:%S", &parts) ?? strptime(start, "%Y-%m-%d %H:%M", &parts)
-        }
-        guard consumed != nil else {
-            throw ValidationError("--at '\(text)': expected 'YYYY-MM-DD HH:MM[:SS]' in local time, or @SECONDS")
-        }
+        parts.tm_year = date[0]! - 1900
+        parts.tm_mon = date[1]! - 1
+        parts.tm_mday = date[2]!
+        parts.tm_hour = time[0]!
+        parts.tm_min = time[1]!
+        parts.tm_sec = time.count == 3 ? time[2]! : 0
         parts.tm_isdst = -1
         return Double(mktime(&parts))
     }
@@ -354,5 +360,4 @@ enum CalendarEvent {
         for (name, value) in zip(["hour", "minute", "second"], time) { calendar[name] = try field(value, name) }
         return calendar
     }
-}
 }

@@ -87,6 +87,9 @@ public struct Quotas: Sendable, Hashable {
 public struct NotificationSettings: Sendable, Hashable {
     /// `PendingLimit=`: requests one app may have pending; one more is refused.
     public var pendingLimit: Int = 64
+    /// `LateAfterSec=`: a fire presented later than this after its date was missed (the machine slept, the daemon
+    /// was down, the clock was set past it), and its request's late policy applies.
+    public var lateAfter: Duration = .seconds(60)
     /// `MaxDelivered=`: entries of one app's delivered list; past it the oldest go, counted.
     public var maxDelivered: Int = 64
     /// `Command=`: run for each presentation with its fields in the environment (`COALESCED_APP`, …), through
@@ -258,6 +261,10 @@ enum ConfigurationKey {
             "PendingLimit": { configuration, value throws(ConfigurationValueError) in
                 configuration.notifications.pendingLimit =
                     value.isEmpty ? NotificationSettings().pendingLimit : try parseInteger(value, in: 1...1_000_000)
+            },
+            "LateAfterSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.lateAfter =
+                    value.isEmpty ? NotificationSettings().lateAfter : try parseTimeSpan(value, allowZero: true)
             },
             "MaxDelivered": { configuration, value throws(ConfigurationValueError) in
                 configuration.notifications.maxDelivered =

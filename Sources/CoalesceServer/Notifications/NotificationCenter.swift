@@ -82,7 +82,10 @@ final class NotificationCenter: Sendable {
         self.commands = CommandSink(logger: logger)
         let settings = daemon.configuration.notifications
         var state = State(
-            scheduler: AlertScheduler(configuration: AlertConfiguration(pendingLimit: settings.pendingLimit), localZone: zones.local())
+            scheduler: AlertScheduler(
+                configuration: AlertConfiguration(pendingLimit: settings.pendingLimit, lateAfter: settings.lateAfter),
+                localZone: zones.local()
+            )
         )
         for row in try store.alertAppRows() {
             guard let app = try? AppName(row.app) else { continue }
@@ -186,7 +189,9 @@ final class NotificationCenter: Sendable {
         let now = AlertTimer.now()
         var step = Step()
         let (value, commit) = try self.state.withLock { state throws(NotificationError) -> (T, StoreCommit?) in
-            state.scheduler.configuration.pendingLimit = self.daemon.configuration.notifications.pendingLimit
+            let settings = self.daemon.configuration.notifications
+            state.scheduler.configuration.pendingLimit = settings.pendingLimit
+            state.scheduler.configuration.lateAfter = settings.lateAfter
             let value = try body(&state, now, &step)
             for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
             return (value, step.change.isEmpty ? nil : self.store.write(step.change))
