@@ -151,6 +151,7 @@ let package = Package(
             name: "CoalesceBench",
             dependencies: [
                 "Varlink",
+                "CSystemd",
                 "CoalesceTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -42,8 +42,23 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Starts measured on each store (empty, filled to the quotas) by the store part.")
     var storeStarts = 5
 
-    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries), store (start-up and wake with the store filled to the quotas).")
-    var parts: [String] = ["daemon", "lifecycle", "events", "queue", "store"]
+    @Option(help: "Pending notification requests for the notifications part, spread over --notification-apps apps.")
+    var notificationsPending = 100_000
+
+    @Option(help: "Apps holding the notifications part's requests.")
+    var notificationApps = 1_000
+
+    @Option(help: "Notification requests due in the same second, for the lateness measurement.")
+    var notificationsBurst = 10_000
+
+    @Option(help: "Notification requests spread over --notifications-spread-seconds, for the lateness measurement.")
+    var notificationsSpread = 6_000
+
+    @Option(help: "Seconds the spread notification requests come due over.")
+    var notificationsSpreadSeconds = 60
+
+    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries), store (start-up and wake with the store filled to the quotas), notifications (Schedule rate, memory and start-up with many pending, lateness of presentations).")
+    var parts: [String] = ["daemon", "lifecycle", "events", "queue", "store", "notifications"]
 
     @Option(help: "Instead of the parts: post --posts events, pipelined from one producer, to a daemon already serving this socket (to profile it, say under callgrind), and print the rate.")
     var load: String?
@@ -90,6 +105,12 @@ struct CoalesceBench: ParsableCommand {
             ).run()
         }
         if self.parts.contains("store") { try StoreBenchmark(starts: self.storeStarts).run() }
+        if self.parts.contains("notifications") {
+            try NotificationsBenchmark(
+                pending: self.notificationsPending, apps: self.notificationApps, burst: self.notificationsBurst,
+                spread: self.notificationsSpread, spreadSeconds: self.notificationsSpreadSeconds
+            ).run()
+        }
     }
 
     private func measureDaemon() throws {

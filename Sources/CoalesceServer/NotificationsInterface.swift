@@ -1,22 +1,22 @@
 import CoalesceCore
 import Varlink
 
-/// `io.coalesced.Notifications`: an app's local notifications, and the presentation agents' stream. Each method
-/// that waits for the store runs as a task.
+/// `io.coalesced.Notifications`: an app's local notifications, and the presentation agents' stream. A change is
+/// answered once on disk, without a task (deferred), so that pipelined calls share the store's commits.
 enum NotificationsInterface {
     static func make(center: NotificationCenter) -> VarlinkInterface {
         VarlinkInterface(
             text: InterfaceText.ioCoalescedNotifications,
             methods: [
-                "Schedule": .streaming { request, responder in
-                    let next = try await center.schedule(
+                "Schedule": .deferred { request, reply in
+                    try center.schedule(
                         app: try request.string("app"), request: request.call.parameters["request"] ?? .null, peer: request.peer
-                    )
-                    responder.finish(["next": NotificationWire.seconds(next)])
+                    ) { result in Self.answer(reply, result) { ["next": NotificationWire.seconds($0)] } }
                 },
-                "Cancel": .streaming { request, responder in
-                    let cancelled = try await center.cancel(app: try request.string("app"), ids: try self.ids(request), peer: request.peer)
-                    responder.finish(["cancelled": .int(Int64(cancelled))])
+                "Cancel": .deferred { request, reply in
+                    try center.cancel(app: try request.string("app"), ids: try self.ids(request), peer: request.peer) { result in
+                        Self.answer(reply, result) { ["cancelled": .int(Int64($0))] }
+                    }
                 },
                 "ListPending": .immediate { request in
                     let pending = try center.pending(app: try request.string("app"), peer: request.peer)
@@ -44,18 +44,18 @@ enum NotificationsInterface {
                         "dropped": .int(delivered.dropped),
                     ]
                 },
-                "RemoveDelivered": .streaming { request, responder in
-                    let removed = try await center.removeDelivered(
-                        app: try request.string("app"), ids: try self.ids(request), peer: request.peer
-                    )
-                    responder.finish(["removed": .int(Int64(removed))])
+                "RemoveDelivered": .deferred { request, reply in
+                    try center.removeDelivered(app: try request.string("app"), ids: try self.ids(request), peer: request.peer) { result in
+                        Self.answer(reply, result) { ["removed": .int(Int64($0))] }
+                    }
                 },
-                "SetBadge": .streaming { request, responder in
+                "SetBadge": .deferred { request, reply in
                     guard let badge = request.call.parameters["badge"]?.intValue, badge >= 0, badge <= Int64(Int32.max) else {
                         throw VarlinkError.invalidParameter("badge", reason: "must be between 0 and \(Int32.max)")
                     }
-                    try await center.setBadge(app: try request.string("app"), badge: Int(badge), peer: request.peer)
-                    responder.finish()
+                    try center.setBadge(app: try request.string("app"), badge: Int(badge), peer: request.peer) { result in
+                        Self.answer(reply, result) { _ in [:] }
+                    }
                 },
                 "Respond": .streaming { request, responder in
                     try await center.respond(
@@ -70,6 +70,18 @@ enum NotificationsInterface {
                 },
             ]
         )
+    }
+
+    /// Answers a deferred call with what its change came to, once on disk.
+    private static func answer<T>(
+        _ reply: VarlinkPromisedReply,
+        _ result: Result<T, NotificationError>,
+        _ parameters: (T) -> JSONObject
+    ) {
+        switch result {
+        case .success(let value): reply.succeed(parameters(value))
+        case .failure(let error): reply.fail(error)
+        }
     }
 
     /// Cancel's and RemoveDelivered's `ids` or `all`: the ids, or `nil` for all; one of them, not both.

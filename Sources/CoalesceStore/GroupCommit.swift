@@ -93,6 +93,7 @@ public final class StoreCommit: Sendable {
     private struct State {
         var outcome: Result<Void, StoreError>?
         var waiter: CheckedContinuation<Result<Void, StoreError>, Never>?
+        var callback: (@Sendable (Result<Void, StoreError>) -> Void)?
     }
 
     private let state = Mutex(State())
@@ -113,13 +114,28 @@ public final class StoreCommit: Sendable {
         try outcome.get()
     }
 
+    /// Calls `body` with the commit's outcome once it is known (at once if it is), on the thread that learns it:
+    /// for callers that answer without a task, as deferred Varlink methods do. One caller per commit.
+    public func whenFinished(_ body: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        let ready = self.state.withLock { state -> Result<Void, StoreError>? in
+            if let outcome = state.outcome { return outcome }
+            state.callback = body
+            return nil
+        }
+        if let ready { body(ready) }
+    }
+
     func finish(_ outcome: Result<Void, StoreError>) {
-        let waiter = self.state.withLock { state in
+        let (waiter, callback) = self.state.withLock { state in
             state.outcome = outcome
-            defer { state.waiter = nil }
-            return state.waiter
+            defer {
+                state.waiter = nil
+                state.callback = nil
+            }
+            return (state.waiter, state.callback)
         }
         waiter?.resume(returning: outcome)
+        callback?(outcome)
     }
 }
 

@@ -1,4 +1,3 @@
-public import CoalesceCore
 import GRDB
 
 /// What the store keeps of local notifications: each pending request as its record (the daemon's JSON), each app's

@@ -54,7 +54,7 @@ final class NotificationCenter: Sendable {
     }
 
     /// What one input to the center comes to, carried out once the lock is released.
-    struct Step {
+    struct Step: Sendable {
         var change = Store.AlertChange()
         var touched: Set<AppName> = []
         var presentations: [(AlertPresentation, JSONObject)] = []
@@ -149,25 +149,24 @@ final class NotificationCenter: Sendable {
         case request = "at the request"
     }
 
+    /// Called on the timer's thread: the input is fed there, and what it presents is carried out off it.
     private func timerEvent(_ event: AlertTimer.Event) {
-        Task {
-            switch event {
-            case .expired:
-                _ = try? await self.perform(reason: .fire) { state, now, step in
-                    self.apply(state.scheduler.fired(now: now), to: &state, &step)
-                }
-            case .clockChanged:
-                self.logger.notice("The wall clock was set: notification dates worked out again")
-                _ = try? await self.perform(reason: .clockChange) { state, now, step in
-                    self.apply(state.scheduler.clockChanged(now: now), to: &state, &step)
-                }
-            case .timeZoneChanged:
-                let zone = self.zones.local()
-                self.logger.notice("The time zone changed: floating notification dates worked out again", metadata: ["zone": "\(zone.name)"])
-                _ = try? await self.perform(reason: .timeZoneChange) { state, now, step in
-                    self.apply(state.scheduler.timeZoneChanged(to: zone, now: now), to: &state, &step)
-                }
-            }
+        switch event {
+        case .expired:
+            self.perform(reason: .fire, { state, now, step in
+                self.apply(state.scheduler.fired(now: now), to: &state, &step)
+            }, completion: { _ in })
+        case .clockChanged:
+            self.logger.notice("The wall clock was set: notification dates worked out again")
+            self.perform(reason: .clockChange, { state, now, step in
+                self.apply(state.scheduler.clockChanged(now: now), to: &state, &step)
+            }, completion: { _ in })
+        case .timeZoneChanged:
+            let zone = self.zones.local()
+            self.logger.notice("The time zone changed: floating notification dates worked out again", metadata: ["zone": "\(zone.name)"])
+            self.perform(reason: .timeZoneChange, { state, now, step in
+                self.apply(state.scheduler.timeZoneChanged(to: zone, now: now), to: &state, &step)
+            }, completion: { _ in })
         }
     }
 
@@ -179,35 +178,61 @@ final class NotificationCenter: Sendable {
     }
 
     /// Feeds one input under the lock, submits its store write there, and once the lock is released arms the
-    /// timers, waits for the write and carries out the presentations, in that order.
-    /// - Throws: what `body` throws (nothing changed then), or ``NotificationError/storageFailed(reason:)`` when the
-    ///   store refused the write: then what the center holds is read back from the store.
+    /// timers; once the write is on disk carries out the presentations and calls `completion`, without a task
+    /// (deferred Varlink methods answer from it). Presentations are carried out off the store's thread.
+    /// - Parameter completion: the value, or what `body` threw (nothing changed then), or
+    ///   ``NotificationError/storageFailed(reason:)`` when the store refused the write: then what the center holds
+    ///   is read back from the store.
+    func perform<T: Sendable>(
+        reason: Reason = .request,
+        _ body: (inout State, ClockReading, inout Step) throws(NotificationError) -> T,
+        completion: @escaping @Sendable (Result<T, NotificationError>) -> Void
+    ) {
+        let now = AlertTimer.now()
+        var step = Step()
+        let value: T
+        let commit: StoreCommit?
+        do {
+            (value, commit) = try self.state.withLock { state throws(NotificationError) -> (T, StoreCommit?) in
+                let settings = self.daemon.configuration.notifications
+                state.scheduler.configuration.pendingLimit = settings.pendingLimit
+                state.scheduler.configuration.lateAfter = settings.lateAfter
+                let value = try body(&state, now, &step)
+                for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
+                return (value, step.change.isEmpty ? nil : self.store.write(step.change))
+            }
+        } catch {
+            return completion(.failure(error))
+        }
+        if let arm = step.arm { self.timer.withLock { $0 }?.arm(wall: arm.wall, boot: arm.boot) }
+        let done = step
+        let finish: @Sendable () -> Void = {
+            guard !done.presentations.isEmpty || !done.drops.isEmpty else { return completion(.success(value)) }
+            Task {
+                self.carryOut(done, reason: reason)
+                completion(.success(value))
+            }
+        }
+        guard let commit else { return finish() }
+        commit.whenFinished { outcome in
+            switch outcome {
+            case .success: finish()
+            case .failure(let error):
+                self.logger.error("The store refused a notification change: \(error)")
+                self.reloadFromStore(now: now)
+                completion(.failure(.storageFailed(reason: error.description)))
+            }
+        }
+    }
+
+    /// ``perform(reason:_:completion:)``, awaited.
     func perform<T: Sendable>(
         reason: Reason = .request,
         _ body: (inout State, ClockReading, inout Step) throws(NotificationError) -> T
     ) async throws(NotificationError) -> T {
-        let now = AlertTimer.now()
-        var step = Step()
-        let (value, commit) = try self.state.withLock { state throws(NotificationError) -> (T, StoreCommit?) in
-            let settings = self.daemon.configuration.notifications
-            state.scheduler.configuration.pendingLimit = settings.pendingLimit
-            state.scheduler.configuration.lateAfter = settings.lateAfter
-            let value = try body(&state, now, &step)
-            for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
-            return (value, step.change.isEmpty ? nil : self.store.write(step.change))
-        }
-        if let arm = step.arm { self.timer.withLock { $0 }?.arm(wall: arm.wall, boot: arm.boot) }
-        if let commit {
-            do {
-                try await commit.wait()
-            } catch {
-                self.logger.error("The store refused a notification change: \(error)")
-                self.reloadFromStore(now: now)
-                throw .storageFailed(reason: error.description)
-            }
-        }
-        self.carryOut(step, reason: reason)
-        return value
+        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, NotificationError>, Never>) in
+            self.perform(reason: reason, body) { continuation.resume(returning: $0) }
+        }.get()
     }
 
     /// Takes what the store holds as the truth again after a write it refused.
@@ -276,8 +301,14 @@ final class NotificationCenter: Sendable {
 
     // MARK: Requests
 
-    /// Schedules a request; returns its next fire date (the date it fired at, for one that fired at once).
-    func schedule(app name: String, request value: JSONValue, peer: VarlinkPeer?) async throws(NotificationError) -> WallTime {
+    /// Schedules a request; `completion` hears its next fire date (the date it fired at, for one that fired at
+    /// once).
+    func schedule(
+        app name: String,
+        request value: JSONValue,
+        peer: VarlinkPeer?,
+        completion: @escaping @Sendable (Result<WallTime, NotificationError>) -> Void
+    ) throws(NotificationError) {
         let (app, _) = try self.authorize(name, peer)
         let request: AlertRequest
         do {
@@ -285,7 +316,7 @@ final class NotificationCenter: Sendable {
         } catch {
             throw .invalidRequest(app: name, id: value.objectValue?["id"]?.stringValue ?? "", reason: error.description)
         }
-        return try await self.perform { state, now, step throws(NotificationError) in
+        self.perform({ state, now, step throws(NotificationError) in
             let actions: [AlertAction]
             do throws(AlertError) {
                 actions = try state.scheduler.schedule(request, for: app, now: now)
@@ -295,18 +326,23 @@ final class NotificationCenter: Sendable {
             let next = state.scheduler.next(of: AlertKey(app: app, id: request.id), now: now)
             self.apply(actions, to: &state, &step)
             return next ?? step.presentations.last?.0.date ?? now.wall
-        }
+        }, completion: completion)
     }
 
-    /// Cancels the app's requests of these ids, or all of them; returns how many were pending.
-    func cancel(app name: String, ids: [String]?, peer: VarlinkPeer?) async throws(NotificationError) -> Int {
+    /// Cancels the app's requests of these ids, or all of them; `completion` hears how many were pending.
+    func cancel(
+        app name: String,
+        ids: [String]?,
+        peer: VarlinkPeer?,
+        completion: @escaping @Sendable (Result<Int, NotificationError>) -> Void
+    ) throws(NotificationError) {
         let (app, _) = try self.authorize(name, peer)
-        return try await self.perform { state, now, step in
+        self.perform({ state, now, step in
             let before = state.scheduler.pendingCount(of: app)
             let actions = ids.map { state.scheduler.cancel($0, of: app, now: now) } ?? state.scheduler.cancelAll(of: app, now: now)
             self.apply(actions, to: &state, &step)
             return before - state.scheduler.pendingCount(of: app)
-        }
+        }, completion: completion)
     }
 
     func pending(app name: String, peer: VarlinkPeer?) throws(NotificationError) -> [PendingAlert] {
@@ -333,10 +369,15 @@ final class NotificationCenter: Sendable {
         }
     }
 
-    /// Removes the app's delivered entries of these request ids, or all; returns how many went.
-    func removeDelivered(app name: String, ids: [String]?, peer: VarlinkPeer?) async throws(NotificationError) -> Int {
+    /// Removes the app's delivered entries of these request ids, or all; `completion` hears how many went.
+    func removeDelivered(
+        app name: String,
+        ids: [String]?,
+        peer: VarlinkPeer?,
+        completion: @escaping @Sendable (Result<Int, NotificationError>) -> Void
+    ) throws(NotificationError) {
         let (app, _) = try self.authorize(name, peer)
-        return try await self.perform { state, _, step in
+        self.perform({ state, _, step in
             var alerts = state.apps[app] ?? AppAlerts()
             let wanted = ids.map(Set.init)
             let gone = alerts.delivered.filter { wanted?.contains($0.id) ?? true }
@@ -347,14 +388,19 @@ final class NotificationCenter: Sendable {
             state.apps[app] = alerts
             step.touched.insert(app)
             return gone.count
-        }
+        }, completion: completion)
     }
 
-    func setBadge(app name: String, badge: Int, peer: VarlinkPeer?) async throws(NotificationError) {
+    func setBadge(
+        app name: String,
+        badge: Int,
+        peer: VarlinkPeer?,
+        completion: @escaping @Sendable (Result<Void, NotificationError>) -> Void
+    ) throws(NotificationError) {
         let (app, _) = try self.authorize(name, peer)
-        try await self.perform { state, _, step in
+        self.perform({ state, _, step in
             state.apps[app, default: AppAlerts()].badge = max(0, badge)
             step.touched.insert(app)
-        }
+        }, completion: completion)
     }
 }
