@@ -1,0 +1,444 @@
+import CoalesceCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The timers ``AlertScheduler`` asks for (``AlertAction/arm(wall:boot:)``), and the two changes it must be told of
+/// (a clock set, the machine's zone changed), on one thread of its own that waits in `poll` and never spins:
+/// - a `CLOCK_REALTIME` timerfd armed at the wall date with `TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET`: when
+///   anyone sets the clock its read fails with `ECANCELED`, which is reported as ``Event/clockChanged``, and it is
+///   armed again at the same date so that the next change is seen too. With no wall date it stays armed at
+///   ``idleWallDate`` (the year 2200), so clock changes are reported for the timer's whole life;
+/// - a `CLOCK_BOOTTIME` timerfd armed at the boot date;
+/// - an inotify watch on the directory of the machine's zone link (`/etc/localtime`): timedatectl replaces the link
+///   by a rename, which a watch on the link itself would not see. A change of that name is reported as
+///   ``Event/timeZoneChanged``, a burst of them (`ln -sf` removes, then creates) as one;
+/// - an eventfd that wakes the thread to stop, or to report a clock change ``arm(wall:boot:)`` came upon.
+///
+/// `onEvent` runs on that thread, one event at a time; it may call ``arm(wall:boot:)`` and ``stop()``.
+final class AlertTimer: Sendable {
+    /// What the timer reports.
+    enum Event: Sendable, Hashable {
+        /// The wall or the boot-time timer expired (once per expiry): call ``AlertScheduler/fired(now:)``.
+        case expired
+        /// The wall clock was set: call ``AlertScheduler/clockChanged(now:)``.
+        case clockChanged
+        /// The machine's zone link changed: read it again (``ZoneDatabase/local()``) and call
+        /// ``AlertScheduler/timeZoneChanged(to:now:)``.
+        case timeZoneChanged
+    }
+
+    /// Where the wall timer waits when no wall date is pending: it stays armed, with `TFD_TIMER_CANCEL_ON_SET`, only
+    /// to report clock changes. 2200-01-01T00:00:00Z.
+    static let idleWallDate = WallTime(seconds: 7_258_118_400)
+
+    /// How long a report of the zone link waits for the rest of its burst: the changes within this time of the
+    /// first one are reported together, at its end.
+    static let zoneSettleTime: Duration = .milliseconds(100)
+
+    private let core: Core
+    private let thread: pthread_t
+
+    /// Creates the descriptors and starts the thread.
+    /// - Parameters:
+    ///   - localtimePath: the machine's zone link; its directory is watched for changes of its name.
+    ///   - zoneSettle: how long a zone report waits for the rest of its burst (``zoneSettleTime``).
+    ///   - onEvent: called on the timer's thread for each event.
+    /// - Throws: ``AlertTimerError`` naming the call that failed (no descriptor is left open).
+    init(
+        localtimePath: String = "/etc/localtime",
+        zoneSettle: Duration = AlertTimer.zoneSettleTime,
+        onEvent: @escaping @Sendable (AlertTimer.Event) -> Void
+    ) throws(AlertTimerError) {
+        let core = try Core(localtimePath: localtimePath, settle: zoneSettle, onEvent: onEvent)
+        let context = Unmanaged.passRetained(core).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(
+            &thread,
+            nil,
+            { context in
+                Unmanaged<Core>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            },
+            context
+        )
+        guard started == 0 else {
+            Unmanaged<Core>.fromOpaque(context).release()
+            core.closeDescriptors()
+            throw AlertTimerError(call: "pthread_create", code: started)
+        }
+        self.core = core
+        self.thread = thread
+    }
+
+    deinit { self.stop() }
+
+    /// Arms both timers, replacing what they were. A date already past expires at once; `nil` disarms that timer
+    /// (the wall timer then waits at ``idleWallDate``, still watching for clock changes). Callable from any
+    /// thread, `onEvent` included; after ``stop()`` it does nothing.
+    func arm(wall: WallTime?, boot: BootTime?) {
+        self.core.arm(wall: wall, boot: boot)
+    }
+
+    /// Stops the thread, waits for it to end and closes the descriptors; no event is reported after it returns
+    /// (called from `onEvent`, none after that call). Calling it again does nothing.
+    func stop() {
+        guard self.core.requestStop() else { return }
+        if pthread_equal(self.thread, pthread_self()) != 0 {
+            // Called from onEvent: the thread ends (and closes the descriptors) once onEvent returns.
+            pthread_detach(self.thread)
+        } else {
+            pthread_join(self.thread, nil)
+        }
+    }
+
+    /// Both clocks, read one after the other.
+    static func now() -> ClockReading {
+        ClockReading(
+            wall: WallTime(nanoseconds: Self.nanoseconds(of: CLOCK_REALTIME)),
+            boot: BootTime(nanoseconds: Self.nanoseconds(of: CLOCK_BOOTTIME)))
+    }
+
+    private static func nanoseconds(of clock: clockid_t) -> Int64 {
+        var time = timespec()
+        // Fails only for a clock the kernel does not have; both are in every kernel Linux 2.6.39 and later.
+        precondition(
+            clock_gettime(clock, &time) == 0, "clock_gettime(\(clock)) failed: \(String(cString: strerror(errno)))")
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}
+
+/// Why an ``AlertTimer`` could not start: the system call that failed and its error.
+struct AlertTimerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The call, with what it was given when that helps (`inotify_add_watch(/etc)`).
+    var call: String
+    /// Its errno.
+    var code: Int32
+
+    var description: String {
+        "the alert timer cannot start: \(self.call) failed: \(String(cString: strerror(self.code)))"
+    }
+}
+
+extension AlertTimer {
+    /// The descriptors and the state the thread and the callers share. The thread holds it, not the ``AlertTimer``,
+    /// so that dropping the timer stops it.
+    fileprivate final class Core: Sendable {
+        let realtimeFD: CInt
+        let boottimeFD: CInt
+        let inotifyFD: CInt
+        let wakeFD: CInt
+        /// The zone link's name within its directory, whose events count.
+        let linkName: [UInt8]
+        let settleNanoseconds: Int64
+        let onEvent: @Sendable (AlertTimer.Event) -> Void
+        let state = Mutex(State())
+
+        struct State: Sendable {
+            /// Set by ``AlertTimer/stop()``; after it nothing is armed, and the thread ends.
+            var stopping = false
+            /// The descriptors are closed (by the thread, as it ends).
+            var closed = false
+            /// The wall date armed; `nil` when the wall timer waits at ``AlertTimer/idleWallDate``.
+            var wall: WallTime?
+            /// ``arm(wall:boot:)`` found the clock set (timerfd_settime's `ECANCELED`); the thread reports it.
+            var clockChangeUnreported = false
+        }
+
+        init(localtimePath: String, settle: Duration, onEvent: @escaping @Sendable (AlertTimer.Event) -> Void)
+            throws(AlertTimerError)
+        {
+            var opened: [CInt] = []
+            func check(_ fd: CInt, _ call: @autoclosure () -> String) throws(AlertTimerError) -> CInt {
+                guard fd >= 0 else {
+                    let code = errno
+                    for fd in opened { close(fd) }
+                    throw AlertTimerError(call: call(), code: code)
+                }
+                opened.append(fd)
+                return fd
+            }
+            let calls = try LinuxCalls.shared()
+            self.realtimeFD = try check(
+                calls.timerfdCreate(CLOCK_REALTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_REALTIME)")
+            self.boottimeFD = try check(
+                calls.timerfdCreate(CLOCK_BOOTTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_BOOTTIME)")
+            self.wakeFD = try check(calls.eventfd(0, LinuxCalls.eventFlags), "eventfd")
+            self.inotifyFD = try check(inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
+            let (directory, name) = Self.split(localtimePath)
+            let mask = UInt32(
+                IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
+            guard inotify_add_watch(self.inotifyFD, directory, mask) >= 0 else {
+                let code = errno
+                for fd in opened { close(fd) }
+                throw AlertTimerError(call: "inotify_add_watch(\(directory))", code: code)
+            }
+            self.linkName = Array(name.utf8)
+            self.settleNanoseconds = settle.nanosecondsCount
+            self.onEvent = onEvent
+            // Watching for clock changes from the start.
+            let armed = Self.settime(self.realtimeFD, LinuxCalls.wallFlags, AlertTimer.idleWallDate.nanoseconds)
+            guard armed == 0 else {
+                for fd in opened { close(fd) }
+                throw AlertTimerError(call: "timerfd_settime(CLOCK_REALTIME)", code: armed)
+            }
+        }
+
+        /// The directory and the name of `path` (`/etc`, `localtime`); a bare name is in the working directory.
+        static func split(_ path: String) -> (directory: String, name: String) {
+            guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+            let directory = String(path[..<slash])
+            return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+        }
+
+        func arm(wall: WallTime?, boot: BootTime?) {
+            let wake = self.state.withLock { state -> Bool in
+                guard !state.stopping else { return false }
+                state.wall = wall
+                let wallResult = Self.settime(
+                    self.realtimeFD, LinuxCalls.wallFlags, (wall ?? AlertTimer.idleWallDate).nanoseconds)
+                let bootResult = Self.settime(self.boottimeFD, LinuxCalls.bootFlags, boot?.nanoseconds)
+                precondition(
+                    bootResult == 0, "timerfd_settime(CLOCK_BOOTTIME) failed: \(String(cString: strerror(bootResult)))")
+                // ECANCELED: the clock was set since the last read, and this call armed the timer anyway (see
+                // timerfd_create(2), NOTES), which cleared the mark the thread would have read.
+                guard wallResult != ECANCELED else {
+                    state.clockChangeUnreported = true
+                    return true
+                }
+                precondition(
+                    wallResult == 0, "timerfd_settime(CLOCK_REALTIME) failed: \(String(cString: strerror(wallResult)))")
+                return false
+            }
+            if wake { self.wake() }
+        }
+
+        /// Marks the timer stopping and wakes the thread; whether this call was the first to.
+        func requestStop() -> Bool {
+            self.state.withLock { state in
+                guard !state.stopping else { return false }
+                state.stopping = true
+                // Written under the lock: the thread closes the eventfd only under it, and only once stopping.
+                self.wake()
+                return true
+            }
+        }
+
+        private func wake() {
+            var one: UInt64 = 1
+            // Fails only when the counter would overflow, and then the thread is woken already.
+            _ = write(self.wakeFD, &one, MemoryLayout<UInt64>.size)
+        }
+
+        func closeDescriptors() {
+            self.state.withLock { state in
+                guard !state.closed else { return }
+                state.closed = true
+                for fd in [self.realtimeFD, self.boottimeFD, self.inotifyFD, self.wakeFD] { close(fd) }
+            }
+        }
+
+        /// Arms `fd` at the absolute time `nanoseconds` (`nil`: disarms it); 0, or the errno.
+        static func settime(_ fd: CInt, _ flags: CInt, _ nanoseconds: Int64?) -> CInt {
+            var value = itimerspec()
+            if let nanoseconds {
+                // An it_value of zero disarms, and a negative one is refused: a date at or before the clock's
+                // origin is long past, so one nanosecond after it, which expires at once, stands for it.
+                let clamped = max(nanoseconds, 1)
+                value.it_value = timespec(tv_sec: Int(clamped / 1_000_000_000), tv_nsec: Int(clamped % 1_000_000_000))
+            }
+            return LinuxCalls.cached.timerfdSettime(fd, flags, &value, nil) == 0 ? 0 : errno
+        }
+
+        // MARK: The thread
+
+        func run() {
+            Self.nameThisThread()
+            var descriptors = [self.wakeFD, self.inotifyFD, self.boottimeFD, self.realtimeFD].map {
+                pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
+            }
+            // When the burst of zone changes being gathered is reported (CLOCK_MONOTONIC nanoseconds).
+            var zoneReportDue: Int64?
+            running: while true {
+                // No timeout but while a zone report waits for the end of its burst: the thread never spins.
+                let timeout = zoneReportDue.map { Self.milliseconds(until: $0) } ?? -1
+                let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
+                if ready < 0 {
+                    if errno == EINTR || errno == EAGAIN || errno == ENOMEM { continue }
+                    preconditionFailure("poll failed: \(String(cString: strerror(errno)))")
+                }
+                let readable = descriptors.map { $0.revents != 0 }
+                if readable[0] {
+                    var count: UInt64 = 0
+                    _ = read(self.wakeFD, &count, MemoryLayout<UInt64>.size)  // clears it; EAGAIN when already read
+                    let (stopping, clockChanged) = self.state.withLock { state in
+                        defer { state.clockChangeUnreported = false }
+                        return (state.stopping, state.clockChangeUnreported)
+                    }
+                    if stopping { break running }
+                    if clockChanged { self.report(.clockChanged) }
+                }
+                // The zone before the timers, so that a report of it comes before an expiry it happened before.
+                if readable[1], self.drainZoneEvents() {
+                    zoneReportDue = zoneReportDue ?? Self.monotonicNow() + self.settleNanoseconds
+                }
+                if let due = zoneReportDue, Self.monotonicNow() >= due {
+                    zoneReportDue = nil
+                    self.report(.timeZoneChanged)
+                }
+                if readable[2], Self.readExpiry(self.boottimeFD) == 0 { self.report(.expired) }
+                if readable[3] { self.handleWallTimer() }
+                if self.state.withLock({ $0.stopping }) { break running }
+            }
+            self.closeDescriptors()
+        }
+
+        /// Calls onEvent, unless the timer is stopping.
+        private func report(_ event: AlertTimer.Event) {
+            guard !self.state.withLock({ $0.stopping }) else { return }
+            self.onEvent(event)
+        }
+
+        private func handleWallTimer() {
+            switch Self.readExpiry(self.realtimeFD) {
+            case 0:
+                // Expired: it waits at the idle date, still watching for clock changes, unless armed again since.
+                self.state.withLock { state in
+                    guard !state.stopping else { return }
+                    var current = itimerspec()
+                    guard LinuxCalls.cached.timerfdGettime(self.realtimeFD, &current) == 0,
+                        current.it_value.tv_sec == 0, current.it_value.tv_nsec == 0
+                    else { return }
+                    state.wall = nil
+                    // ECANCELED here is a clock set since the read: the report is left to the next arm or expiry.
+                    _ = Self.settime(self.realtimeFD, LinuxCalls.wallFlags, AlertTimer.idleWallDate.nanoseconds)
+                }
+                self.report(.expired)
+            case ECANCELED:
+                // The clock was set. Armed again at the same date before the report, so that a change made after the
+                // report is read is seen; one made in between is covered by the report, as the reader reads the clock
+                // after it. A date the clock was set past expires at once and is reported as an expiry next.
+                self.state.withLock { state in
+                    guard !state.stopping else { return }
+                    _ = Self.settime(
+                        self.realtimeFD, LinuxCalls.wallFlags, (state.wall ?? AlertTimer.idleWallDate).nanoseconds)
+                }
+                self.report(.clockChanged)
+            default:
+                return  // EAGAIN: armed again between the poll and the read
+            }
+        }
+
+        /// Reads a timerfd's expiry count: 0 when it expired, else the errno (`EAGAIN`: it has not, `ECANCELED`: the
+        /// clock was set).
+        private static func readExpiry(_ fd: CInt) -> CInt {
+            var count: UInt64 = 0
+            while true {
+                if read(fd, &count, MemoryLayout<UInt64>.size) == MemoryLayout<UInt64>.size { return 0 }
+                if errno != EINTR { return errno }
+            }
+        }
+
+        /// Reads every queued inotify event; whether one was about the zone link (or events were lost).
+        private func drainZoneEvents() -> Bool {
+            // Room for many events at once: each is 16 bytes and its name, padded.
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+            var matched = false
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(self.inotifyFD, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return matched }
+                var offset = 0
+                while offset + 16 <= count {
+                    let mask = Self.uint32(buffer, offset + 4)
+                    let length = Int(Self.uint32(buffer, offset + 12))
+                    let nameBytes = buffer[(offset + 16)..<min(offset + 16 + length, count)].prefix { $0 != 0 }
+                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || nameBytes.elementsEqual(self.linkName) { matched = true }
+                    offset += 16 + length
+                }
+            }
+        }
+
+        /// A field of struct inotify_event, which the kernel writes in host order.
+        private static func uint32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
+            bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+        }
+
+        private static func monotonicNow() -> Int64 {
+            var time = timespec()
+            _ = clock_gettime(CLOCK_MONOTONIC, &time)
+            return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        }
+
+        /// poll's timeout for a CLOCK_MONOTONIC deadline, rounded up so that the deadline has passed when it ends.
+        private static func milliseconds(until deadline: Int64) -> CInt {
+            let remaining = deadline - Self.monotonicNow()
+            return remaining <= 0 ? 0 : CInt(min((remaining + 999_999) / 1_000_000, Int64(CInt.max)))
+        }
+
+        /// Names the thread where `top -H` and `ps -L` show it (as GroupCommit names its writer).
+        private static func nameThisThread() {
+            let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { return }  // no /proc: the name only helps a person looking
+            defer { close(fd) }
+            var name = "coalesced-timer"
+            _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
+        }
+    }
+}
+
+extension Duration {
+    fileprivate var nanosecondsCount: Int64 {
+        self.components.seconds * 1_000_000_000 + self.components.attoseconds / 1_000_000_000
+    }
+}
+
+/// timerfd_create(2), timerfd_settime(2), timerfd_gettime(2) and eventfd(2). Glibc's Swift module leaves out
+/// <sys/timerfd.h> and <sys/eventfd.h>, so the functions are looked up in the C library, once.
+private struct LinuxCalls: @unchecked Sendable {
+    // @unchecked: C function pointers, immutable once looked up.
+    let timerfdCreate: @convention(c) (CInt, CInt) -> CInt
+    let timerfdSettime:
+        @convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt
+    let timerfdGettime: @convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt
+    let eventfd: @convention(c) (CUnsignedInt, CInt) -> CInt
+
+    // The kernel's values (include/uapi/linux/timerfd.h, eventfd.h), the same on every architecture.
+    static let timerAbsolute: CInt = 1 << 0  // TFD_TIMER_ABSTIME
+    static let timerCancelOnSet: CInt = 1 << 1  // TFD_TIMER_CANCEL_ON_SET
+    static let timerFlags = CInt(O_NONBLOCK | O_CLOEXEC)  // TFD_NONBLOCK | TFD_CLOEXEC
+    static let eventFlags = CInt(O_NONBLOCK | O_CLOEXEC)  // EFD_NONBLOCK | EFD_CLOEXEC
+    static let wallFlags = timerAbsolute | timerCancelOnSet
+    static let bootFlags = timerAbsolute
+
+    private static let lookedUp: Result<LinuxCalls, AlertTimerError> = Result { () throws(AlertTimerError) in
+        // The program's own namespace, where the C library is.
+        guard let handle = dlopen(nil, RTLD_NOW) else { throw AlertTimerError(call: "dlopen", code: ENOSYS) }
+        func symbol<T>(_ name: String, as type: T.Type) throws(AlertTimerError) -> T {
+            guard let address = dlsym(handle, name) else { throw AlertTimerError(call: "dlsym(\(name))", code: ENOSYS) }
+            return unsafeBitCast(address, to: type)
+        }
+        return LinuxCalls(
+            timerfdCreate: try symbol("timerfd_create", as: (@convention(c) (CInt, CInt) -> CInt).self),
+            timerfdSettime: try symbol(
+                "timerfd_settime",
+                as: (@convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt)
+                    .self
+            ),
+            timerfdGettime: try symbol(
+                "timerfd_gettime", as: (@convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt).self),
+            eventfd: try symbol("eventfd", as: (@convention(c) (CUnsignedInt, CInt) -> CInt).self)
+        )
+    }
+
+    /// The calls, or why they cannot be had.
+    static func shared() throws(AlertTimerError) -> LinuxCalls { try Self.lookedUp.get() }
+
+    /// The calls, once a timer exists (its creation looked them up).
+    static var cached: LinuxCalls {
+        guard case .success(let calls) = Self.lookedUp else { preconditionFailure("no timer exists without the calls") }
+        return calls
+    }
+}
