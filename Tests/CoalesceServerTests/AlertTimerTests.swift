@@ -41,8 +41,17 @@ import Testing
 
         deinit { self.timer.stop() }
 
+        /// The timer's thread, as the first event shows it.
+        let threadID = Synchronization.Mutex<pid_t?>(nil)
+
         func record(_ event: AlertTimer.Event) {
             let now = AlertTimer.now()
+            if self.threadID.withLock({ $0 }) == nil {
+                // /proc/thread-self links to PID/task/TID (Glibc's module leaves out gettid).
+                let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")
+                let thread = link.flatMap { $0.split(separator: "/").last }.flatMap { pid_t($0) }
+                self.threadID.withLock { $0 = $0 ?? thread }
+            }
             self.recorded.withLock { $0.append((event, now)) }
         }
 
@@ -160,6 +169,31 @@ import Testing
         harness.timer.arm(wall: now.wall, boot: now.boot)
         try await harness.waitForEvents(2)
         #expect(try await harness.flush() == [.expired, .expired, .timeZoneChanged])
+    }
+
+    @Test func theThreadSleepsWhileItWaits() async throws {
+        let harness = try Harness(zoneSettle: .milliseconds(50))
+        // A zone report gathered (poll then has a timeout) and made, and an expiry: the thread is back to waiting.
+        harness.replaceZoneLink()
+        try await harness.waitForEvents(1)
+        harness.timer.arm(wall: nil, boot: BootTime(nanoseconds: 0))
+        try await harness.waitForEvents(2)
+        let thread = try #require(harness.threadID.withLock { $0 })
+        let before = try Self.cpuTicks(of: thread)
+        // A second with nothing to do, measured by the timer itself.
+        harness.timer.arm(wall: nil, boot: AlertTimer.now().boot.advanced(by: .seconds(1)))
+        try await harness.waitForEvents(3)
+        let used = try Self.cpuTicks(of: thread) - before
+        // A thread that spins uses about 100 ticks (of 10 ms) in that second; a waiting one none.
+        #expect(used <= 10, "the timer's thread used \(used) ticks of CPU while it waited a second")
+    }
+
+    /// The user and system CPU time of a thread of this process, in clock ticks (proc_pid_stat(5): fields 14, 15).
+    static func cpuTicks(of thread: pid_t) throws -> Int {
+        let stat = try String(contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8)
+        // After the command name in parentheses, which may hold spaces, the fields from the third on.
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        return try #require(Int(fields[11])) + #require(Int(fields[12]))
     }
 
     @Test func stopReturnsAndCanBeCalledAgain() async throws {
