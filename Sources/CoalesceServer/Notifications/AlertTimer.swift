@@ -83,7 +83,8 @@ final class AlertTimer: Sendable {
     }
 
     /// Stops the thread, waits for it to end and closes the descriptors; no event is reported after it returns
-    /// (called from `onEvent`, none after that call). Calling it again does nothing.
+    /// (called from `onEvent`, none after that call, and the thread closes them as it ends). Calling it again does
+    /// nothing, and returns at once.
     func stop() {
         guard self.core.requestStop() else { return }
         if pthread_equal(self.thread, pthread_self()) != 0 {
@@ -123,8 +124,8 @@ struct AlertTimerError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension AlertTimer {
-    /// The descriptors and the state the thread and the callers share. The thread holds it, not the ``AlertTimer``,
-    /// so that dropping the timer stops it.
+    /// The descriptors and the state the thread and the callers share. The thread holds this and not the
+    /// ``AlertTimer``, so that dropping the last reference to the timer stops it (its deinit).
     fileprivate final class Core: Sendable {
         let realtimeFD: CInt
         let boottimeFD: CInt
