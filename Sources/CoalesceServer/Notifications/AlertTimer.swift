@@ -83,7 +83,8 @@ final class AlertTimer: Sendable {
     }
 
     /// Stops the thread, waits for it to end and closes the descriptors; no event is reported after it returns
-    /// (called from `onEvent`, none after that call). Calling it again does nothing.
+    /// (called from `onEvent`, none after that call, and the thread closes them as it ends). Calling it again does
+    /// nothing, and returns at once.
     func stop() {
         guard self.core.requestStop() else { return }
         if pthread_equal(self.thread, pthread_self()) != 0 {
@@ -96,13 +97,16 @@ final class AlertTimer: Sendable {
 
     /// Both clocks, read one after the other.
     static func now() -> ClockReading {
-        ClockReading(wall: WallTime(nanoseconds: Self.nanoseconds(of: CLOCK_REALTIME)), boot: BootTime(nanoseconds: Self.nanoseconds(of: CLOCK_BOOTTIME)))
+        ClockReading(
+            wall: WallTime(nanoseconds: Self.nanoseconds(of: CLOCK_REALTIME)),
+            boot: BootTime(nanoseconds: Self.nanoseconds(of: CLOCK_BOOTTIME)))
     }
 
     private static func nanoseconds(of clock: clockid_t) -> Int64 {
         var time = timespec()
         // Fails only for a clock the kernel does not have; both are in every kernel Linux 2.6.39 and later.
-        precondition(clock_gettime(clock, &time) == 0, "clock_gettime(\(clock)) failed: \(String(cString: strerror(errno)))")
+        precondition(
+            clock_gettime(clock, &time) == 0, "clock_gettime(\(clock)) failed: \(String(cString: strerror(errno)))")
         return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 }
@@ -114,12 +118,14 @@ struct AlertTimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Its errno.
     var code: Int32
 
-    var description: String { "the alert timer cannot start: \(self.call) failed: \(String(cString: strerror(self.code)))" }
+    var description: String {
+        "the alert timer cannot start: \(self.call) failed: \(String(cString: strerror(self.code)))"
+    }
 }
 
 extension AlertTimer {
-    /// The descriptors and the state the thread and the callers share. The thread holds it, not the ``AlertTimer``,
-    /// so that dropping the timer stops it.
+    /// The descriptors and the state the thread and the callers share. The thread holds this and not the
+    /// ``AlertTimer``, so that dropping the last reference to the timer stops it (its deinit).
     fileprivate final class Core: Sendable {
         let realtimeFD: CInt
         let boottimeFD: CInt
@@ -142,7 +148,9 @@ extension AlertTimer {
             var clockChangeUnreported = false
         }
 
-        init(localtimePath: String, settle: Duration, onEvent: @escaping @Sendable (AlertTimer.Event) -> Void) throws(AlertTimerError) {
+        init(localtimePath: String, settle: Duration, onEvent: @escaping @Sendable (AlertTimer.Event) -> Void)
+            throws(AlertTimerError)
+        {
             var opened: [CInt] = []
             func check(_ fd: CInt, _ call: @autoclosure () -> String) throws(AlertTimerError) -> CInt {
                 guard fd >= 0 else {
@@ -154,12 +162,15 @@ extension AlertTimer {
                 return fd
             }
             let calls = try LinuxCalls.shared()
-            self.realtimeFD = try check(calls.timerfdCreate(CLOCK_REALTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_REALTIME)")
-            self.boottimeFD = try check(calls.timerfdCreate(CLOCK_BOOTTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_BOOTTIME)")
+            self.realtimeFD = try check(
+                calls.timerfdCreate(CLOCK_REALTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_REALTIME)")
+            self.boottimeFD = try check(
+                calls.timerfdCreate(CLOCK_BOOTTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_BOOTTIME)")
             self.wakeFD = try check(calls.eventfd(0, LinuxCalls.eventFlags), "eventfd")
             self.inotifyFD = try check(inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
             let (directory, name) = Self.split(localtimePath)
-            let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
+            let mask = UInt32(
+                IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
             guard inotify_add_watch(self.inotifyFD, directory, mask) >= 0 else {
                 let code = errno
                 for fd in opened { close(fd) }
@@ -187,16 +198,19 @@ extension AlertTimer {
             let wake = self.state.withLock { state -> Bool in
                 guard !state.stopping else { return false }
                 state.wall = wall
-                let wallResult = Self.settime(self.realtimeFD, LinuxCalls.wallFlags, (wall ?? AlertTimer.idleWallDate).nanoseconds)
+                let wallResult = Self.settime(
+                    self.realtimeFD, LinuxCalls.wallFlags, (wall ?? AlertTimer.idleWallDate).nanoseconds)
                 let bootResult = Self.settime(self.boottimeFD, LinuxCalls.bootFlags, boot?.nanoseconds)
-                precondition(bootResult == 0, "timerfd_settime(CLOCK_BOOTTIME) failed: \(String(cString: strerror(bootResult)))")
+                precondition(
+                    bootResult == 0, "timerfd_settime(CLOCK_BOOTTIME) failed: \(String(cString: strerror(bootResult)))")
                 // ECANCELED: the clock was set since the last read, and this call armed the timer anyway (see
                 // timerfd_create(2), NOTES), which cleared the mark the thread would have read.
                 guard wallResult != ECANCELED else {
                     state.clockChangeUnreported = true
                     return true
                 }
-                precondition(wallResult == 0, "timerfd_settime(CLOCK_REALTIME) failed: \(String(cString: strerror(wallResult)))")
+                precondition(
+                    wallResult == 0, "timerfd_settime(CLOCK_REALTIME) failed: \(String(cString: strerror(wallResult)))")
                 return false
             }
             if wake { self.wake() }
@@ -309,7 +323,8 @@ extension AlertTimer {
                 // after it. A date the clock was set past expires at once and is reported as an expiry next.
                 self.state.withLock { state in
                     guard !state.stopping else { return }
-                    _ = Self.settime(self.realtimeFD, LinuxCalls.wallFlags, (state.wall ?? AlertTimer.idleWallDate).nanoseconds)
+                    _ = Self.settime(
+                        self.realtimeFD, LinuxCalls.wallFlags, (state.wall ?? AlertTimer.idleWallDate).nanoseconds)
                 }
                 self.report(.clockChanged)
             default:
@@ -386,7 +401,8 @@ extension Duration {
 private struct LinuxCalls: @unchecked Sendable {
     // @unchecked: C function pointers, immutable once looked up.
     let timerfdCreate: @convention(c) (CInt, CInt) -> CInt
-    let timerfdSettime: @convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt
+    let timerfdSettime:
+        @convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt
     let timerfdGettime: @convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt
     let eventfd: @convention(c) (CUnsignedInt, CInt) -> CInt
 
@@ -409,9 +425,11 @@ private struct LinuxCalls: @unchecked Sendable {
             timerfdCreate: try symbol("timerfd_create", as: (@convention(c) (CInt, CInt) -> CInt).self),
             timerfdSettime: try symbol(
                 "timerfd_settime",
-                as: (@convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt).self
+                as: (@convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt)
+                    .self
             ),
-            timerfdGettime: try symbol("timerfd_gettime", as: (@convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt).self),
+            timerfdGettime: try symbol(
+                "timerfd_gettime", as: (@convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt).self),
             eventfd: try symbol("eventfd", as: (@convention(c) (CUnsignedInt, CInt) -> CInt).self)
         )
     }

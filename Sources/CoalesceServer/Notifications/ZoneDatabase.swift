@@ -31,15 +31,18 @@ struct ZoneDatabase: Sendable {
             return try ZoneRules(name: name, tzif: bytes)
         case .failure(let code) where code == ENOENT || code == ENOTDIR:
             if name == "UTC" || name == "Etc/UTC" {
-                return ZoneRules(name: name, fixed: ZoneRules.LocalTimeType(utOffset: 0, isDST: false, abbreviation: "UTC"))
+                return ZoneRules(
+                    name: name, fixed: ZoneRules.LocalTimeType(utOffset: 0, isDST: false, abbreviation: "UTC"))
             }
             throw ZoneRulesError(zone: name, reason: "no such zone in \(self.directory)")
         case .failure(let code) where code == EISDIR:
-            throw ZoneRulesError(zone: name, reason: "\(path) is a directory of zones, not a zone (such as Europe/Berlin)")
+            throw ZoneRulesError(
+                zone: name, reason: "\(path) is a directory of zones, not a zone (such as Europe/Berlin)")
         case .failure(let code) where code == Self.EFTYPE:
             throw ZoneRulesError(zone: name, reason: "\(path) is not a regular file")
         case .failure(let code) where code == EFBIG:
-            throw ZoneRulesError(zone: name, reason: "\(path) is larger than \(Self.maximumFileSize) bytes: not a TZif file")
+            throw ZoneRulesError(
+                zone: name, reason: "\(path) is larger than \(Self.maximumFileSize) bytes: not a TZif file")
         case .failure(let code):
             throw ZoneRulesError(zone: name, reason: "cannot read \(path): \(String(cString: strerror(code)))")
         }
@@ -59,7 +62,8 @@ struct ZoneDatabase: Sendable {
         guard lstat(self.localtimePath, &status) == 0 else {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return .utc }
-            throw ZoneRulesError(zone: "localtime", reason: "cannot read \(self.localtimePath): \(String(cString: strerror(code)))")
+            throw ZoneRulesError(
+                zone: "localtime", reason: "cannot read \(self.localtimePath): \(String(cString: strerror(code)))")
         }
         if status.st_mode & S_IFMT == S_IFLNK, let name = self.zoneName(linkedFrom: self.localtimePath) {
             return try self.rules(named: name)
@@ -70,7 +74,8 @@ struct ZoneDatabase: Sendable {
         case .failure(let code) where code == ENOENT:
             return .utc  // a dangling link
         case .failure(let code):
-            throw ZoneRulesError(zone: "localtime", reason: "cannot read \(self.localtimePath): \(String(cString: strerror(code)))")
+            throw ZoneRulesError(
+                zone: "localtime", reason: "cannot read \(self.localtimePath): \(String(cString: strerror(code)))")
         }
     }
 
@@ -89,7 +94,8 @@ struct ZoneDatabase: Sendable {
         if let name = Self.name(of: Self.lexicallyNormalized(destination), under: self.directory) { return name }
         // The directory, or a directory on the way, may itself be a link (/usr/share/zoneinfo on a merged /usr):
         // compared again with both resolved.
-        guard let resolvedTarget = Self.realPath(destination), let resolvedDirectory = Self.realPath(self.directory) else {
+        guard let resolvedTarget = Self.realPath(destination), let resolvedDirectory = Self.realPath(self.directory)
+        else {
             return nil
         }
         return Self.name(of: resolvedTarget, under: resolvedDirectory)
@@ -133,10 +139,14 @@ struct ZoneDatabase: Sendable {
     /// - Throws: ``ZoneRulesError`` saying what is wrong with it.
     static func validate(_ name: String) throws(ZoneRulesError) {
         func refuse(_ reason: String) -> ZoneRulesError { ZoneRulesError(zone: name, reason: reason) }
-        guard !name.isEmpty else { throw refuse("the name is empty; zones are named as in the tz database, such as Europe/Berlin") }
+        guard !name.isEmpty else {
+            throw refuse("the name is empty; zones are named as in the tz database, such as Europe/Berlin")
+        }
         guard name.utf8.count <= 255 else { throw refuse("the name is longer than 255 bytes") }
         guard !name.hasPrefix("/") else {
-            throw refuse("a zone name is relative to the tz database, not a path (Europe/Berlin, not /usr/share/zoneinfo/Europe/Berlin)")
+            throw refuse(
+                "a zone name is relative to the tz database, not a path (Europe/Berlin, not /usr/share/zoneinfo/Europe/Berlin)"
+            )
         }
         let components = name.split(separator: "/", omittingEmptySubsequences: false)
         guard !components.contains(where: { $0 == "." || $0 == ".." }) else {
@@ -146,7 +156,11 @@ struct ZoneDatabase: Sendable {
             throw refuse("a zone name has no empty component (no '//', no '/' at the end)")
         }
         if let bad = name.unicodeScalars.first(where: { !Self.allowed($0) }) {
-            throw refuse("'\(bad.escaped(asASCII: true))' cannot be in a zone name (letters, digits, '/', '_', '-', '+')")
+            let code = String(bad.value, radix: 16, uppercase: true)
+            let shown = bad.properties.generalCategory == .control ? "" : "'\(bad)' "
+            throw refuse(
+                "\(shown)(U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)) cannot be in a zone name (letters, digits, '/', '_', '-', '+')"
+            )
         }
     }
 
