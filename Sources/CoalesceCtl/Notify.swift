@@ -252,8 +252,8 @@ struct NotifyBadge: ParsableCommand {
             else { return }
             CtlOutput.print("badge: \(badge)")
         } else {
-            guard let reply = self.global.call("io.coalesced.System.GetApp", ["app": .string(self.app)]) else { return }
-            CtlOutput.print("badge: \(reply["app"]?["badge"]?.intValue ?? 0)")
+            guard let reply = self.global.call("io.coalesced.Notifications.ListDelivered", ["app": .string(self.app)]) else { return }
+            CtlOutput.print("badge: \(reply["badge"]?.intValue ?? 0)")
         }
     }
 }
@@ -328,7 +328,10 @@ enum CalendarEvent {
         }
         var words = text.split(separator: " ").map(String.init)
         var calendar: JSONObject = [:]
-        if let first = words.first, let day = self.weekdays.firstIndex(of: String(first.lowercased().prefix(3))), first.first!.isLetter {
+        let names = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
+        if let first = words.first?.lowercased(),
+            let day = self.weekdays.firstIndex(of: first) ?? names.firstIndex(of: first)
+        {
             calendar["weekday"] = .int(Int64(day + 1))
             words.removeFirst()
         }

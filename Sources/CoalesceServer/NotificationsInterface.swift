@@ -42,6 +42,7 @@ enum NotificationsInterface {
                     return [
                         "delivered": .array(delivered.entries.map { .object($0.entry) }),
                         "dropped": .int(delivered.dropped),
+                        "badge": .int(Int64(delivered.badge)),
                     ]
                 },
                 "RemoveDelivered": .deferred { request, reply in

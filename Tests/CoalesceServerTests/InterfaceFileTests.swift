@@ -16,7 +16,12 @@ import Varlink
     }
 
     @Test func everyFileIsNamedAfterItsInterfaceAndParses() throws {
-        #expect(Self.files == ["io.coalesced.App.varlink", "io.coalesced.Protocol.varlink", "io.coalesced.System.varlink"])
+        #expect(
+            Self.files == [
+                "io.coalesced.App.varlink", "io.coalesced.Notifications.varlink", "io.coalesced.Protocol.varlink",
+                "io.coalesced.System.varlink",
+            ]
+        )
         for file in Self.files {
             let text = try String(contentsOf: Self.directory.appendingPathComponent(file), encoding: .utf8)
             let description = try VarlinkInterfaceDescription(text: text)
@@ -56,6 +61,16 @@ import Varlink
         .launchTimedOut(app: "", timeout: .seconds(1)), .launchFailed(app: "", unit: "", reason: ""), .nothingToPurge,
         .monitorOverrun(bound: 1),
     ]
+
+    static let notificationErrors: [NotificationError] = [
+        .unknownApp(app: ""), .notAllowed(app: ""), .invalidRequest(app: "", id: "", reason: ""),
+        .pendingLimit(app: "", limit: 1, pending: 1), .unknownNotification(app: "", id: ""),
+        .unknownAction(app: "", id: "", action: ""), .storageFailed(reason: ""),
+    ]
+
+    @Test func notificationErrorIsWhatTheNotificationsInterfaceDeclares() throws {
+        try Self.expectDeclared(Self.notificationErrors, in: NotificationError.interface)
+    }
 
     @Test func appErrorIsWhatTheAppInterfaceDeclares() throws {
         try Self.expectDeclared(Self.appErrors, in: AppError.interface)

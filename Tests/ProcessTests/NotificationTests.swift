@@ -291,4 +291,38 @@ import Varlink
         }
         daemon.signal(SIGKILL)
     }
+
+    @Test func coalescectlSchedulesOnACalendarEventListsAndAnswers() async throws {
+        let daemon = try await onThread { try self.daemon() }
+        let socket = daemon.socketPath
+        func ctl(_ arguments: [String]) async throws -> Run {
+            try await onThread { try runProcess(BuildProducts.path(of: "coalescectl"), ["--socket", socket] + arguments) }
+        }
+        try await onThread {
+            _ = try testClient(socket).call("io.coalesced.App.Register", ["name": .string(Self.app)])
+        }
+        let scheduled = try await ctl(["notify", "schedule", Self.app, "standup", "--on", "Mon *-*-* 09:30", "--repeat", "--title", "Standup"])
+        #expect(scheduled.status == 0 && scheduled.stdout.hasPrefix("next: "), "\(scheduled.stderr)")
+        let zoned = try await ctl(["notify", "schedule", Self.app, "rent", "--on", "*-*-01 09:00 Europe/Berlin", "--repeat", "--title", "Rent"])
+        #expect(zoned.status == 0, "\(zoned.stderr)")
+        let pending = try await ctl(["notify", "pending", Self.app, "--no-legend"])
+        #expect(pending.stdout.contains("Mon *-*-* 09:30:00, repeats"), "\(pending.stdout)")
+        #expect(pending.stdout.contains("*-*-01 09:00:00 Europe/Berlin, repeats"), "\(pending.stdout)")
+        // Ranges and lists are not a notification's components: refused with what the option takes.
+        let range = try await ctl(["notify", "schedule", Self.app, "x", "--on", "Mon..Fri 09:00", "--title", "t"])
+        #expect(range.status == 64 && range.stderr.contains("expected [WEEKDAY]"), "\(range.stderr)")
+        let now = try await ctl(["notify", "schedule", Self.app, "now", "--title", "Now", "--badge", "5", "--action", "snooze:Snooze"])
+        #expect(now.status == 0, "\(now.stderr)")
+        try await onThread {
+            try waitUntil("the notification to be delivered") { try Self.delivered(testClient(socket)).count == 1 }
+        }
+        let delivered = try await ctl(["notify", "delivered", Self.app])
+        #expect(delivered.stdout.contains(" now ") && delivered.stdout.contains("1 delivered notification."), "\(delivered.stdout)")
+        #expect(try await ctl(["notify", "badge", Self.app]).stdout == "badge: 5\n")
+        #expect(try await ctl(["notify", "respond", Self.app, "now", "snooze"]).stdout == "answered\n")
+        let unknown = try await ctl(["notify", "respond", Self.app, "now", "open"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("io.coalesced.Notifications.UnknownAction"), "\(unknown.stderr)")
+        #expect(try await ctl(["notify", "cancel", Self.app, "--all"]).stdout == "cancelled: 2\n")
+        daemon.signal(SIGKILL)
+    }
 }
