@@ -136,6 +136,42 @@ import Varlink
         _ = await loop.result
     }
 
+    /// The stream's notification events become their deliveries; a payload the library does not read (a queue's
+    /// overflow marker has none) comes as the event it is, so that nothing is lost.
+    @Test func notificationEventsOnTheStreamBecomeTypedDeliveries() throws {
+        let app = CoalescedApp(AppDeclaration(name: Self.notes), socketPath: "/nonexistent/io.coalesced")
+        func delivery(_ text: String) throws -> Delivery? {
+            try Received(try JSONParser.parse(text), state: .active, app: app).delivery
+        }
+        let presented = try delivery(
+            #"{"seq": 4, "kind": "notification.willPresent", "count": 1, "payload": {"app": "org.example.notes", "#
+                + #""id": "tea", "serial": 2, "content": {"title": "Tea", "subtitle": "", "body": "", "actions": "#
+                + #"[{"id": "drink", "title": "Drink", "foreground": true}], "userInfo": {"pot": 2}}, "style": "alert", "#
+                + #""date": 1800000000.5, "count": 3, "late": true}}"#
+        )
+        let content = NotificationContent(
+            title: "Tea", actions: [NotificationAction(id: "drink", title: "Drink", foreground: true)], userInfoJSON: #"{"pot":2}"#
+        )
+        #expect(
+            presented == .willPresent(
+                NotificationPresentation(
+                    app: Self.notes, id: "tea", serial: 2, content: content, style: .alert,
+                    date: Date(timeIntervalSince1970: 1_800_000_000.5), count: 3, late: true
+                )
+            )
+        )
+        let answered = try delivery(
+            #"{"seq": 5, "kind": "notification.didReceiveResponse", "payload": {"id": "tea", "action": "default", "userInfo": {}}}"#
+        )
+        #expect(answered == .didReceiveResponse(NotificationResponse(id: "tea", action: .default)))
+        guard case .event(let marker)? = try delivery(#"{"seq": 6, "kind": "notification.willPresent", "count": 0, "dropped": 3}"#) else {
+            Issue.record("an overflow marker did not come as an event")
+            return
+        }
+        #expect(marker.kind == "notification.willPresent" && marker.dropped == 3 && marker.payloadJSON == nil)
+        #expect(NotificationResponse.Action("snooze") == .custom("snooze") && NotificationResponse.Action("dismiss") == .dismiss)
+    }
+
     @Test func pendingRequestsTheirDatesAndTheErrorsAreTyped() async throws {
         let device = try await Device(configuration: "[Notifications]\nPendingLimit=2\n")
         let app = device.app()

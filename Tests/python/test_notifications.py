@@ -117,6 +117,22 @@ def test_each_trigger_has_its_next_date_and_the_errors_say_why(daemon):
     with varlink.Client(address=daemon) as client, client.open("io.coalesced.App") as apps, \
             client.open("io.coalesced.Notifications") as notifications:
         apps.Register(name=APP)
+        # Requests that are not requests say why.
+        for request, why in [
+            ({"id": "zone", "trigger": {"calendar": {"hour": 7, "timeZone": "Mars/Olympus_Mons"}}, "content": {"title": "Z"}},
+             "Mars/Olympus_Mons"),
+            ({"id": "both", "trigger": {"at": time.time(), "after": 5}, "content": {"title": "B"}}, "one of at, after and calendar"),
+            ({"id": "style", "style": "shout", "content": {"title": "S"}}, "style"),
+            # 31 April does not exist: skipped, so this calendar matches no date at all.
+            ({"id": "april", "trigger": {"calendar": {"month": 4, "day": 31}}, "content": {"title": "A"}}, "matches no date"),
+            ({"id": "fast", "trigger": {"after": 30, "repeats": True}, "content": {"title": "F"}}, "at least 60 seconds"),
+        ]:
+            with pytest.raises(varlink.VarlinkError) as invalid:
+                notifications.Schedule(APP, request)
+            assert invalid.value.error() == "io.coalesced.Notifications.InvalidRequest"
+            parameters = invalid.value.parameters()
+            assert parameters["app"] == APP and parameters["id"] == request["id"] and why in parameters["reason"]
+
         now = time.time()
         at = notifications.Schedule(APP, {"id": "at", "trigger": {"at": now + 3600}, "content": {"title": "At"}})["next"]
         after = notifications.Schedule(
@@ -145,18 +161,6 @@ def test_each_trigger_has_its_next_date_and_the_errors_say_why(daemon):
         assert limited.value.error() == "io.coalesced.Notifications.PendingLimit"
         assert limited.value.parameters() == {"app": APP, "limit": 3, "pending": 3}
         notifications.Schedule(APP, {"id": "at", "trigger": {"at": now + 7200}, "content": {"title": "At, later"}})
-
-        for request, why in [
-            ({"id": "zone", "trigger": {"calendar": {"hour": 7, "timeZone": "Mars/Olympus_Mons"}}, "content": {"title": "Z"}},
-             "Mars/Olympus_Mons"),
-            ({"id": "both", "trigger": {"at": now, "after": 5}, "content": {"title": "B"}}, "one of at, after and calendar"),
-            ({"id": "style", "style": "shout", "content": {"title": "S"}}, "style"),
-        ]:
-            with pytest.raises(varlink.VarlinkError) as invalid:
-                notifications.Schedule(APP, request)
-            assert invalid.value.error() == "io.coalesced.Notifications.InvalidRequest"
-            parameters = invalid.value.parameters()
-            assert parameters["app"] == APP and parameters["id"] == request["id"] and why in parameters["reason"]
 
         with pytest.raises(varlink.VarlinkError) as unknown:
             notifications.ListPending("org.example.nobody")
