@@ -160,6 +160,13 @@ final class ExampleDelegate: AppDelegate {
             if let dropped = event.dropped { line += " dropped=\(dropped)" }
             say(line + " seq=\(event.sequence)")
             if event.kind == self.stallOnEvent { await stall() }
+        case .willPresent(let presentation):
+            say(
+                "notification willPresent id=\(presentation.id) serial=\(presentation.serial) "
+                    + "title=\(presentation.content.title) count=\(presentation.count) late=\(presentation.late)"
+            )
+        case .didReceiveResponse(let response):
+            say("notification didReceiveResponse id=\(response.id) action=\(response.action) userInfo=\(response.userInfoJSON)")
         }
     }
 

@@ -15,6 +15,10 @@ public protocol AppDelegate: Sendable {
     func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async
     /// An event posted to the app.
     func app(_ app: CoalescedApp, didReceive event: Event) async
+    /// One of the app's notifications fired while it is active (otherwise the desktop presents it).
+    func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async
+    /// The user answered one of the app's notifications.
+    func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async
     /// Every delivery; its default calls the methods above, and ignores the other callbacks
     /// (didReceiveMemoryWarning, significantTimeChange, protectedData…).
     func app(_ app: CoalescedApp, handle delivery: Delivery) async
@@ -29,6 +33,8 @@ extension AppDelegate {
     public func appWillTerminate(_ app: CoalescedApp) async {}
     public func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async {}
     public func app(_ app: CoalescedApp, didReceive event: Event) async {}
+    public func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async {}
+    public func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async {}
 
     public func app(_ app: CoalescedApp, handle delivery: Delivery) async {
         switch delivery {
@@ -40,6 +46,8 @@ extension AppDelegate {
         case .willTerminate: await self.appWillTerminate(app)
         case .backgroundTaskWillExpire(let task): await self.app(app, backgroundTaskWillExpire: task)
         case .event(let event): await self.app(app, didReceive: event)
+        case .willPresent(let presentation): await self.app(app, willPresent: presentation)
+        case .didReceiveResponse(let response): await self.app(app, didReceive: response)
         case .didReceiveMemoryWarning, .significantTimeChange, .protectedDataWillBecomeUnavailable,
             .protectedDataDidBecomeAvailable:
             break

@@ -18,8 +18,9 @@ import Glibc
 /// ```
 ///
 /// ``events`` registers the app, attaches its stream and delivers its lifecycle callbacks and events; the other
-/// methods are the app's requests: ``post(to:kind:payload:policy:)``, background tasks and saved state. As a
-/// `Service` it serves an ``AppDelegate`` in a `ServiceGroup`, and ends with the group's graceful shutdown.
+/// methods are the app's requests: ``post(to:kind:payload:policy:)``, background tasks, saved state and local
+/// notifications (``schedule(_:)``). As a `Service` it serves an ``AppDelegate`` in a `ServiceGroup`, and ends with
+/// the group's graceful shutdown.
 ///
 /// The blocking socket I/O runs on two threads of the app's own (one for the stream, one for requests), never on
 /// the threads of Swift's concurrency pool. Two connections are used, as Varlink serves one call at a time per

@@ -6,8 +6,10 @@ import Glibc
 
 /// Why a request to coalesced failed: the daemon's errors, with their parameters, and the connection's failures.
 ///
-/// The cases from ``notOwner(app:)`` on mirror the errors of the `io.coalesced.App` interface; an error this
-/// library does not know (a later daemon may add some) is ``refused(name:parameters:)``.
+/// The cases from ``notOwner(app:)`` to ``tooManyDeclared(parameter:count:limit:)`` mirror the errors of the
+/// `io.coalesced.App` interface, those from ``unknownApp(app:)`` to ``notificationStorageFailed(reason:)`` the
+/// errors of `io.coalesced.Notifications`; an error this library does not know (a later daemon may add some) is
+/// ``refused(name:parameters:)``.
 public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Nothing accepts connections at `socketPath`: the daemon is not running, or the path is wrong (the default is
     /// `$COALESCED_SOCKET`, else the system instance's socket). `reason` is the system's.
@@ -70,6 +72,22 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidLaunchUnit(unit: String, reason: String)
     /// More kinds, topics or background modes declared than allowed.
     case tooManyDeclared(parameter: String, count: Int, limit: Int)
+    /// Notifications: no app of that name is registered.
+    case unknownApp(app: String)
+    /// Notifications: the caller is not the app's user nor an administrator.
+    case notAllowed(app: String)
+    /// Notifications: the request is not valid, for the reason given (an unknown time zone, a calendar that matches
+    /// no date, a repeating interval under 60 seconds, too many actions…).
+    case invalidRequest(app: String, id: String, reason: String)
+    /// Notifications: the app has as many requests pending as `PendingLimit=` allows (`limit`); `pending` is how many
+    /// it has. None was scheduled.
+    case pendingLimit(app: String, limit: Int, pending: Int)
+    /// Notifications: no request of this id was presented to the app.
+    case unknownNotification(app: String, id: String)
+    /// Notifications: the action is not `default`, `dismiss` or one of the presentation's actions.
+    case unknownAction(app: String, id: String, action: String)
+    /// Notifications: the daemon could not keep the change; nothing changed.
+    case notificationStorageFailed(reason: String)
     /// A parameter is missing, of the wrong type or out of range (`org.varlink.service.InvalidParameter`).
     case invalidParameter(parameter: String, reason: String?)
     /// Any other error the daemon replied: its Varlink name, such as `org.varlink.service.PermissionDenied`, and
@@ -115,6 +133,15 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidLaunchUnit(let unit, let reason): return "'\(unit)' is not a launch unit: \(reason)"
         case .tooManyDeclared(let parameter, let count, let limit):
             return "\(count) \(parameter) declared; at most \(limit) are allowed"
+        case .unknownApp(let app): return "no app \(app) is registered"
+        case .notAllowed(let app): return "not allowed to manage the notifications of \(app)"
+        case .invalidRequest(let app, let id, let reason): return "notification \(id) of \(app): \(reason)"
+        case .pendingLimit(let app, let limit, let pending):
+            return "\(app) has \(pending) notifications pending; PendingLimit= allows \(limit)"
+        case .unknownNotification(let app, let id): return "\(app) was presented no notification \(id)"
+        case .unknownAction(let app, let id, let action):
+            return "'\(action)' is not default, dismiss or an action of notification \(id) of \(app)"
+        case .notificationStorageFailed(let reason): return "coalesced could not store the notification change: \(reason)"
         case .invalidParameter(let parameter, let reason):
             return "invalid parameter \(parameter)" + (reason.map { ": \($0)" } ?? "")
         case .refused(let name, let parameters): return parameters == "{}" ? name : "\(name) \(parameters)"
@@ -125,6 +152,7 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     /// connection or of a payload, which the library itself found.
     public var daemonErrorName: String? {
         let app = "io.coalesced.App."
+        let notifications = "io.coalesced.Notifications."
         switch self {
         case .daemonUnreachable, .connectionLost, .invalidPayload: return nil
         case .invalidAppName: return app + "InvalidAppName"
@@ -153,6 +181,13 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidBackgroundMode: return app + "InvalidBackgroundMode"
         case .invalidLaunchUnit: return app + "InvalidLaunchUnit"
         case .tooManyDeclared: return app + "TooManyDeclared"
+        case .unknownApp: return notifications + "UnknownApp"
+        case .notAllowed: return notifications + "NotAllowed"
+        case .invalidRequest: return notifications + "InvalidRequest"
+        case .pendingLimit: return notifications + "PendingLimit"
+        case .unknownNotification: return notifications + "UnknownNotification"
+        case .unknownAction: return notifications + "UnknownAction"
+        case .notificationStorageFailed: return notifications + "StorageFailed"
         case .invalidParameter: return "org.varlink.service.InvalidParameter"
         case .refused(let name, _): return name
         }
@@ -181,6 +216,7 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         if name == "org.varlink.service.InvalidParameter", let parameter = string("parameter") {
             return .invalidParameter(parameter: parameter, reason: string("reason"))
         }
+        if name.hasPrefix(Self.notificationsPrefix) { return Self.knownNotificationError(name, parameters) }
         guard name.hasPrefix(prefix) else { return nil }
         switch String(name.dropFirst(prefix.count)) {
         case "InvalidAppName": return string("name").map { .invalidAppName(name: $0, reason: string("reason") ?? "") }
@@ -234,6 +270,32 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case "SequenceNotSent":
             guard let app = string("app"), let seq = int("seq"), let next = int("next") else { return nil }
             return .sequenceNotSent(app: app, seq: seq, next: next)
+        default: return nil
+        }
+    }
+
+    private static let notificationsPrefix = "io.coalesced.Notifications."
+
+    /// An error of io.coalesced.Notifications with the parameters its interface declares.
+    private static func knownNotificationError(_ name: String, _ parameters: JSONObject) -> CoalescedError? {
+        func string(_ key: String) -> String? { parameters[key]?.stringValue }
+        func int(_ key: String) -> Int? { parameters[key]?.intValue.map { Int($0) } }
+        switch String(name.dropFirst(Self.notificationsPrefix.count)) {
+        case "UnknownApp": return string("app").map { .unknownApp(app: $0) }
+        case "NotAllowed": return string("app").map { .notAllowed(app: $0) }
+        case "InvalidRequest":
+            guard let app = string("app"), let id = string("id") else { return nil }
+            return .invalidRequest(app: app, id: id, reason: string("reason") ?? "")
+        case "PendingLimit":
+            guard let app = string("app"), let limit = int("limit"), let pending = int("pending") else { return nil }
+            return .pendingLimit(app: app, limit: limit, pending: pending)
+        case "UnknownNotification":
+            guard let app = string("app"), let id = string("id") else { return nil }
+            return .unknownNotification(app: app, id: id)
+        case "UnknownAction":
+            guard let app = string("app"), let id = string("id"), let action = string("action") else { return nil }
+            return .unknownAction(app: app, id: id, action: action)
+        case "StorageFailed": return .notificationStorageFailed(reason: string("reason") ?? "")
         default: return nil
         }
     }

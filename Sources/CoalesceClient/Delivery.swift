@@ -132,6 +132,12 @@ public enum Delivery: Sendable, Hashable {
     case protectedDataDidBecomeAvailable
     /// An event posted to the app.
     case event(Event)
+    /// One of the app's notifications fired while it is active (the event `notification.willPresent`); otherwise
+    /// the desktop presents it. Show it in the app as it sees fit; it is in the delivered list either way.
+    case willPresent(NotificationPresentation)
+    /// The user answered one of the app's notifications (the event `notification.didReceiveResponse`): at once
+    /// while the app runs code, when it wakes otherwise; an app not running is launched for it.
+    case didReceiveResponse(NotificationResponse)
 }
 
 /// Encodes a payload into the JSON object a post carries.

@@ -148,6 +148,11 @@ struct Received: Sendable {
         self.acknowledgement = .now
         let prefix = "lifecycle."
         guard kind.hasPrefix(prefix) else {
+            self.acknowledgement = .burst
+            if let notification = Self.notification(kind, callback["payload"]) {
+                self.delivery = notification
+                return
+            }
             let payload = callback["payload"].flatMap { $0.resolved == .null ? nil : $0.jsonText }
             self.delivery = .event(
                 Event(
@@ -160,7 +165,6 @@ struct Received: Sendable {
                     dropped: callback["dropped"]?.intValue.map { Int($0) }
                 )
             )
-            self.acknowledgement = .burst
             return
         }
         switch kind.dropFirst(prefix.count) {
@@ -187,6 +191,21 @@ struct Received: Sendable {
         case "protectedDataWillBecomeUnavailable": self.delivery = .protectedDataWillBecomeUnavailable
         case "protectedDataDidBecomeAvailable": self.delivery = .protectedDataDidBecomeAvailable
         default: self.delivery = nil
+        }
+    }
+}
+
+extension Received {
+    /// The daemon's notification events as their deliveries; `nil` for any other kind, and for a payload this
+    /// library does not read (such as a queue's overflow marker, which has none), which then comes as the event it is.
+    static func notification(_ kind: String, _ payload: JSONValue?) -> Delivery? {
+        guard let payload, payload.resolved != .null else { return nil }
+        switch kind {
+        case "notification.willPresent":
+            return (try? NotificationPresentation(wire: payload)).map { .willPresent($0) }
+        case "notification.didReceiveResponse":
+            return (try? NotificationResponse(wire: payload)).map { .didReceiveResponse($0) }
+        default: return nil
         }
     }
 }

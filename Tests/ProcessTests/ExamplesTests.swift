@@ -84,23 +84,63 @@ import Varlink
         }
     }
 
+    static let reminders = "Examples/python/reminders_app.py"
+
+    /// The reminders example schedules a reminder once it is active, shows it when it fires (willPresent, as it is
+    /// active) and prints the user's answer, handed back with its userInfo.
+    @Test func theRemindersAppShowsItsReminderAndHearsTheAnswer() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread {
+            try daemon.waitUntilReady()
+            let client = try testClient(daemon.socketPath)
+            let app = "org.example.reminders"
+            let process = try WatchedProcess(
+                ExamplesTests.python, [ExamplesTests.repository + "/" + ExamplesTests.reminders],
+                environment: ["COALESCED_SOCKET": daemon.socketPath]
+            )
+            try process.waitForLine("scheduled")
+            try process.waitForLine("reminder")
+            _ = try client.call(
+                "io.coalesced.Notifications.Respond", ["app": .string(app), "id": "tea", "action": "snooze"]
+            )
+            try process.waitForLine("answered")
+            // Snoozed: scheduled again, five minutes on.
+            try waitUntil("the snoozed reminder to be pending") { () throws -> Bool in
+                let pending = try client.call("io.coalesced.Notifications.ListPending", ["app": .string(app)])["pending"]
+                return pending?.arrayValue?.count == 1
+            }
+            _ = try client.call("io.coalesced.System.Terminate", ["app": .string(app)])
+            try process.waitForLine("exited")
+            #expect(process.child.wait(timeout: .seconds(10)) == 0)
+            #expect(
+                process.output == [
+                    "scheduled tea",
+                    "reminder tea: Tea is ready",
+                    "answered tea with snooze, pot 2",
+                    "terminating",
+                    "exited",
+                ]
+            )
+        }
+    }
+
     /// docs/app-developer.md quotes each example whole: the block after the link to its file is the file.
-    @Test(arguments: Example.allCases)
-    func theDocumentationQuotesTheExampleAsItIs(_ example: Example) throws {
+    @Test(arguments: Example.allCases.map(\.rawValue) + [ExamplesTests.reminders])
+    func theDocumentationQuotesTheExampleAsItIs(_ example: String) throws {
         let documentation = try String(contentsOfFile: Self.repository + "/docs/app-developer.md", encoding: .utf8)
-        let source = try String(contentsOfFile: Self.repository + "/" + example.rawValue, encoding: .utf8)
+        let source = try String(contentsOfFile: Self.repository + "/" + example, encoding: .utf8)
         let lines = documentation.components(separatedBy: "\n")
-        guard let link = lines.firstIndex(where: { $0.contains("](../\(example.rawValue))") }) else {
-            Issue.record("docs/app-developer.md does not link to \(example.rawValue)")
+        guard let link = lines.firstIndex(where: { $0.contains("](../\(example))") }) else {
+            Issue.record("docs/app-developer.md does not link to \(example)")
             return
         }
         guard let open = lines[link...].firstIndex(where: { $0.hasPrefix("```") }),
             let close = lines[(open + 1)...].firstIndex(where: { $0 == "```" })
         else {
-            Issue.record("no code block follows the link to \(example.rawValue)")
+            Issue.record("no code block follows the link to \(example)")
             return
         }
         let quoted = lines[(open + 1)..<close].joined(separator: "\n") + "\n"
-        #expect(quoted == source, "docs/app-developer.md's copy of \(example.rawValue) differs from the file; copy it again")
+        #expect(quoted == source, "docs/app-developer.md's copy of \(example) differs from the file; copy it again")
     }
 }
