@@ -166,7 +166,10 @@ final class ExampleDelegate: AppDelegate {
                     + "title=\(presentation.content.title) count=\(presentation.count) late=\(presentation.late)"
             )
         case .didReceiveResponse(let response):
-            say("notification didReceiveResponse id=\(response.id) action=\(response.action) userInfo=\(response.userInfoJSON)")
+            say(
+                "notification didReceiveResponse id=\(response.id) action=\(response.action) text=\(response.text ?? "-") "
+                    + "userInfo=\(response.userInfoJSON)"
+            )
         }
     }
 

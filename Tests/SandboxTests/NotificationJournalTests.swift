@@ -62,7 +62,7 @@ import Varlink
             }
             try waitUntil("the app to print the response", timeout: .seconds(10), poll: .milliseconds(100)) {
                 try sandbox.run("journalctl", "-u", "example-mail.service", "--no-pager", "-o", "cat").stdout
-                    .contains("event notification.didReceiveResponse")
+                    .contains("notification didReceiveResponse id=hello action=default")
             }
         }
     }
