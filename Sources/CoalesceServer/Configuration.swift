@@ -92,6 +92,10 @@ public struct NotificationSettings: Sendable, Hashable {
     public var lateAfter: Duration = .seconds(60)
     /// `MaxDelivered=`: entries of one app's delivered list; past it the oldest go, counted.
     public var maxDelivered: Int = 64
+    /// `MaxContentSize=`: the bytes a request's content may take (its texts, actions and user info), so that what
+    /// one user's apps keep pending and delivered is bounded by this, `PendingLimit=`, `MaxDelivered=` and
+    /// `UserApps=`.
+    public var maxContentSize: Int = 4 << 10
     /// `Command=`: run for each presentation with its fields in the environment (`COALESCED_APP`, …), through
     /// `/bin/sh -c`; `nil`: none.
     public var command: String?
@@ -269,6 +273,10 @@ enum ConfigurationKey {
             "MaxDelivered": { configuration, value throws(ConfigurationValueError) in
                 configuration.notifications.maxDelivered =
                     value.isEmpty ? NotificationSettings().maxDelivered : try parseInteger(value, in: 1...100_000)
+            },
+            "MaxContentSize": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.maxContentSize =
+                    value.isEmpty ? NotificationSettings().maxContentSize : try parseSize(value, in: 256...(1 << 20))
             },
             "Command": { configuration, value throws(ConfigurationValueError) in
                 configuration.notifications.command = value.isEmpty ? nil : value

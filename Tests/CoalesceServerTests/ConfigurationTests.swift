@@ -94,7 +94,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Quotas], [Varlink]"),
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Notifications], [Quotas], [Varlink]"),
         (
             "[Apps]\nAcknowledgeTimeoutSec=soon\n",
             "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min, or infinity (or 0) for none"

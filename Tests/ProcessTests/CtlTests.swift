@@ -49,7 +49,7 @@ import Varlink
                 "\(monitor.output)"
             )
             let apps = try runProcess(ctl, ["apps", "--socket", socket]).stdout.split(separator: "\n")
-            #expect(apps.first?.split(separator: " ", omittingEmptySubsequences: true) == ["APP", "STATE", "PID", "UNIT", "TASKS", "SINCE"])
+            #expect(apps.first?.split(separator: " ", omittingEmptySubsequences: true) == ["APP", "STATE", "PID", "UNIT", "TASKS", "BADGE", "SINCE"])
             #expect(apps.contains { $0.hasPrefix("org.example.mail") && $0.contains(" suspended ") && $0.contains(" \(app.child.pid) ") })
             let shown = try runProcess(ctl, ["app", "org.example.mail", "--socket", socket]).stdout
             #expect(shown.contains("State: suspended") && shown.contains("PID: \(app.child.pid)"), "\(shown)")
@@ -107,7 +107,7 @@ import Varlink
         let list = try await self.ctl(["introspect", "--socket", daemon.socketPath])
         #expect(
             list.stdout.contains(
-                "Interfaces: io.coalesced.App\n            io.coalesced.Protocol\n            io.coalesced.System\n"
+                "Interfaces: io.coalesced.App\n            io.coalesced.Notifications\n            io.coalesced.Protocol\n            io.coalesced.System\n"
                     + "            org.varlink.service"
             )
         )

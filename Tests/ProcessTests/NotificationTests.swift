@@ -127,7 +127,9 @@ import Varlink
     @Test func requestsSurviveKillMinusNineAndMissedFiresArePresentedOnceLateCoalescedByThread() async throws {
         let marker = "missed-\(UUID().uuidString.prefix(8))"
         let first = try await onThread { try self.daemon(extra: "LateAfterSec=1") }
-        let due = Self.now() + 2
+        // Far enough ahead that the requests are scheduled and the daemon killed before they come due, on a machine
+        // loaded by a whole test run.
+        let due = Self.now() + 8
         try await onThread {
             let client = try testClient(first.socketPath)
             _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.app)])
@@ -149,6 +151,7 @@ import Varlink
             )
         }
         // Killed with all of them pending; they come due while no daemon runs.
+        #expect(Self.now() < due, "scheduled before they came due")
         first.signal(SIGKILL)
         _ = first.waitForExit()
         try await onThread { try waitUntil("the requests to be missed", timeout: .seconds(30)) { Self.now() > due + 3 } }
@@ -227,6 +230,10 @@ import Varlink
             #expect(reason(["id": "a", "trigger": ["at": 1, "after": 2], "content": ["title": "t"]])?.contains("one of at, after and calendar") == true)
             #expect(reason(["id": "a", "style": "loud", "content": ["title": "t"]])?.contains("banner or alert") == true)
             #expect(reason(["id": "", "content": ["title": "t"]])?.contains("non-empty id") == true)
+            #expect(
+                reason(["id": "big", "content": ["title": "t", "body": .string(String(repeating: "x", count: 5000))]])?
+                    .contains("more than the 4096 of [Notifications] MaxContentSize=") == true
+            )
             #expect(throws: VarlinkError(name: "io.coalesced.Notifications.UnknownApp", parameters: ["app": "org.example.none"])) {
                 try Self.schedule(client, ["id": "a", "content": ["title": "t"]], app: "org.example.none")
             }

@@ -45,14 +45,18 @@ final class AlertTimer: Sendable {
     /// - Parameters:
     ///   - localtimePath: the machine's zone link; its directory is watched for changes of its name.
     ///   - zoneSettle: how long a zone report waits for the rest of its burst (``zoneSettleTime``).
+    ///   - watchingZone: whether the zone link is watched from the start, or from ``watchZone()`` on (each watch
+    ///     takes one of the user's inotify instances, `fs.inotify.max_user_instances`).
     ///   - onEvent: called on the timer's thread for each event.
     /// - Throws: ``AlertTimerError`` naming the call that failed (no descriptor is left open).
     init(
         localtimePath: String = "/etc/localtime",
         zoneSettle: Duration = AlertTimer.zoneSettleTime,
+        watchingZone: Bool = true,
         onEvent: @escaping @Sendable (AlertTimer.Event) -> Void
     ) throws(AlertTimerError) {
         let core = try Core(localtimePath: localtimePath, settle: zoneSettle, onEvent: onEvent)
+        if watchingZone { _ = core.watchZone() }
         let context = Unmanaged.passRetained(core).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(
@@ -95,6 +99,14 @@ final class AlertTimer: Sendable {
         }
     }
 
+    /// Starts watching the machine's zone link (at once when the timer was made with `watchingZone`), once; later
+    /// calls do nothing. Returns why it cannot be watched, the first time, when it cannot: the timers work
+    /// regardless, and ``Event/timeZoneChanged`` is never reported.
+    @discardableResult
+    func watchZone() -> AlertTimerError? {
+        self.core.watchZone()
+    }
+
     /// Both clocks, read one after the other.
     static func now() -> ClockReading {
         ClockReading(
@@ -119,8 +131,11 @@ struct AlertTimerError: Error, Sendable, Hashable, CustomStringConvertible {
     var code: Int32
 
     var description: String {
-        "the alert timer cannot start: \(self.call) failed: \(String(cString: strerror(self.code)))"
+        "the alert timer cannot start: \(self.failure)"
     }
+
+    /// The call and what it failed with: `inotify_init1 failed: Too many open files`.
+    var failure: String { "\(self.call) failed: \(String(cString: strerror(self.code)))" }
 }
 
 extension AlertTimer {
@@ -129,8 +144,9 @@ extension AlertTimer {
     fileprivate final class Core: Sendable {
         let realtimeFD: CInt
         let boottimeFD: CInt
-        let inotifyFD: CInt
         let wakeFD: CInt
+        /// The directory of the zone link, which the inotify watch is on.
+        let linkDirectory: String
         /// The zone link's name within its directory, whose events count.
         let linkName: [UInt8]
         let settleNanoseconds: Int64
@@ -146,6 +162,12 @@ extension AlertTimer {
             var wall: WallTime?
             /// ``arm(wall:boot:)`` found the clock set (timerfd_settime's `ECANCELED`); the thread reports it.
             var clockChangeUnreported = false
+            /// The inotify watch on the zone link's directory, once ``AlertTimer/watchZone()`` made it (-1 before,
+            /// or when it could not be made); kept until the descriptors are closed.
+            var zoneFD: CInt = -1
+            /// Why the zone link is not watched, when making the watch failed.
+            var zoneWatchProblem: AlertTimerError?
+            var zoneWatchTried = false
         }
 
         init(localtimePath: String, settle: Duration, onEvent: @escaping @Sendable (AlertTimer.Event) -> Void)
@@ -167,15 +189,8 @@ extension AlertTimer {
             self.boottimeFD = try check(
                 calls.timerfdCreate(CLOCK_BOOTTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_BOOTTIME)")
             self.wakeFD = try check(calls.eventfd(0, LinuxCalls.eventFlags), "eventfd")
-            self.inotifyFD = try check(inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
             let (directory, name) = Self.split(localtimePath)
-            let mask = UInt32(
-                IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
-            guard inotify_add_watch(self.inotifyFD, directory, mask) >= 0 else {
-                let code = errno
-                for fd in opened { close(fd) }
-                throw AlertTimerError(call: "inotify_add_watch(\(directory))", code: code)
-            }
+            self.linkDirectory = directory
             self.linkName = Array(name.utf8)
             self.settleNanoseconds = settle.nanosecondsCount
             self.onEvent = onEvent
@@ -216,6 +231,28 @@ extension AlertTimer {
             if wake { self.wake() }
         }
 
+        /// Makes the inotify watch on the zone link's directory, once, and has the thread poll it. The watch is worth
+        /// having, not worth failing over: without it (the user's inotify instances used up, say) dates still fire.
+        func watchZone() -> AlertTimerError? {
+            self.state.withLock { state in
+                guard !state.zoneWatchTried, !state.stopping else { return nil }
+                state.zoneWatchTried = true
+                let mask = UInt32(
+                    IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
+                let inotify = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
+                if inotify < 0 {
+                    state.zoneWatchProblem = AlertTimerError(call: "inotify_init1", code: errno)
+                } else if inotify_add_watch(inotify, self.linkDirectory, mask) < 0 {
+                    state.zoneWatchProblem = AlertTimerError(call: "inotify_add_watch(\(self.linkDirectory))", code: errno)
+                    close(inotify)
+                } else {
+                    state.zoneFD = inotify
+                    self.wake()  // the thread polls it from its next round
+                }
+                return state.zoneWatchProblem
+            }
+        }
+
         /// Marks the timer stopping and wakes the thread; whether this call was the first to.
         func requestStop() -> Bool {
             self.state.withLock { state in
@@ -237,7 +274,7 @@ extension AlertTimer {
             self.state.withLock { state in
                 guard !state.closed else { return }
                 state.closed = true
-                for fd in [self.realtimeFD, self.boottimeFD, self.inotifyFD, self.wakeFD] { close(fd) }
+                for fd in [self.realtimeFD, self.boottimeFD, state.zoneFD, self.wakeFD] where fd >= 0 { close(fd) }
             }
         }
 
@@ -257,12 +294,15 @@ extension AlertTimer {
 
         func run() {
             Self.nameThisThread()
-            var descriptors = [self.wakeFD, self.inotifyFD, self.boottimeFD, self.realtimeFD].map {
+            var descriptors = [self.wakeFD, -1, self.boottimeFD, self.realtimeFD].map {
                 pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
             }
             // When the burst of zone changes being gathered is reported (CLOCK_MONOTONIC nanoseconds).
             var zoneReportDue: Int64?
             running: while true {
+                // The zone watch, once made (poll passes over a negative descriptor).
+                let zoneFD = self.state.withLock { $0.zoneFD }
+                descriptors[1].fd = zoneFD
                 // No timeout but while a zone report waits for the end of its burst: the thread never spins.
                 let timeout = zoneReportDue.map { Self.milliseconds(until: $0) } ?? -1
                 let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
@@ -282,7 +322,7 @@ extension AlertTimer {
                     if clockChanged { self.report(.clockChanged) }
                 }
                 // The zone before the timers, so that a report of it comes before an expiry it happened before.
-                if readable[1], self.drainZoneEvents() {
+                if readable[1], self.drainZoneEvents(zoneFD) {
                     zoneReportDue = zoneReportDue ?? Self.monotonicNow() + self.settleNanoseconds
                 }
                 if let due = zoneReportDue, Self.monotonicNow() >= due {
@@ -343,12 +383,12 @@ extension AlertTimer {
         }
 
         /// Reads every queued inotify event; whether one was about the zone link (or events were lost).
-        private func drainZoneEvents() -> Bool {
+        private func drainZoneEvents(_ zoneFD: CInt) -> Bool {
             // Room for many events at once: each is 16 bytes and its name, padded.
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             var matched = false
             while true {
-                let count = buffer.withUnsafeMutableBytes { read(self.inotifyFD, $0.baseAddress, $0.count) }
+                let count = buffer.withUnsafeMutableBytes { read(zoneFD, $0.baseAddress, $0.count) }
                 if count < 0, errno == EINTR { continue }
                 guard count > 0 else { return matched }
                 var offset = 0

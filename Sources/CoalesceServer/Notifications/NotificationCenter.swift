@@ -118,9 +118,24 @@ final class NotificationCenter: Sendable {
         _ = try? await self.perform(reason: .start) { state, now, step in
             self.apply(state.scheduler.started(restoring: records, now: now), to: &state, &step)
         }
-        let timer = try AlertTimer(localtimePath: localtimePath) { [weak self] event in self?.timerEvent(event) }
+        // The zone link is watched once a floating calendar rule depends on it (``watchZone(for:)``).
+        let timer = try AlertTimer(localtimePath: localtimePath, watchingZone: false) { [weak self] event in
+            self?.timerEvent(event)
+        }
         self.timer.withLock { $0 = timer }
+        for record in records { self.watchZone(for: record.request) }
         timer.arm(wall: self.state.withLock { $0.scheduler.timers.wall }, boot: self.state.withLock { $0.scheduler.timers.boot })
+    }
+
+    /// Has the timer watch the machine's zone link once a request's dates depend on it: a calendar rule in floating
+    /// local time. Without such a rule no daemon holds an inotify instance for it.
+    func watchZone(for request: AlertRequest) {
+        guard case .calendar(_, .floating, _) = request.trigger, let timer = self.timer.withLock({ $0 }) else { return }
+        if let problem = timer.watchZone() {
+            self.logger.warning(
+                "Time zone changes are not watched (\(problem.failure)); floating notification dates follow a new zone from the next start"
+            )
+        }
     }
 
     /// Stops the timers; requests stay in the store for the next start.
@@ -316,6 +331,14 @@ final class NotificationCenter: Sendable {
         } catch {
             throw .invalidRequest(app: name, id: value.objectValue?["id"]?.stringValue ?? "", reason: error.description)
         }
+        let limit = self.daemon.configuration.notifications.maxContentSize
+        let size = request.content.size
+        guard size <= limit else {
+            throw .invalidRequest(
+                app: name, id: request.id,
+                reason: "the content takes \(size) bytes, more than the \(limit) of [Notifications] MaxContentSize="
+            )
+        }
         self.perform({ state, now, step throws(NotificationError) in
             let actions: [AlertAction]
             do throws(AlertError) {
@@ -325,6 +348,7 @@ final class NotificationCenter: Sendable {
             }
             let next = state.scheduler.next(of: AlertKey(app: app, id: request.id), now: now)
             self.apply(actions, to: &state, &step)
+            self.watchZone(for: request)
             return next ?? step.presentations.last?.0.date ?? now.wall
         }, completion: completion)
     }
@@ -402,5 +426,13 @@ final class NotificationCenter: Sendable {
             state.apps[app, default: AppAlerts()].badge = max(0, badge)
             step.touched.insert(app)
         }, completion: completion)
+    }
+}
+
+extension AlertContent {
+    /// The bytes its texts, actions and user info take, as MaxContentSize= counts them.
+    var size: Int {
+        let texts = [self.title, self.subtitle, self.body, self.sound ?? "", self.threadID ?? "", self.categoryID ?? "", self.userInfo]
+        return texts.reduce(0) { $0 + $1.utf8.count } + self.actions.reduce(0) { $0 + $1.id.utf8.count + $1.title.utf8.count }
     }
 }
