@@ -251,6 +251,7 @@ final class Agent {
             "x-coalesced-app": .string(presentation.app),
             "x-coalesced-id": .string(presentation.id),
         ]
+        if let category = presentation.categoryId { hints["x-coalesced-category"] = .string(category) }
         if let sound = presentation.sound {
             hints["sound-name"] = .string(sound)
         } else {

@@ -18,7 +18,6 @@ struct Presentation: Sendable, Hashable {
     var actions: [Action]
     var style: String
     var count: Int
-    var late: Bool
 
     /// Reads a `Presentation` of the interface; `nil` when a field it cannot do without is missing.
     init?(_ object: JSONObject) {
@@ -40,7 +39,6 @@ struct Presentation: Sendable, Hashable {
         }
         self.style = object.string("style") ?? "banner"
         self.count = Int(object["count"]?.intValue ?? 1)
-        self.late = object["late"]?.boolValue ?? false
     }
 
     /// The notification's body: the subtitle and the body on lines of their own, and for missed fires coalesced

@@ -36,6 +36,12 @@ final class SessionBus: @unchecked Sendable {
         self.address = try self.daemon.waitForLine("unix:path=")
     }
 
+    /// Ends the bus, as the end of the graphical session does.
+    func stop() {
+        self.daemon.child.signal(SIGTERM)
+        _ = self.daemon.child.wait(timeout: .seconds(10))
+    }
+
     /// Whether a connection owns `name` now.
     func hasOwner(_ name: String) throws -> Bool {
         let run = try runProcess("/usr/bin/busctl", [

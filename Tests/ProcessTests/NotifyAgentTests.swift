@@ -286,6 +286,33 @@ final class DesktopEvents {
         }
     }
 
+    @Test func theQueueKeepsTheNewestWhenItIsFull() async throws {
+        try await onThread {
+            let bus = try SessionBus()
+            let daemon = try FakePresentationsDaemon(path: bus.directory.file("io.coalesced"))
+            let agent = try Self.agent(daemon, bus)
+            try agent.waitForLine(containing: "listening for presentations")
+            for index in 1...70 { daemon.present(presentation(id: "m\(index)", title: "Number \(index)")) }
+            try agent.waitForLine(containing: "dropped the oldest, org.example.mail m6")
+            let mock = try NotificationServerMock(on: bus, capabilities: ["body"])
+            try waitUntil("the 64 kept shown") { mock.notifyCalls.count == 64 }
+            #expect(mock.notifyCalls.first?.contains(#""Number 7""#) == true, "\(mock.notifyCalls.first ?? "")")
+            #expect(mock.notifyCalls.last?.contains(#""Number 70""#) == true, "\(mock.notifyCalls.last ?? "")")
+        }
+    }
+
+    @Test func theAgentEndsWhenTheSessionBusDoes() async throws {
+        try await onThread {
+            let bus = try SessionBus()
+            let daemon = try FakePresentationsDaemon(path: bus.directory.file("io.coalesced"))
+            let agent = try Self.agent(daemon, bus)
+            try agent.waitForLine(containing: "listening for presentations")
+            bus.stop()
+            #expect(agent.child.wait(timeout: .seconds(10)) == 1)
+            try agent.waitForLine(containing: "lost the session bus")
+        }
+    }
+
     @Test func aStuckServerDoesNotHoldUpTheAnswers() async throws {
         try await onThread {
             let bus = try SessionBus()
