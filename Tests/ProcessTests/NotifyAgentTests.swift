@@ -367,16 +367,17 @@ final class DesktopEvents {
 /// The agent between the real daemon and python-dbusmock's notification server: a notification an app schedules
 /// reaches the desktop, and the user's click reaches the app.
 @Suite struct NotifyAgentEndToEndTests {
-    static let app = "org.example.mail"
+    static let app = "org.example.reminders"
 
-    @Test(.disabled("needs the daemon side of io.coalesced.Notifications"))
-    func aScheduledNotificationIsShownAndTheClickReachesTheApp() async throws {
+    @Test func aScheduledNotificationIsShownAndTheClickReachesTheApp() async throws {
         let daemon = try DaemonProcess(configuration: noDeadlines)
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let bus = try SessionBus()
             let mock = try NotificationServerMock(on: bus, capabilities: ["actions", "body"])
-            let stream = try attachedFromThisProcess(daemon.socketPath, app: Self.app)
+            let client = try testClient(daemon.socketPath)
+            // Registered and not running: a banner goes to the desktop (an active app would get it alone).
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.app)])
             let agent = try WatchedProcess(
                 BuildProducts.path(of: "coalesce-notify-agent"),
                 ["--socket", daemon.socketPath],
@@ -384,31 +385,35 @@ final class DesktopEvents {
             )
             try agent.waitForLine(containing: "listening for presentations")
 
-            let client = try testClient(daemon.socketPath)
             _ = try client.call("io.coalesced.Notifications.Schedule", [
                 "app": .string(Self.app),
                 "request": [
                     "id": "lunch",
                     "trigger": ["at": .double(Date().timeIntervalSince1970)],
-                    "content": ["title": "Lunch?", "body": "At noon"],
+                    "content": [
+                        "title": "Lunch?", "subtitle": "From Ann", "body": "At noon", "userInfo": ["note": 7],
+                        "actions": [["id": "snooze", "title": "Snooze"]],
+                    ],
                 ],
             ])
             let call = try waitUntil("the Notify of the scheduled notification") { mock.notifyCalls.first }
-            #expect(call.contains(#""org.example.mail" 0 "" "Lunch?" "At noon" ["default", "Open"]"#), "\(call)")
-            #expect(call.contains(#""x-coalesced-id": "lunch""#), "\(call)")
+            #expect(call.contains(
+                #"Notify "org.example.reminders" 0 "" "Lunch?" "From Ann\#nAt noon" ["default", "Open", "snooze", "Snooze"] "#
+            ), "\(call)")
+            #expect(call.contains(#""x-coalesced-app": "org.example.reminders", "x-coalesced-id": "lunch""#), "\(call)")
 
+            // The click on the notification: Respond with default, which waits for the app, and the app that then
+            // starts gets it after its launch.
             try mock.emit("ActionInvoked", signature: "us", ["<uint32 1>", "<'default'>"])
-            var seen: [String] = []
-            try waitUntil("notification.didReceiveResponse on the app's stream (saw \(seen))") {
-                let reply = try stream.receiveReply()
-                let callback = reply.parameters["callback"] ?? .null
-                seen.append(callback["kind"]?.stringValue ?? "\(reply.parameters)")
-                if let seq = callback["seq"] {
-                    _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.app), "seq": seq])
-                }
-                return callback["kind"]?.stringValue == "notification.didReceiveResponse"
-                    && JSONValue.object(reply.parameters).jsonText.contains(#""default""#)
-            }
+            let app = try ExampleApp(socket: daemon.socketPath, name: Self.app)
+            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            let events = try app.events(atLeast: 1)
+            #expect(events.first?.hasPrefix("event notification.didReceiveResponse count=1 payload=") == true, "\(events)")
+            #expect(events.first?.contains(#""action":"default""#) == true, "\(events)")
+            #expect(events.first?.contains(#""note":7"#) == true, "\(events)")
+            agent.child.signal(SIGTERM)
+            #expect(agent.child.wait(timeout: .seconds(10)) == 0)
         }
+        daemon.signal(SIGKILL)
     }
 }
