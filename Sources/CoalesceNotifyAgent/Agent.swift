@@ -153,6 +153,8 @@ final class Agent {
             self.daemonBackoff.reset()
             self.lastDaemonProblem = nil
             Log.note("listening for presentations of the daemon at \(self.socketPath)")
+            // The first reply carries none, but a presentation made as the stream opened may come first.
+            self.take(first)
             if !self.responses.isEmpty { self.sendResponses() }
         } catch {
             self.daemonFailed(self.describeDaemonProblem(error))
@@ -165,18 +167,22 @@ final class Agent {
             repeat {
                 let reply = try stream.receiveReply()
                 if let error = reply.error { throw VarlinkError(name: error, parameters: reply.parameters) }
-                if let object = reply.parameters["presentation"]?.objectValue {
-                    if let presentation = Presentation(object) {
-                        self.enqueue(presentation)
-                    } else {
-                        Log.problem("the daemon sent a presentation without app, id or title, ignoring: \(object)")
-                    }
-                }
+                self.take(reply)
                 guard reply.continues else { throw AgentError("the daemon ended the Presentations stream") }
             } while stream.hasPendingInput
         } catch {
             self.stream = nil
             self.daemonFailed("lost the daemon at \(self.socketPath) (\(error)); reconnecting")
+        }
+    }
+
+    /// The presentation a reply of the stream carries, if any, on its way to the desktop.
+    private func take(_ reply: VarlinkReply) {
+        guard let object = reply.parameters["presentation"]?.objectValue else { return }
+        if let presentation = Presentation(object) {
+            self.enqueue(presentation)
+        } else {
+            Log.problem("the daemon sent a presentation without app, id or title, ignoring: \(object)")
         }
     }
 

@@ -138,33 +138,55 @@ final class NotificationServerMock: @unchecked Sendable {
 /// streams what the test hands ``present(_:)``, Respond is recorded. Blocking threads, one per connection.
 final class FakePresentationsDaemon: @unchecked Sendable {
     let path: String
-    private let listener: CInt
-    private let condition = NSCondition()
-    private var streams: [CInt] = []
-    private var connections: [CInt] = []
-    private var responses: [JSONObject] = []
-    private var streamCalls = 0
-    private var closed = false
+    private let state: State
+
+    /// What the threads share. A descriptor is closed only by its own thread, under the lock and after it left the
+    /// sets, so that a shutdown never reaches a number the process has reused for another test's socket.
+    private final class State: @unchecked Sendable {
+        let condition = NSCondition()
+        let listener: CInt
+        var connections: Set<CInt> = []
+        var streams: Set<CInt> = []
+        var responses: [JSONObject] = []
+        var streamCalls = 0
+        var stopped = false
+        var listenerClosed = false
+
+        init(listener: CInt) { self.listener = listener }
+    }
 
     init(path: String) throws {
         self.path = path
-        self.listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard self.listener >= 0 else { throw SupportError("socket: \(String(cString: strerror(errno)))") }
-        try bindUnixSocket(self.listener, path: path)
-        guard listen(self.listener, 16) == 0 else { throw SupportError("listen: \(String(cString: strerror(errno)))") }
-        let listener = self.listener
-        Thread.detachNewThread { [weak self] in
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw SupportError("socket: \(String(cString: strerror(errno)))") }
+        do {
+            try bindUnixSocket(listener, path: path)
+            guard listen(listener, 16) == 0 else { throw SupportError("listen: \(String(cString: strerror(errno)))") }
+        } catch {
+            close(listener)
+            throw error
+        }
+        let state = State(listener: listener)
+        self.state = state
+        Thread.detachNewThread {
             while true {
                 let fd = accept(listener, nil, nil)
-                if fd < 0 {
-                    if errno == EINTR { continue }
+                if fd < 0, errno == EINTR { continue }
+                let open = state.condition.withLock { () -> Bool in
+                    guard fd >= 0, !state.stopped else { return false }
+                    state.connections.insert(fd)
+                    return true
+                }
+                guard open else {
+                    if fd >= 0 { close(fd) }
+                    // Closed here, by the thread that accepts on it, once it no longer does.
+                    state.condition.withLock {
+                        state.listenerClosed = true
+                        _ = close(listener)
+                    }
                     return
                 }
-                guard let self else {
-                    close(fd)
-                    return
-                }
-                self.serve(fd)
+                Self.serve(fd, state)
             }
         }
     }
@@ -175,78 +197,84 @@ final class FakePresentationsDaemon: @unchecked Sendable {
 
     /// Closes the socket and every connection: the daemon is gone.
     func stop() {
-        self.condition.withLock {
-            guard !self.closed else { return }
-            self.closed = true
-            shutdown(self.listener, Int32(SHUT_RDWR))
-            close(self.listener)
+        self.state.condition.withLock {
+            guard !self.state.stopped else { return }
+            self.state.stopped = true
+            if !self.state.listenerClosed { shutdown(self.state.listener, Int32(SHUT_RDWR)) }
             unlink(self.path)
-            for fd in self.connections { shutdown(fd, Int32(SHUT_RDWR)) }
+            for fd in self.state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
         }
     }
 
     /// Ends every Presentations stream, as a daemon restart does, and keeps listening.
     func dropStreams() {
-        self.condition.withLock {
-            for fd in self.streams { shutdown(fd, Int32(SHUT_RDWR)) }
-            self.streams.removeAll()
+        self.state.condition.withLock {
+            for fd in self.state.streams { shutdown(fd, Int32(SHUT_RDWR)) }
         }
     }
 
     /// How many Presentations calls have come.
-    var presentationsCalls: Int { self.condition.withLock { self.streamCalls } }
+    var presentationsCalls: Int { self.state.condition.withLock { self.state.streamCalls } }
 
     /// How many Presentations streams are open.
-    var openStreams: Int { self.condition.withLock { self.streams.count } }
+    var openStreams: Int { self.state.condition.withLock { self.state.streams.count } }
 
     /// The parameters of each Respond call so far.
-    var responded: [JSONObject] { self.condition.withLock { self.responses } }
+    var responded: [JSONObject] { self.state.condition.withLock { self.state.responses } }
 
     /// Sends a presentation down every open stream.
     func present(_ presentation: JSONObject) {
         let frame = Self.frame(["parameters": ["presentation": .object(presentation)], "continues": true])
-        self.condition.withLock {
-            for fd in self.streams { _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+        self.state.condition.withLock {
+            for fd in self.state.streams { Self.send(frame, fd) }
         }
     }
 
-    private func serve(_ fd: CInt) {
-        self.condition.withLock { self.connections.append(fd) }
-        Thread.detachNewThread { [weak self] in
+    private static func serve(_ fd: CInt, _ state: State) {
+        Thread.detachNewThread {
             var buffer: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
-            defer { close(fd) }
+            defer {
+                state.condition.withLock {
+                    state.connections.remove(fd)
+                    state.streams.remove(fd)
+                    close(fd)
+                }
+            }
             while true {
                 let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if count < 0, errno == EINTR { continue }
-                guard count > 0, let self else { return }
+                guard count > 0 else { return }
                 buffer += chunk[..<count]
                 while let nul = buffer.firstIndex(of: 0) {
                     let message = try? JSONParser.parse(buffer[..<nul])
                     buffer.removeSubrange(...nul)
-                    self.answer(message?.objectValue ?? [:], on: fd)
+                    Self.answer(message?.objectValue ?? [:], on: fd, state)
                 }
             }
         }
     }
 
-    private func answer(_ call: JSONObject, on fd: CInt) {
-        let reply: JSONObject
-        switch call.string("method") {
-        case "io.coalesced.Notifications.Presentations":
-            self.condition.withLock {
-                self.streams.append(fd)
-                self.streamCalls += 1
+    private static func answer(_ call: JSONObject, on fd: CInt, _ state: State) {
+        state.condition.withLock {
+            switch call.string("method") {
+            case "io.coalesced.Notifications.Presentations":
+                // Under the lock, so that the first reply goes out before any presentation.
+                Self.send(Self.frame(["parameters": [:], "continues": true]), fd)
+                state.streams.insert(fd)
+                state.streamCalls += 1
+            case "io.coalesced.Notifications.Respond":
+                state.responses.append(call["parameters"]?.objectValue ?? [:])
+                Self.send(Self.frame(["parameters": [:]]), fd)
+            default:
+                let method = JSONValue.string(call.string("method") ?? "")
+                Self.send(Self.frame(["error": "org.varlink.service.MethodNotFound", "parameters": ["method": method]]), fd)
             }
-            reply = ["parameters": [:], "continues": true]
-        case "io.coalesced.Notifications.Respond":
-            self.condition.withLock { self.responses.append(call["parameters"]?.objectValue ?? [:]) }
-            reply = ["parameters": [:]]
-        default:
-            reply = ["error": "org.varlink.service.MethodNotFound", "parameters": ["method": .string(call.string("method") ?? "")]]
         }
-        let frame = Self.frame(reply)
-        _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    private static func send(_ frame: [UInt8], _ fd: CInt) {
+        _ = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
     private static func frame(_ object: JSONObject) -> [UInt8] {
