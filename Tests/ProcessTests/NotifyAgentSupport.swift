@@ -151,6 +151,7 @@ final class FakePresentationsDaemon: @unchecked Sendable {
         var streamCalls = 0
         var stopped = false
         var listenerClosed = false
+        var early: JSONObject?
 
         init(listener: CInt) { self.listener = listener }
     }
@@ -213,6 +214,12 @@ final class FakePresentationsDaemon: @unchecked Sendable {
         }
     }
 
+    /// A presentation each Presentations stream gets ahead of its first reply, as one made while the daemon
+    /// registered the agent may come.
+    func presentAheadOfTheFirstReply(_ presentation: JSONObject) {
+        self.state.condition.withLock { self.state.early = presentation }
+    }
+
     /// How many Presentations calls have come.
     var presentationsCalls: Int { self.state.condition.withLock { self.state.streamCalls } }
 
@@ -259,7 +266,11 @@ final class FakePresentationsDaemon: @unchecked Sendable {
         state.condition.withLock {
             switch call.string("method") {
             case "io.coalesced.Notifications.Presentations":
-                // Under the lock, so that the first reply goes out before any presentation.
+                // Under the lock, so that the first reply goes out before any presentation, unless the test asked
+                // for one ahead of it.
+                if let early = state.early {
+                    Self.send(Self.frame(["parameters": ["presentation": .object(early)], "continues": true]), fd)
+                }
                 Self.send(Self.frame(["parameters": [:], "continues": true]), fd)
                 state.streams.insert(fd)
                 state.streamCalls += 1

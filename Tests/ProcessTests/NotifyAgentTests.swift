@@ -286,6 +286,19 @@ final class DesktopEvents {
         }
     }
 
+    @Test func aPresentationAheadOfTheStreamsFirstReplyIsShown() async throws {
+        try await onThread {
+            let bus = try SessionBus()
+            let mock = try NotificationServerMock(on: bus, capabilities: ["body"])
+            let daemon = try FakePresentationsDaemon(path: bus.directory.file("io.coalesced"))
+            daemon.presentAheadOfTheFirstReply(presentation(id: "early", title: "Early"))
+            let agent = try Self.agent(daemon, bus)
+            let call = try waitUntil("the Notify of the early presentation") { mock.notifyCalls.first }
+            #expect(call.contains(#""Early""#), "\(call)")
+            _ = agent
+        }
+    }
+
     @Test func theQueueKeepsTheNewestWhenItIsFull() async throws {
         try await onThread {
             let bus = try SessionBus()
