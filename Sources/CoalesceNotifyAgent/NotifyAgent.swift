@@ -36,7 +36,7 @@ struct NotifyAgent: ParsableCommand {
     @Option(
         name: .customLong("call-timeout"),
         help: ArgumentHelp(
-            "How long a call to the notification server or the daemon may take, in seconds (default 2).",
+            "How long a call to the notification server or the daemon may take, in seconds.",
             valueName: "seconds"
         )
     )
