@@ -420,10 +420,8 @@ final class DesktopEvents {
             try mock.emit("ActionInvoked", signature: "us", ["<uint32 1>", "<'default'>"])
             let app = try ExampleApp(socket: daemon.socketPath, name: Self.app)
             #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            let events = try app.events(atLeast: 1)
-            #expect(events.first?.hasPrefix("event notification.didReceiveResponse count=1 payload=") == true, "\(events)")
-            #expect(events.first?.contains(#""action":"default""#) == true, "\(events)")
-            #expect(events.first?.contains(#""note":7"#) == true, "\(events)")
+            let response = try app.waitForLine("notification didReceiveResponse")
+            #expect(response == #"notification didReceiveResponse id=lunch action=default text=- userInfo={"note":7}"#)
             agent.child.signal(SIGTERM)
             #expect(agent.child.wait(timeout: .seconds(10)) == 0)
         }
