@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .executable(name: "coalesced", targets: ["CoalesceDaemon"]),
         .executable(name: "coalescectl", targets: ["CoalesceCtl"]),
+        .executable(name: "coalesce-notify-agent", targets: ["CoalesceNotifyAgent"]),
         .executable(name: "coalesced-bench", targets: ["CoalesceBench"]),
         .executable(name: "coalesce-example", targets: ["CoalesceExample"]),
         .executable(name: "notes-example", targets: ["NotesExample"]),
@@ -120,6 +121,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "CoalesceNotifyAgent",
+            dependencies: [
+                "Varlink",
+                "CoalesceWire",
+                "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CoalesceClient",
             dependencies: [
@@ -207,7 +218,7 @@ let package = Package(
             name: "ProcessTests",
             dependencies: [
                 "CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl", "CoalesceExample",
-                "NotesExample", "CoalesceClient",
+                "NotesExample", "CoalesceClient", "CoalesceNotifyAgent", "Systemd",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

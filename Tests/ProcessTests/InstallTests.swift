@@ -75,9 +75,10 @@ import Varlink
         }
         #expect(run.status == 0, "\(run.stderr)")
         for file in [
-            "/opt/coalesced/bin/coalesced", "/opt/coalesced/bin/coalescectl",
+            "/opt/coalesced/bin/coalesced", "/opt/coalesced/bin/coalescectl", "/opt/coalesced/bin/coalesce-notify-agent",
             "/etc/systemd/system/coalesced.service", "/etc/systemd/system/coalesced.socket",
             "/etc/systemd/user/coalesced.service", "/etc/systemd/user/coalesced.socket",
+            "/etc/systemd/user/coalesce-notify-agent.service",
             "/usr/lib/systemd/catalog/coalesced.catalog",
             "/opt/coalesced/share/bash-completion/completions/coalescectl",
             "/opt/coalesced/share/zsh/site-functions/_coalescectl",
@@ -94,8 +95,17 @@ import Varlink
         #expect(service.contains("\nDocumentation=file:///opt/coalesced/share/doc/coalesced/README.md\n"))
         let userService = try String(contentsOfFile: root + "/etc/systemd/user/coalesced.service", encoding: .utf8)
         #expect(userService.contains("\nExecStart=/opt/coalesced/bin/coalesced --user\n"))
+        let agentService = try String(
+            contentsOfFile: root + "/etc/systemd/user/coalesce-notify-agent.service", encoding: .utf8
+        )
+        #expect(agentService.contains("\nExecStart=/opt/coalesced/bin/coalesce-notify-agent\n"))
+        #expect(agentService.contains("\nPartOf=graphical-session.target\n"))
+        #expect(agentService.contains("\nWantedBy=graphical-session.target default.target\n"))
         // Every unit names the man pages; man finds each under the installed tree.
-        for unit in ["system/coalesced.service", "system/coalesced.socket", "user/coalesced.service", "user/coalesced.socket"] {
+        for unit in [
+            "system/coalesced.service", "system/coalesced.socket", "user/coalesced.service", "user/coalesced.socket",
+            "user/coalesce-notify-agent.service",
+        ] {
             let text = try String(contentsOfFile: root + "/etc/systemd/" + unit, encoding: .utf8)
             #expect(text.contains("Documentation=man:coalesced(8)"), "\(unit)")
         }
