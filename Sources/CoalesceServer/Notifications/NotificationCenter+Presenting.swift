@@ -101,13 +101,14 @@ extension NotificationCenter {
     func serveAgent(_ responder: VarlinkResponder, peer: VarlinkPeer?) async {
         guard let peer else { return }
         let admin = Authorization.isAdmin(peer, group: self.daemon.configuration.adminGroup)
+        // The first reply goes out under the lock, with the registration: no presentation can come before it.
         let id = self.state.withLock { state in
             let id = state.nextAgent
             state.nextAgent += 1
             state.agents[id] = Agent(responder: responder, uid: peer.uid, admin: admin)
+            responder.send([:])
             return id
         }
-        responder.send([:])
         self.logger.info("A presentation agent connected", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -119,8 +120,9 @@ extension NotificationCenter {
                 if gone { continuation.resume() }
             }
         } onCancel: {
-            // Never taken while a write is made under the lock: agents are written to outside it.
-            self.state.withLock { $0.agents.removeValue(forKey: id) }?.continuation?.resume()
+            // Cancellation can run inside a write made under the lock (a write to a peer that is gone closes the
+            // channel, which cancels this task): the lock is taken later, on a task of its own.
+            Task { self.state.withLock { $0.agents.removeValue(forKey: id) }?.continuation?.resume() }
         }
         self.logger.info("A presentation agent went away", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
     }
