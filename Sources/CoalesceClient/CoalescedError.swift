@@ -88,6 +88,8 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     case unknownAction(app: String, id: String, action: String)
     /// Notifications: the daemon could not keep the change; nothing changed.
     case notificationStorageFailed(reason: String)
+    /// Notifications: a presentation agent left more than `limit` bytes unread, and its stream was ended.
+    case agentOverrun(limit: Int)
     /// A parameter is missing, of the wrong type or out of range (`org.varlink.service.InvalidParameter`).
     case invalidParameter(parameter: String, reason: String?)
     /// Any other error the daemon replied: its Varlink name, such as `org.varlink.service.PermissionDenied`, and
@@ -142,6 +144,7 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownAction(let app, let id, let action):
             return "'\(action)' is not default, dismiss or an action of notification \(id) of \(app)"
         case .notificationStorageFailed(let reason): return "coalesced could not store the notification change: \(reason)"
+        case .agentOverrun(let limit): return "the presentation agent left more than \(limit) bytes unread and was ended"
         case .invalidParameter(let parameter, let reason):
             return "invalid parameter \(parameter)" + (reason.map { ": \($0)" } ?? "")
         case .refused(let name, let parameters): return parameters == "{}" ? name : "\(name) \(parameters)"
@@ -188,6 +191,7 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownNotification: return notifications + "UnknownNotification"
         case .unknownAction: return notifications + "UnknownAction"
         case .notificationStorageFailed: return notifications + "StorageFailed"
+        case .agentOverrun: return notifications + "AgentOverrun"
         case .invalidParameter: return "org.varlink.service.InvalidParameter"
         case .refused(let name, _): return name
         }
@@ -296,6 +300,7 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
             guard let app = string("app"), let id = string("id"), let action = string("action") else { return nil }
             return .unknownAction(app: app, id: id, action: action)
         case "StorageFailed": return .notificationStorageFailed(reason: string("reason") ?? "")
+        case "AgentOverrun": return int("limit").map { .agentOverrun(limit: $0) }
         default: return nil
         }
     }

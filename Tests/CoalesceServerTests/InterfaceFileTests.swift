@@ -65,7 +65,7 @@ import Varlink
     static let notificationErrors: [NotificationError] = [
         .unknownApp(app: ""), .notAllowed(app: ""), .invalidRequest(app: "", id: "", reason: ""),
         .pendingLimit(app: "", limit: 1, pending: 1), .unknownNotification(app: "", id: ""),
-        .unknownAction(app: "", id: "", action: ""), .storageFailed(reason: ""),
+        .unknownAction(app: "", id: "", action: ""), .storageFailed(reason: ""), .agentOverrun(limit: 1),
     ]
 
     @Test func notificationErrorIsWhatTheNotificationsInterfaceDeclares() throws {

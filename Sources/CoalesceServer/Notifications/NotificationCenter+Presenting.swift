@@ -18,13 +18,17 @@ extension NotificationCenter {
     func carryOut(_ step: Step, reason: Reason) {
         var missed = 0
         var coalescedInto = 0
+        let settings = self.daemon.configuration.notifications
+        var forAgents: [(owner: UInt32, entry: JSONObject)] = []
         for (presentation, entry) in step.presentations {
-            self.present(presentation, entry: entry)
+            if let owner = self.present(presentation, entry: entry, settings: settings) { forAgents.append((owner, entry)) }
             if presentation.late {
                 missed += presentation.count
                 if presentation.count > 1 { coalescedInto += 1 }
             }
         }
+        // Each agent gets the step's presentations in one write: a thousand due together are one burst.
+        if !forAgents.isEmpty { self.tellAgents(forAgents) }
         var dropped = 0
         for drop in step.drops {
             dropped += drop.fires.count
@@ -50,8 +54,9 @@ extension NotificationCenter {
         }
     }
 
-    /// One presentation: the journal; then the app (willPresent, when active) or the desktop (agents, command).
-    private func present(_ presentation: AlertPresentation, entry: JSONObject) {
+    /// One presentation: the journal; then the app (willPresent, when active) or the desktop (the command; the
+    /// agents of the owner returned, which the caller tells in one burst).
+    private func present(_ presentation: AlertPresentation, entry: JSONObject, settings: NotificationSettings) -> UInt32? {
         let content = presentation.content
         var metadata: Logger.Metadata = [
             "message_id": "\(MessageID.notificationPresented)", "app": "\(presentation.app)",
@@ -68,7 +73,7 @@ extension NotificationCenter {
                 if let failure { self.logger.error("notification.willPresent not kept: \(failure)", metadata: ["app": "\(presentation.app)"]) }
             }
         }
-        guard !active || presentation.style == .alert else { return }
+        guard !active || presentation.style == .alert else { return nil }
         if active {
             // An alert over the app on screen interrupts it until it is answered.
             let first = self.state.withLock { state in
@@ -78,8 +83,6 @@ extension NotificationCenter {
             }
             if first { _ = try? self.apps.interrupt(name: presentation.app.value, begins: true) }
         }
-        if let owner = snapshot?.registration.owner { self.tellAgents(entry, owner: owner) }
-        let settings = self.daemon.configuration.notifications
         if let command = settings.command {
             var environment = [
                 "COALESCED_APP": presentation.app.value, "COALESCED_NOTIFICATION": presentation.id,
@@ -93,6 +96,7 @@ extension NotificationCenter {
             if let sound = content.sound { environment["COALESCED_SOUND"] = sound }
             self.commands.submit(CommandSink.Run(command: command, environment: environment, timeout: settings.commandTimeout), limit: settings.maxCommands)
         }
+        return snapshot?.registration.owner
     }
 
     // MARK: Agents
@@ -127,26 +131,27 @@ extension NotificationCenter {
         self.logger.info("A presentation agent went away", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
     }
 
-    /// Sends a presentation to each agent of the app's user and each administrator's; one that does not read is
-    /// ended.
-    private func tellAgents(_ entry: JSONObject, owner: UInt32) {
+    /// Sends presentations to each agent of their app's user and each administrator's, one write per agent; one that
+    /// does not read is ended.
+    private func tellAgents(_ presentations: [(owner: UInt32, entry: JSONObject)]) {
         var overrun: [Agent] = []
-        let agents = self.state.withLock { state -> [VarlinkResponder] in
-            var chosen: [VarlinkResponder] = []
-            for (id, agent) in state.agents where agent.admin || agent.uid == owner {
+        let agents = self.state.withLock { state -> [(Agent, [JSONObject])] in
+            var chosen: [(Agent, [JSONObject])] = []
+            for (id, agent) in state.agents {
+                let replies = presentations.lazy.filter { agent.admin || agent.uid == $0.owner }.map { ["presentation": .object($0.entry)] as JSONObject }
+                guard !replies.isEmpty else { continue }
                 if agent.responder.backlog > Self.agentBacklogBound {
                     overrun.append(state.agents.removeValue(forKey: id)!)
                 } else {
-                    chosen.append(agent.responder)
+                    chosen.append((agent, Array(replies)))
                 }
             }
             return chosen
         }
-        let reply: JSONObject = ["presentation": .object(entry)]
-        for responder in agents { responder.send(reply) }
+        for (agent, replies) in agents { agent.responder.send(all: replies) }
         for agent in overrun {
             self.logger.warning("A presentation agent did not read its presentations and was ended", metadata: ["uid": "\(agent.uid)"])
-            agent.responder.failAndClose(VarlinkError(name: "org.varlink.service.InvalidParameter", parameters: ["parameter": "backlog"]))
+            agent.responder.failAndClose(NotificationError.agentOverrun(limit: Self.agentBacklogBound))
             agent.continuation?.resume()
         }
     }

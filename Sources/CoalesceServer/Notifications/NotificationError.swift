@@ -10,6 +10,7 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
     case unknownNotification(app: String, id: String)
     case unknownAction(app: String, id: String, action: String)
     case storageFailed(reason: String)
+    case agentOverrun(limit: Int)
 
     static let interface = "io.coalesced.Notifications"
 
@@ -22,6 +23,7 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
         case .unknownNotification: return Self.interface + ".UnknownNotification"
         case .unknownAction: return Self.interface + ".UnknownAction"
         case .storageFailed: return Self.interface + ".StorageFailed"
+        case .agentOverrun: return Self.interface + ".AgentOverrun"
         }
     }
 
@@ -36,6 +38,7 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
         case .unknownAction(let app, let id, let action):
             return ["app": .string(app), "id": .string(id), "action": .string(action)]
         case .storageFailed(let reason): return ["reason": .string(reason)]
+        case .agentOverrun(let limit): return ["limit": .int(Int64(limit))]
         }
     }
 
