@@ -9,7 +9,7 @@ import Varlink
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-    static let pages = ["coalescectl.1", "coalesced.8", "coalesced.conf.5"]
+    static let pages = ["coalescectl.1", "coalesce-notify-agent.1", "coalesced.8", "coalesced.conf.5"]
 
     @Test(arguments: InstallTests.pages) func manPageRendersWithoutWarnings(page: String) async throws {
         let path = Self.repository + "/man/" + page
@@ -36,7 +36,7 @@ import Varlink
 
     /// The pages generated from the argument parser (scripts/manpages) are those of the binaries as built: every
     /// subcommand and option the binary has is in its page.
-    @Test(arguments: [("coalescectl", "coalescectl.1"), ("coalesced", "coalesced.8")])
+    @Test(arguments: [("coalescectl", "coalescectl.1"), ("coalesce-notify-agent", "coalesce-notify-agent.1"), ("coalesced", "coalesced.8")])
     func generatedManPageIsCurrent(binary: String, page: String) async throws {
         // The page as man renders it, on lines long enough not to be broken, its hyphens and minus signs as typed.
         let rendered = try await onThread {
@@ -84,7 +84,8 @@ import Varlink
             "/opt/coalesced/share/zsh/site-functions/_coalescectl",
             "/opt/coalesced/share/fish/vendor_completions.d/coalescectl.fish",
             "/opt/coalesced/share/bash-completion/completions/coalesced",
-            "/opt/coalesced/share/man/man1/coalescectl.1", "/opt/coalesced/share/man/man8/coalesced.8",
+            "/opt/coalesced/share/man/man1/coalescectl.1", "/opt/coalesced/share/man/man1/coalesce-notify-agent.1",
+            "/opt/coalesced/share/man/man8/coalesced.8",
             "/opt/coalesced/share/man/man5/coalesced.conf.5", "/opt/coalesced/share/doc/coalesced/README.md",
         ] {
             #expect(FileManager.default.fileExists(atPath: root + file), "\(file) installed")

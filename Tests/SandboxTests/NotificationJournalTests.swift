@@ -66,4 +66,41 @@ import Varlink
             }
         }
     }
+
+    /// The sandbox's /etc is an overlay: its zone link can be changed as timedatectl would, without touching the
+    /// host's.
+    @Test func aTimeZoneChangeMovesFloatingRulesAndLeavesZonedOnes() async throws {
+        guard SystemdUnitTests.requireSandbox() else { return }
+        try await withSystemdSandbox(binaries: ["coalesced", "coalescectl"]) { sandbox in
+            try sandbox.installUnits()
+            #expect(try sandbox.run("ln", "-sf", "/usr/share/zoneinfo/UTC", "/etc/localtime").status == 0)
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            _ = try sandbox.run("coalescectl", "call", "io.coalesced.App.Register", #"{"name":"org.example.clock"}"#)
+            for (id, calendar) in [("floating", "*-*-* 08:30"), ("zoned", "*-*-* 08:30 UTC")] {
+                let scheduled = try sandbox.run(
+                    "coalescectl", "notify", "schedule", "org.example.clock", id, "--on", calendar, "--repeat", "--title", id
+                )
+                #expect(scheduled.status == 0, "\(scheduled.stderr)")
+            }
+            func nextDates() throws -> [String: Double] {
+                let reply = try JSONParser.parse(try sandbox.run("coalescectl", "-o", "json", "notify", "pending", "org.example.clock").stdout)
+                var dates: [String: Double] = [:]
+                for entry in reply["pending"]?.arrayValue ?? [] {
+                    if let id = entry["request"]?["id"]?.stringValue, let next = entry["next"]?.doubleValue { dates[id] = next }
+                }
+                return dates
+            }
+            let before = try nextDates()
+            // 08:30 UTC: both at 30,600 s past a midnight UTC.
+            #expect(before["floating"].map { Int($0) % 86_400 } == 30_600 && before["zoned"].map { Int($0) % 86_400 } == 30_600, "\(before)")
+            #expect(try sandbox.run("ln", "-sf", "/usr/share/zoneinfo/Asia/Tokyo", "/etc/localtime").status == 0)
+            // 08:30 in Tokyo (UTC+9) is 23:30 UTC: 84,600 s past a midnight UTC; the zoned rule stays.
+            try waitUntil("the floating rule to follow the new zone", timeout: .seconds(20), poll: .milliseconds(100)) {
+                try nextDates()["floating"].map { Int($0) % 86_400 } == 84_600
+            }
+            #expect(try nextDates()["zoned"] == before["zoned"])
+            let logged = try sandbox.run("journalctl", "-u", "coalesced.service", "--no-pager", "-o", "cat").stdout
+            #expect(logged.contains("The time zone changed"), "\(logged)")
+        }
+    }
 }
