@@ -90,6 +90,10 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     case notificationStorageFailed(reason: String)
     /// Notifications: a presentation agent left more than `limit` bytes unread, and its stream was ended.
     case agentOverrun(limit: Int)
+    /// Notifications: the request would take the app's owner past a quota of `[Quotas]` (`uid` the owner's, `nil`
+    /// for the daemon's `HeldBytes`); pending requests and delivered entries count there with events. Nothing was
+    /// scheduled.
+    case notificationQuotaExceeded(quota: String, limit: Int, uid: Int?)
     /// A parameter is missing, of the wrong type or out of range (`org.varlink.service.InvalidParameter`).
     case invalidParameter(parameter: String, reason: String?)
     /// Any other error the daemon replied: its Varlink name, such as `org.varlink.service.PermissionDenied`, and
@@ -145,6 +149,8 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
             return "'\(action)' is not default, dismiss or an action of notification \(id) of \(app)"
         case .notificationStorageFailed(let reason): return "coalesced could not store the notification change: \(reason)"
         case .agentOverrun(let limit): return "the presentation agent left more than \(limit) bytes unread and was ended"
+        case .notificationQuotaExceeded(let quota, let limit, let uid):
+            return "the notification would pass \(quota)=\(limit)" + (uid.map { " of uid \($0)" } ?? "")
         case .invalidParameter(let parameter, let reason):
             return "invalid parameter \(parameter)" + (reason.map { ": \($0)" } ?? "")
         case .refused(let name, let parameters): return parameters == "{}" ? name : "\(name) \(parameters)"
@@ -192,6 +198,7 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownAction: return notifications + "UnknownAction"
         case .notificationStorageFailed: return notifications + "StorageFailed"
         case .agentOverrun: return notifications + "AgentOverrun"
+        case .notificationQuotaExceeded: return notifications + "QuotaExceeded"
         case .invalidParameter: return "org.varlink.service.InvalidParameter"
         case .refused(let name, _): return name
         }
@@ -301,6 +308,9 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
             return .unknownAction(app: app, id: id, action: action)
         case "StorageFailed": return .notificationStorageFailed(reason: string("reason") ?? "")
         case "AgentOverrun": return int("limit").map { .agentOverrun(limit: $0) }
+        case "QuotaExceeded":
+            guard let quota = string("quota"), let limit = int("limit") else { return nil }
+            return .notificationQuotaExceeded(quota: quota, limit: limit, uid: int("uid"))
         default: return nil
         }
     }

@@ -64,7 +64,8 @@ import Varlink
 
     static let notificationErrors: [NotificationError] = [
         .unknownApp(app: ""), .notAllowed(app: ""), .invalidRequest(app: "", id: "", reason: ""),
-        .pendingLimit(app: "", limit: 1, pending: 1), .unknownNotification(app: "", id: ""),
+        .pendingLimit(app: "", limit: 1, pending: 1), .quotaExceeded(Quota(name: "UserHeldBytes", limit: 1, uid: 1)),
+        .unknownNotification(app: "", id: ""),
         .unknownAction(app: "", id: "", action: ""), .storageFailed(reason: ""), .agentOverrun(limit: 1),
     ]
 

@@ -332,4 +332,52 @@ import Varlink
         #expect(try await ctl(["notify", "cancel", Self.app, "--all"]).stdout == "cancelled: 2\n")
         daemon.signal(SIGKILL)
     }
+
+    @Test func notificationsCountAgainstTheOwnersHeldBytesQuotaWithItsEvents() async throws {
+        let daemon = try await onThread { try self.daemon(extra: "[Quotas]\nAdminHeldBytes=8K\n") }
+        let body = String(repeating: "b", count: 1000)
+        @Sendable func held(_ client: VarlinkClient) throws -> Int64 {
+            try client.call("io.coalesced.System.Stats")["stats"]?["quotas"]?["caller"]?["heldBytes"]?.intValue ?? -1
+        }
+        let second = try await onThread { () throws -> DaemonProcess in
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.app)])
+            var scheduled = 0
+            var refusal: VarlinkError?
+            while refusal == nil, scheduled < 20 {
+                do {
+                    _ = try Self.schedule(
+                        client, ["id": .string("r\(scheduled)"), "trigger": ["calendar": ["hour": 8]], "content": ["title": "t", "body": .string(body)]]
+                    )
+                    scheduled += 1
+                } catch let error as VarlinkError {
+                    refusal = error
+                }
+            }
+            // Root's apps have the administrators' quota: 8 KiB hold a handful of 1 KB requests, not twenty.
+            #expect(scheduled >= 3 && scheduled < 8, "\(scheduled) scheduled")
+            #expect(refusal == VarlinkError(name: "io.coalesced.Notifications.QuotaExceeded", parameters: ["quota": "AdminHeldBytes", "limit": 8192, "uid": 0]))
+            let charged = try held(client)
+            #expect(charged > Int64(scheduled * 1000) && charged <= 8192, "\(charged) bytes held")
+            // The same quota as the app's events: a post past it is refused.
+            #expect(throws: VarlinkError.self) {
+                try client.call("io.coalesced.App.Post", ["target": .string(Self.app), "kind": "big", "payload": ["text": .string(String(repeating: "p", count: 4000))]])
+            }
+            // A restart charges what the store holds again.
+            let restarted = try daemon.restartedWhenReady(configuration: self.configuration(extra: "[Quotas]\nAdminHeldBytes=8K\n"))
+            #expect(try held(testClient(restarted.socketPath)) == charged)
+            return restarted
+        }
+        try await onThread {
+            let client = try testClient(second.socketPath)
+            #expect(try client.call("io.coalesced.Notifications.Cancel", ["app": .string(Self.app), "all": true])["cancelled"] != 0)
+            #expect(try held(client) == 0, "cancelled requests are uncharged")
+            _ = try Self.schedule(client, ["id": "again", "content": ["title": "t", "body": .string(body)]])
+            try waitUntil("the notification to be delivered") { try Self.delivered(client).count == 1 }
+            #expect(try held(client) > 1000, "a delivered entry is charged")
+            _ = try client.call("io.coalesced.Notifications.RemoveDelivered", ["app": .string(Self.app), "all": true])
+            #expect(try held(client) == 0)
+        }
+        second.signal(SIGKILL)
+    }
 }

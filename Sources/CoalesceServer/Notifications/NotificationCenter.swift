@@ -19,6 +19,8 @@ final class NotificationCenter: Sendable {
         var serial: Int64
         var id: String
         var entry: JSONObject
+        /// Its text's length, as the store keeps it: what it is charged against its owner's quota.
+        var bytes: Int
     }
 
     /// What the center keeps per app besides its requests.
@@ -51,6 +53,8 @@ final class NotificationCenter: Sendable {
         /// Alert-style notifications shown over the app while it was active, by app: it is interrupted until each is
         /// answered.
         var alerting: [AppName: Set<String>] = [:]
+        /// Each pending request's record length, as the store keeps it: what it is charged against its owner's quota.
+        var requestBytes: [AlertKey: Int] = [:]
     }
 
     /// What one input to the center comes to, carried out once the lock is released.
@@ -60,6 +64,8 @@ final class NotificationCenter: Sendable {
         var presentations: [(AlertPresentation, JSONObject)] = []
         var drops: [AlertDrop] = []
         var arm: (wall: WallTime?, boot: BootTime?)?
+        /// What each app's notifications take more (or less) in memory after the step, for the quotas.
+        var charges: [AppName: Int] = [:]
     }
 
     let store: Store
@@ -91,20 +97,24 @@ final class NotificationCenter: Sendable {
             guard let app = try? AppName(row.app) else { continue }
             state.apps[app] = AppAlerts(badge: row.badge ?? 0, nextSerial: row.nextSerial, dropped: row.dropped)
         }
+        var charges: [AppName: Int] = [:]
         for row in try store.alertDeliveredRows() {
             guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
             state.apps[app, default: AppAlerts()].delivered.append(
-                Delivered(serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry)
+                Delivered(serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count)
             )
+            charges[app, default: 0] += row.entry.utf8.count
         }
         self.state = Mutex(state)
+        apps.chargeNotifications(charges)
     }
 
     /// Takes up the requests the store kept (presenting, per their late policies, what came due while the daemon
     /// was down, and logging how many) and starts the timers.
     func start(localtimePath: String = "/etc/localtime") async throws {
         var records: [AlertRecord] = []
-        for row in try self.store.alertRequestRows() {
+        let rows = try self.store.alertRequestRows()
+        for row in rows {
             do {
                 records.append(try NotificationWire.record(row.record, app: try AppName(row.app), zones: self.zones))
             } catch {
@@ -116,6 +126,12 @@ final class NotificationCenter: Sendable {
             }
         }
         _ = try? await self.perform(reason: .start) { state, now, step in
+            // What the store holds is charged first; the start's own changes then charge their differences.
+            for row in rows {
+                guard let app = try? AppName(row.app) else { continue }
+                state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
+                step.charges[app, default: 0] += row.record.utf8.count
+            }
             self.apply(state.scheduler.started(restoring: records, now: now), to: &state, &step)
         }
         // The zone link is watched once a floating calendar rule depends on it (``watchZone(for:)``).
@@ -214,6 +230,8 @@ final class NotificationCenter: Sendable {
                 state.scheduler.configuration.lateAfter = settings.lateAfter
                 let value = try body(&state, now, &step)
                 for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
+                // Under the center's lock, so that the ledger follows the changes in the order they were made.
+                self.apps.chargeNotifications(step.charges)
                 return (value, step.change.isEmpty ? nil : self.store.write(step.change))
             }
         } catch {
@@ -261,6 +279,16 @@ final class NotificationCenter: Sendable {
             // Only to restore: what came due is handled by the next fire, which the timers arm for.
             _ = scheduler.started(restoring: records, now: now.advanced(by: .zero))
             state.scheduler = scheduler
+            // The quotas follow the store too.
+            var charges: [AppName: Int] = [:]
+            for (key, bytes) in state.requestBytes { charges[key.app, default: 0] -= bytes }
+            state.requestBytes = [:]
+            for row in rows {
+                guard let app = try? AppName(row.app) else { continue }
+                state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
+                charges[app, default: 0] += row.record.utf8.count
+            }
+            self.apps.chargeNotifications(charges)
         }
     }
 
@@ -271,22 +299,29 @@ final class NotificationCenter: Sendable {
         for action in actions {
             switch action {
             case .keep(let record):
-                step.change.keep.append(
-                    Store.AlertRequestRow(app: record.key.app.value, id: record.key.id, record: NotificationWire.storeText(record))
-                )
+                let text = NotificationWire.storeText(record)
+                step.change.keep.append(Store.AlertRequestRow(app: record.key.app.value, id: record.key.id, record: text))
+                let old = state.requestBytes.updateValue(text.utf8.count, forKey: record.key) ?? 0
+                step.charges[record.key.app, default: 0] += text.utf8.count - old
             case .forget(let key):
                 step.change.forget.append((key.app.value, key.id))
+                step.charges[key.app, default: 0] -= state.requestBytes.removeValue(forKey: key) ?? 0
             case .present(let presentation):
                 let app = presentation.app
                 var alerts = state.apps[app] ?? AppAlerts()
                 let serial = alerts.nextSerial
                 alerts.nextSerial += 1
                 let entry = NotificationWire.json(presentation, serial: serial)
-                alerts.delivered.append(Delivered(serial: serial, id: presentation.id, entry: entry))
-                step.change.deliver.append(Store.AlertDeliveredRow(app: app.value, serial: serial, entry: JSONValue.object(entry).jsonText))
+                let text = JSONValue.object(entry).jsonText
+                alerts.delivered.append(Delivered(serial: serial, id: presentation.id, entry: entry, bytes: text.utf8.count))
+                step.change.deliver.append(Store.AlertDeliveredRow(app: app.value, serial: serial, entry: text))
+                step.charges[app, default: 0] += text.utf8.count
                 if alerts.delivered.count > maxDelivered {
                     let gone = alerts.delivered.count - maxDelivered
-                    for old in alerts.delivered.prefix(gone) { step.change.undeliver.append((app.value, old.serial)) }
+                    for old in alerts.delivered.prefix(gone) {
+                        step.change.undeliver.append((app.value, old.serial))
+                        step.charges[app, default: 0] -= old.bytes
+                    }
                     alerts.delivered.removeFirst(gone)
                     alerts.dropped += Int64(gone)
                 }
@@ -340,6 +375,11 @@ final class NotificationCenter: Sendable {
             )
         }
         self.perform({ state, now, step throws(NotificationError) in
+            // What it would take in the store, against its owner's quota: refused before anything changes.
+            let key = AlertKey(app: app, id: request.id)
+            let growth = NotificationWire.storeText(AlertRecord(key: key, request: request, since: now.wall)).utf8.count
+                - (state.requestBytes[key] ?? 0)
+            if let quota = self.apps.notificationQuotaPassed(app, growth: growth) { throw .quotaExceeded(quota) }
             let actions: [AlertAction]
             do throws(AlertError) {
                 actions = try state.scheduler.schedule(request, for: app, now: now)
@@ -406,7 +446,10 @@ final class NotificationCenter: Sendable {
             let wanted = ids.map(Set.init)
             let gone = alerts.delivered.filter { wanted?.contains($0.id) ?? true }
             guard !gone.isEmpty || wanted == nil else { return 0 }
-            for entry in gone { step.change.undeliver.append((app.value, entry.serial)) }
+            for entry in gone {
+                step.change.undeliver.append((app.value, entry.serial))
+                step.charges[app, default: 0] -= entry.bytes
+            }
             alerts.delivered.removeAll { wanted?.contains($0.id) ?? true }
             if alerts.delivered.isEmpty { alerts.dropped = 0 }
             state.apps[app] = alerts

@@ -7,6 +7,7 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
     case notAllowed(app: String)
     case invalidRequest(app: String, id: String, reason: String)
     case pendingLimit(app: String, limit: Int, pending: Int)
+    case quotaExceeded(Quota)
     case unknownNotification(app: String, id: String)
     case unknownAction(app: String, id: String, action: String)
     case storageFailed(reason: String)
@@ -20,6 +21,7 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
         case .notAllowed: return Self.interface + ".NotAllowed"
         case .invalidRequest: return Self.interface + ".InvalidRequest"
         case .pendingLimit: return Self.interface + ".PendingLimit"
+        case .quotaExceeded: return Self.interface + ".QuotaExceeded"
         case .unknownNotification: return Self.interface + ".UnknownNotification"
         case .unknownAction: return Self.interface + ".UnknownAction"
         case .storageFailed: return Self.interface + ".StorageFailed"
@@ -34,6 +36,10 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
             return ["app": .string(app), "id": .string(id), "reason": .string(reason)]
         case .pendingLimit(let app, let limit, let pending):
             return ["app": .string(app), "limit": .int(Int64(limit)), "pending": .int(Int64(pending))]
+        case .quotaExceeded(let quota):
+            var parameters: JSONObject = ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
+            if let uid = quota.uid { parameters["uid"] = .int(Int64(uid)) }
+            return parameters
         case .unknownNotification(let app, let id): return ["app": .string(app), "id": .string(id)]
         case .unknownAction(let app, let id, let action):
             return ["app": .string(app), "id": .string(id), "action": .string(action)]
