@@ -272,15 +272,21 @@ enum NotifyTime {
         let date = halves[0].split(separator: "-", omittingEmptySubsequences: false).map { Int32($0) }
         let time = halves[1].split(separator: ":", omittingEmptySubsequences: false).map { Int32($0) }
         guard date.count == 3, time.count == 2 || time.count == 3, !(date + time).contains(nil) else { throw fail }
+        let second = time.count == 3 ? time[2]! : 0
+        guard (1970...2199).contains(date[0]!), (1...12).contains(date[1]!), (1...31).contains(date[2]!),
+            (0...23).contains(time[0]!), (0...59).contains(time[1]!), (0...60).contains(second)
+        else { throw fail }
         var parts = tm()
         parts.tm_year = date[0]! - 1900
         parts.tm_mon = date[1]! - 1
         parts.tm_mday = date[2]!
         parts.tm_hour = time[0]!
         parts.tm_min = time[1]!
-        parts.tm_sec = time.count == 3 ? time[2]! : 0
+        parts.tm_sec = second
         parts.tm_isdst = -1
-        return Double(mktime(&parts))
+        let seconds = mktime(&parts)
+        guard seconds != -1 else { throw fail }
+        return Double(seconds)
     }
 
     /// A systemd time span: `90`, `90s`, `5min`, `1h 30min`, `500ms`.

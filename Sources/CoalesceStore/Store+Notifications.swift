@@ -78,6 +78,9 @@ extension Store {
 
         public init() {}
 
+        /// A change of nothing: committed after every write submitted before it, so that waiting for it waits for them.
+        public static let barrier = AlertChange()
+
         public var isEmpty: Bool {
             self.keep.isEmpty && self.forget.isEmpty && self.deliver.isEmpty && self.undeliver.isEmpty && self.apps.isEmpty
         }

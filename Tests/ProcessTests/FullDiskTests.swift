@@ -275,4 +275,58 @@ import Varlink
         try await onThread { try restarted.waitUntilReady() }
         restarted.signal(SIGKILL)
     }
+
+    @Test func aFullDiskRefusesNotificationRequestsAndKeepsWhatItAccepted() async throws {
+        let setup = try OnSmallDisk()
+        let (first, disk) = (setup.first, setup.disk)
+        let daemon = try setup.daemon()
+        try await onThread { try daemon.waitUntilReady() }
+        @Sendable func pending(_ client: VarlinkClient) throws -> [String] {
+            (try client.call("io.coalesced.Notifications.ListPending", ["app": .string(Self.app)])["pending"]?.arrayValue ?? [])
+                .compactMap { $0["request"]?["id"]?.stringValue }.sorted()
+        }
+        @Sendable func held(_ client: VarlinkClient) throws -> Int64 {
+            try client.call("io.coalesced.System.Stats")["stats"]?["quotas"]?["caller"]?["heldBytes"]?.intValue ?? -1
+        }
+        let accepted = try await onThread { () throws -> [String] in
+            let client = try testClient(first.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.app)])
+            let body = JSONValue.string(String(repeating: "n", count: 3000))
+            var accepted: [String] = []
+            func schedule(_ id: String) throws -> Bool {
+                do {
+                    _ = try client.call(
+                        "io.coalesced.Notifications.Schedule",
+                        ["app": .string(Self.app), "request": ["id": .string(id), "trigger": ["calendar": ["hour": 8]], "content": ["title": "t", "body": body]]]
+                    )
+                    accepted.append(id)
+                    return true
+                } catch let error as VarlinkError {
+                    #expect(error.varlinkName == "io.coalesced.Notifications.StorageFailed", "\(error)")
+                    #expect(error.varlinkParameters["reason"]?.stringValue?.contains("is full") == true, "\(error)")
+                    return false
+                }
+            }
+            for index in 0..<3 { #expect(try schedule("before\(index)")) }
+            disk.fill()
+            var refused = false
+            for index in 0..<50 where !refused { refused = !(try schedule("full\(index)")) }
+            #expect(refused, "a Schedule was refused once the disk was full")
+            // What the daemon holds is what the store took, once it has read the store back after the refusal.
+            try waitUntil("the daemon to hold what was accepted") { try pending(client) == accepted.sorted() }
+            let charged = try held(client)
+            disk.free()
+            #expect(try schedule("after"), "requests are accepted again once there is room")
+            #expect(try held(client) > charged, "and charged")
+            return accepted
+        }
+        daemon.signal(SIGKILL)
+        _ = daemon.waitForExit()
+        let restarted = try setup.daemon()
+        try await onThread { try restarted.waitUntilReady() }
+        try await onThread { () throws in
+            #expect(try pending(try testClient(first.socketPath)) == accepted.sorted(), "on disk: every accepted request, no refused one")
+        }
+        restarted.signal(SIGKILL)
+    }
 }

@@ -120,6 +120,21 @@ import Varlink
             }
             #expect(Set(after) == ["notification.didReceiveResponse", "lifecycle.didBecomeActive"])
             try waitForApp(client, Self.app, "state", "active")
+
+            // An alert taken off the delivered list unanswered no longer interrupts the app.
+            _ = try Self.schedule(client, ["id": "alarm2", "style": "alert", "content": ["title": .string(marker + "-alarm2")]])
+            var second: [String] = []
+            while !second.contains("lifecycle.willResignActive") || !second.contains("notification.willPresent") {
+                let callback = try next()
+                second.append(callback["kind"]?.stringValue ?? "?")
+                _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.app), "seq": callback["seq"] ?? .null])
+            }
+            try waitForApp(client, Self.app, "state", "inactive")
+            _ = try client.call("io.coalesced.Notifications.RemoveDelivered", ["app": .string(Self.app), "ids": ["alarm2"]])
+            let back = try next()
+            #expect(back["kind"] == "lifecycle.didBecomeActive")
+            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.app), "seq": back["seq"] ?? .null])
+            try waitForApp(client, Self.app, "state", "active")
         }
         daemon.signal(SIGKILL)
     }

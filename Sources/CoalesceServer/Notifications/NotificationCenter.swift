@@ -66,6 +66,8 @@ final class NotificationCenter: Sendable {
         var arm: (wall: WallTime?, boot: BootTime?)?
         /// What each app's notifications take more (or less) in memory after the step, for the quotas.
         var charges: [AppName: Int] = [:]
+        /// Apps whose last alert went without an answer: their interruption ends.
+        var endsInterruption: Set<AppName> = []
     }
 
     let store: Store
@@ -230,16 +232,18 @@ final class NotificationCenter: Sendable {
                 state.scheduler.configuration.lateAfter = settings.lateAfter
                 let value = try body(&state, now, &step)
                 for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
-                // Under the center's lock, so that the ledger follows the changes in the order they were made.
+                // Under the center's lock, so that the ledger and the timers follow the changes in the order they
+                // were made: two steps arming from two threads must not leave the earlier's dates armed.
                 self.apps.chargeNotifications(step.charges)
+                if let arm = step.arm { self.timer.withLock { $0 }?.arm(wall: arm.wall, boot: arm.boot) }
                 return (value, step.change.isEmpty ? nil : self.store.write(step.change))
             }
         } catch {
             return completion(.failure(error))
         }
-        if let arm = step.arm { self.timer.withLock { $0 }?.arm(wall: arm.wall, boot: arm.boot) }
         let done = step
         let finish: @Sendable () -> Void = {
+            for app in done.endsInterruption { _ = try? self.apps.interrupt(name: app.value, begins: false) }
             guard !done.presentations.isEmpty || !done.drops.isEmpty else { return completion(.success(value)) }
             Task {
                 self.carryOut(done, reason: reason)
@@ -252,7 +256,7 @@ final class NotificationCenter: Sendable {
             case .success: finish()
             case .failure(let error):
                 self.logger.error("The store refused a notification change: \(error)")
-                self.reloadFromStore(now: now)
+                self.reloadFromStore()
                 completion(.failure(.storageFailed(reason: error.description)))
             }
         }
@@ -268,27 +272,49 @@ final class NotificationCenter: Sendable {
         }.get()
     }
 
-    /// Takes what the store holds as the truth again after a write it refused.
-    private func reloadFromStore(now: ClockReading) {
-        guard let rows = try? self.store.alertRequestRows() else { return }
-        let records = rows.compactMap { row in
-            (try? AppName(row.app)).flatMap { try? NotificationWire.record(row.record, app: $0, zones: self.zones) }
-        }
-        self.state.withLock { state in
-            var scheduler = AlertScheduler(configuration: state.scheduler.configuration, localZone: state.scheduler.localZone)
-            // Only to restore: what came due is handled by the next fire, which the timers arm for.
-            _ = scheduler.started(restoring: records, now: now.advanced(by: .zero))
-            state.scheduler = scheduler
-            // The quotas follow the store too.
-            var charges: [AppName: Int] = [:]
-            for (key, bytes) in state.requestBytes { charges[key.app, default: 0] -= bytes }
-            state.requestBytes = [:]
-            for row in rows {
-                guard let app = try? AppName(row.app) else { continue }
-                state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
-                charges[app, default: 0] += row.record.utf8.count
+    /// Takes what the store holds as the truth again after a write it refused: the requests, the delivered lists
+    /// and badges, what they are charged, and the timers. Read under the lock, after the writes submitted before it
+    /// (a barrier write ordered after them), so that no change the store took is read back as missing.
+    private func reloadFromStore() {
+        Task {
+            let barrier = self.state.withLock { _ in self.store.write(Store.AlertChange.barrier) }
+            try? await barrier.wait()
+            self.state.withLock { state in
+                guard let rows = try? self.store.alertRequestRows(), let delivered = try? self.store.alertDeliveredRows(),
+                    let appRows = try? self.store.alertAppRows()
+                else { return }
+                let records = rows.compactMap { row in
+                    (try? AppName(row.app)).flatMap { try? NotificationWire.record(row.record, app: $0, zones: self.zones) }
+                }
+                var scheduler = AlertScheduler(configuration: state.scheduler.configuration, localZone: state.scheduler.localZone)
+                // Only to restore: what is due is handled by the fire the timers are armed for below, at once.
+                _ = scheduler.started(restoring: records, now: AlertTimer.now())
+                state.scheduler = scheduler
+                var charges: [AppName: Int] = [:]
+                for (key, bytes) in state.requestBytes { charges[key.app, default: 0] -= bytes }
+                for (app, alerts) in state.apps { charges[app, default: 0] -= alerts.delivered.reduce(0) { $0 + $1.bytes } }
+                state.requestBytes = [:]
+                for row in rows {
+                    guard let app = try? AppName(row.app) else { continue }
+                    state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
+                    charges[app, default: 0] += row.record.utf8.count
+                }
+                state.apps = [:]
+                for row in appRows {
+                    guard let app = try? AppName(row.app) else { continue }
+                    state.apps[app] = AppAlerts(badge: row.badge ?? 0, nextSerial: row.nextSerial, dropped: row.dropped)
+                }
+                for row in delivered {
+                    guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
+                    state.apps[app, default: AppAlerts()].delivered.append(
+                        Delivered(serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count)
+                    )
+                    charges[app, default: 0] += row.entry.utf8.count
+                }
+                self.apps.chargeNotifications(charges)
+                let timers = state.scheduler.timers
+                self.timer.withLock { $0 }?.arm(wall: timers.wall, boot: timers.boot)
             }
-            self.apps.chargeNotifications(charges)
         }
     }
 
@@ -454,6 +480,12 @@ final class NotificationCenter: Sendable {
             if alerts.delivered.isEmpty { alerts.dropped = 0 }
             state.apps[app] = alerts
             step.touched.insert(app)
+            // An alert taken off can no longer be answered: it stops interrupting the app.
+            if var alerting = state.alerting[app] {
+                alerting.subtract(gone.map(\.id))
+                state.alerting[app] = alerting.isEmpty ? nil : alerting
+                if alerting.isEmpty { step.endsInterruption.insert(app) }
+            }
             return gone.count
         }, completion: completion)
     }
