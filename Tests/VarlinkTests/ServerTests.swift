@@ -56,8 +56,11 @@ import Varlink
             "Meet": .deferred { request, reply in
                 let group = try request.string("group")
                 let value = try request.string("value")
-                Task {
-                    await Rendezvous.shared.meet(group, size: Int(request.call.parameters["size"]?.intValue ?? 1))
+                // On a thread of its own, not a task: tests that block the concurrency pool's few threads must not
+                // keep a call from meeting the others.
+                let size = Int(request.call.parameters["size"]?.intValue ?? 1)
+                Thread.detachNewThread {
+                    Rendezvous.shared.meet(group, size: size)
                     reply.succeed(["value": .string(value)])
                 }
             },
@@ -119,17 +122,23 @@ import Varlink
     }
 
     /// Where concurrent test calls wait for each other.
-    actor Rendezvous {
+    /// Calls of a group wait for each other: each returns once `size` of them have arrived.
+    final class Rendezvous: @unchecked Sendable {
         static let shared = Rendezvous()
-        private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+        private let condition = NSCondition()
+        /// Calls arrived per group still gathering; a group that met is gone from it.
+        private var arrived: [String: Int] = [:]
 
-        func meet(_ group: String, size: Int) async {
-            await withCheckedContinuation { continuation in
-                self.waiting[group, default: []].append(continuation)
-                if self.waiting[group]!.count >= size {
-                    for waiter in self.waiting.removeValue(forKey: group)! { waiter.resume() }
-                }
+        func meet(_ group: String, size: Int) {
+            self.condition.lock()
+            defer { self.condition.unlock() }
+            self.arrived[group, default: 0] += 1
+            if self.arrived[group]! >= size {
+                self.arrived[group] = nil
+                self.condition.broadcast()
+                return
             }
+            while self.arrived[group] != nil { self.condition.wait() }
         }
     }
 
