@@ -362,9 +362,10 @@ final class DesktopEvents {
             let restarted = daemon
             try waitUntil("the agent to reach the restarted daemon", timeout: .seconds(20)) { restarted.openStreams == 1 }
             restarted.present(presentation(id: "m1", title: "After the restart"))
-            try waitUntil("the Notify (the agent said: \(agent.output))") { mock.notifyCalls.count == 1 }
+            // Generous: on a machine loaded by a whole test run the agent's loop may be slow to come round.
+            try waitUntil("the Notify (the agent said: \(agent.output))", timeout: .seconds(60)) { mock.notifyCalls.count == 1 }
             try mock.emit("ActionInvoked", signature: "us", ["<uint32 1>", "<'default'>"])
-            try waitUntil("the Respond") { restarted.responded.count == 1 }
+            try waitUntil("the Respond", timeout: .seconds(60)) { restarted.responded.count == 1 }
         }
     }
 
