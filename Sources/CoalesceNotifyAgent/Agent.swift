@@ -155,6 +155,9 @@ final class Agent {
             Log.note("listening for presentations of the daemon at \(self.socketPath)")
             // The first reply carries none, but a presentation made as the stream opened may come first.
             self.take(first)
+            // What came with the first reply in the same read waits in the client's buffer, where no poll of the
+            // socket would ever see it.
+            if client.hasPendingInput { self.readStream() }
             if !self.responses.isEmpty { self.sendResponses() }
         } catch {
             self.daemonFailed(self.describeDaemonProblem(error))

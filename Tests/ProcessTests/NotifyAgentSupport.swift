@@ -152,6 +152,8 @@ final class FakePresentationsDaemon: @unchecked Sendable {
         var stopped = false
         var listenerClosed = false
         var early: JSONObject?
+        /// A presentation sent in the same write as the first reply, right behind it.
+        var withFirst: JSONObject?
 
         init(listener: CInt) { self.listener = listener }
     }
@@ -220,6 +222,12 @@ final class FakePresentationsDaemon: @unchecked Sendable {
         self.state.condition.withLock { self.state.early = presentation }
     }
 
+    /// A presentation each Presentations stream gets right behind its first reply, in the same write, as one made
+    /// just after the daemon registered the agent may come in one read with it.
+    func presentWithTheFirstReply(_ presentation: JSONObject) {
+        self.state.condition.withLock { self.state.withFirst = presentation }
+    }
+
     /// How many Presentations calls have come.
     var presentationsCalls: Int { self.state.condition.withLock { self.state.streamCalls } }
 
@@ -271,7 +279,11 @@ final class FakePresentationsDaemon: @unchecked Sendable {
                 if let early = state.early {
                     Self.send(Self.frame(["parameters": ["presentation": .object(early)], "continues": true]), fd)
                 }
-                Self.send(Self.frame(["parameters": [:], "continues": true]), fd)
+                var first = Self.frame(["parameters": [:], "continues": true])
+                if let behind = state.withFirst {
+                    first += Self.frame(["parameters": ["presentation": .object(behind)], "continues": true])
+                }
+                Self.send(first, fd)
                 state.streams.insert(fd)
                 state.streamCalls += 1
             case "io.coalesced.Notifications.Respond":

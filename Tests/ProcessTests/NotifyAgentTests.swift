@@ -299,6 +299,19 @@ final class DesktopEvents {
         }
     }
 
+    @Test func aPresentationThatComesInOneReadWithTheFirstReplyIsShown() async throws {
+        try await onThread {
+            let bus = try SessionBus()
+            let mock = try NotificationServerMock(on: bus, capabilities: ["actions", "body"])
+            let daemon = try FakePresentationsDaemon(path: bus.directory.file("io.coalesced"))
+            daemon.presentWithTheFirstReply(presentation(id: "behind", title: "Right behind"))
+            let agent = try Self.agent(daemon, bus)
+            let call = try waitUntil("the Notify of the presentation behind the first reply") { mock.notifyCalls.first }
+            #expect(call.contains(#""Right behind""#), "\(call)")
+            _ = agent
+        }
+    }
+
     @Test func theQueueKeepsTheNewestWhenItIsFull() async throws {
         try await onThread {
             let bus = try SessionBus()
