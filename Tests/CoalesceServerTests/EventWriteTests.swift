@@ -133,7 +133,8 @@ import Varlink
             store.submit(second)
             store.submit(RollBack())
             let app = try VarlinkClient(path: socket)
-            app.setReceiveTimeout(.seconds(10))
+            // Generous: a whole test run's load can hold the Attach task back a while.
+            app.setReceiveTimeout(.seconds(60))
             try app.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(mail.value)], more: true))
             _ = try app.receiveReply()  // its state
             // The launch that queues the delivery of what it held may still be on its way after that reply: the
