@@ -20,7 +20,9 @@ public final class SystemdSandbox: @unchecked Sendable {
     /// Whether the sandbox can run here: it needs root.
     public static var isAvailable: Bool { geteuid() == 0 }
 
-    init(binaries: [String]) throws {
+    /// Boots one; blocks until it is up. Prefer ``withSystemdSandbox(binaries:_:)``; whoever calls this calls
+    /// ``stop()``.
+    public init(binaries: [String]) throws {
         self.directory = try TemporaryDirectory()
         self.boot = try ChildProcess(
             "/bin/bash",
@@ -43,7 +45,7 @@ public final class SystemdSandbox: @unchecked Sendable {
         }
     }
 
-    func stop() {
+    public func stop() {
         // The harness reports its own failures in boot.log; the test has nothing better to do with them.
         _ = try? Self.script(["stop", self.directory.path, "--timeout", "30"])
         _ = self.boot?.wait()
