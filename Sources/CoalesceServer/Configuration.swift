@@ -50,6 +50,8 @@ public struct Configuration: Sendable, Hashable {
     public var quotas = Quotas()
     /// `[Notifications]`: local notifications' limits and command.
     public var notifications = NotificationSettings()
+    /// `[Memory]`: memory pressure, its levels and the file read. Read at start only.
+    public var memory = MemorySettings()
 
     public init() {}
 
@@ -312,6 +314,7 @@ enum ConfigurationKey {
                     value.isEmpty ? Quotas().adminApps : try parseInteger(value, in: 1...1_000_000)
             },
         ],
+        "Memory": memoryKeys,
         "Varlink": [
             "MaxMessageSize": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxMessageSize =

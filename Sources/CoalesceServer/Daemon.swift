@@ -179,6 +179,7 @@ public enum Daemon {
                 .init(service: ServingService(server: started.server)),
                 .init(service: AppsService(apps: started.apps)),
                 .init(service: NotificationsService(center: started.notifications)),
+                .init(service: PressureService(monitor: started.pressure)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),
                 .init(service: StatusService(status: status, notifier: notifier, logger: logger)),
                 .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),

@@ -20,6 +20,7 @@ struct DaemonStartUp {
         var state: DaemonState
         var apps: AppManager
         var notifications: NotificationCenter
+        var pressure: PressureMonitor
         var server: VarlinkServer
         var address: VarlinkListenAddress
     }
@@ -112,6 +113,8 @@ struct DaemonStartUp {
             )
             return .failure(Failure(status: DaemonExit.failure))
         }
+        // The pressure file and its triggers are tried now: the mode in force is known before READY=1.
+        let pressure = PressureMonitor(settings: self.configuration.memory, apps: apps, logger: logger)
         let statistics = VarlinkServerStatistics()
         let service = VarlinkService(
             info: VarlinkServiceInfo(
@@ -121,7 +124,9 @@ struct DaemonStartUp {
                 url: "https://github.com/coalesced/coalesced"
             ),
             interfaces: [
-                SystemInterface.make(daemon: state, statistics: statistics, apps: apps, notifications: notifications),
+                SystemInterface.make(
+                    daemon: state, statistics: statistics, apps: apps, notifications: notifications, pressure: pressure
+                ),
                 AppInterface.make(apps: apps, daemon: state),
                 NotificationsInterface.make(center: notifications),
                 ProtocolInterface.make(),
@@ -150,7 +155,7 @@ struct DaemonStartUp {
             await server.shutdown()
             return .failure(Failure(status: DaemonExit.failure))
         }
-        return .success(Started(state: state, apps: apps, notifications: notifications, server: server, address: address))
+        return .success(Started(state: state, apps: apps, notifications: notifications, pressure: pressure, server: server, address: address))
     }
 
     /// The socket systemd passed, or the path to create.

@@ -5,7 +5,13 @@ import Varlink
 
 /// `io.coalesced.System`: what the daemon is doing, and the operator's hand on the apps.
 enum SystemInterface {
-    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppManager, notifications: NotificationCenter) -> VarlinkInterface {
+    static func make(
+        daemon: DaemonState,
+        statistics: VarlinkServerStatistics,
+        apps: AppManager,
+        notifications: NotificationCenter,
+        pressure: PressureMonitor
+    ) -> VarlinkInterface {
         /// Every method but Stats is for admins.
         @Sendable func admin(_ request: VarlinkRequest) throws(VarlinkError) {
             try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
@@ -41,6 +47,7 @@ enum SystemInterface {
                             ]
                         }()),
                         "failedReloads": .int(Int64(state.failedReloads)),
+                        "memoryPressure": pressure.statsJSON,
                         "quotas": .object({
                             let usage = apps.quotaUsage(of: request.peer?.uid ?? 0)
                             return [

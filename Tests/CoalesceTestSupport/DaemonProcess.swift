@@ -28,7 +28,7 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Starts the daemon; it is not yet ready when this returns (wait for READY=1 on ``notify``).
     /// - Parameters:
-    ///   - configuration: the text of coalesced.conf.
+    ///   - configuration: the text of coalesced.conf; without a `[Memory]` section, `Pressure=no` is added.
     ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
     ///   - stateFiles: files to put in the state directory before the daemon starts, by name.
     ///   - wrapper: a command that runs the daemon (its path and arguments come after), as `nsenter` to start it in
@@ -56,7 +56,10 @@ public final class DaemonProcess: @unchecked Sendable {
         self.socketPath = predecessor?.socketPath ?? self.directory.file("io.coalesced")
         for (name, text) in stateFiles { try self.directory.write("state/" + name, text) }
         self.notify = try NotifyListener(path: self.directory.file("notify"))
-        try self.directory.write("coalesced.conf", configuration)
+        // The machine's memory pressure (a parallel build) must not purge a test's suspended apps: a test that
+        // follows it says so with a [Memory] section of its own.
+        let followsPressure = configuration.split(separator: "\n").contains { $0.hasPrefix("[Memory]") }
+        try self.directory.write("coalesced.conf", followsPressure ? configuration : configuration + "\n[Memory]\nPressure=no\n")
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
         let arguments = [
             "--socket", self.socketPath,
