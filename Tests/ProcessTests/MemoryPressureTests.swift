@@ -8,53 +8,6 @@ import Varlink
 /// too). The daemon, with low levels, gets its kernel triggers fired: the running app is told
 /// didReceiveMemoryWarning, the suspended apps are purged the largest first, and the daemon serves on.
 @Suite(.serialized) struct MemoryPressureTests {
-    /// A memory cgroup the test makes and always removes, with the processes in it killed first.
-    final class MemoryCgroup {
-        let path: String
-        let procs: String
-
-        /// cgroup v1's memory controller (this machine's hybrid layout) or cgroup v2's; `nil` where neither can be
-        /// used (not root, no memory controller).
-        init?(name: String, limit: Int) {
-            guard getuid() == 0 else { return nil }
-            let v1 = "/sys/fs/cgroup/memory"
-            if FileManager.default.fileExists(atPath: v1 + "/memory.limit_in_bytes") {
-                self.path = v1 + "/" + name
-                guard mkdir(self.path, 0o755) == 0 else { return nil }
-                self.procs = self.path + "/cgroup.procs"
-                guard (try? "\(limit)".write(toFile: self.path + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)) != nil
-                else {
-                    rmdir(self.path)
-                    return nil
-                }
-                return
-            }
-            let v2 = "/sys/fs/cgroup"
-            guard let controllers = try? String(contentsOfFile: v2 + "/cgroup.subtree_control", encoding: .utf8),
-                controllers.split(separator: " ").contains(where: { $0.trimmingCharacters(in: .whitespacesAndNewlines) == "memory" })
-            else { return nil }
-            self.path = v2 + "/" + name
-            guard mkdir(self.path, 0o755) == 0 else { return nil }
-            self.procs = self.path + "/cgroup.procs"
-            guard (try? "\(limit)".write(toFile: self.path + "/memory.max", atomically: false, encoding: .utf8)) != nil else {
-                rmdir(self.path)
-                return nil
-            }
-        }
-
-        /// Kills every process in it and removes it, within ten seconds.
-        func remove() {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                let pids = ((try? String(contentsOfFile: self.procs, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int32($0) }
-                for pid in pids { kill(pid, SIGKILL) }
-                if pids.isEmpty, rmdir(self.path) == 0 || errno == ENOENT { return }
-                usleep(20_000)
-            }
-            Issue.record("could not remove the cgroup \(self.path)")
-        }
-    }
-
     static let small = "org.example.small"
     static let large = "org.example.large"
     static let medium = "org.example.medium"
@@ -91,7 +44,7 @@ import Varlink
             }
             return
         }
-        defer { cgroup.remove() }
+        defer { #expect(cgroup.remove(), "the cgroup \(cgroup.path) is removed") }
         let daemon = try DaemonProcess(configuration: configuration, wrapper: wrapper)
         try await onThread { [daemon] in try daemon.waitUntilReady() }
         let socket = daemon.socketPath
@@ -118,13 +71,7 @@ import Varlink
         try await onThread { try waitUntil("\(Self.active) to be active") { (try? state(Self.active)) == "active" } }
 
         // The hog: in the cgroup before it does anything, bounded in time should the test die first.
-        let file = daemon.directory.file("hog.data")
-        let script = """
-            echo $$ > \(cgroup.procs) || exit 1
-            dd if=/dev/zero of=\(file) bs=1M count=128 conv=fsync status=none
-            exec timeout 120 sh -c 'while :; do cat \(file) > /dev/null; done'
-            """
-        let hog = try ChildProcess("/bin/sh", ["-c", script])
+        let hog = try cgroup.hog(file: daemon.directory.file("hog.data"))
         defer {
             hog.signal(SIGKILL)
             _ = hog.wait(timeout: .seconds(10))
