@@ -74,6 +74,17 @@ import Varlink
             #expect(entry["CODE_FILE"]?.stringValue?.hasSuffix("Daemon.swift") == true)
             #expect(entry["CODE_LINE"]?.stringValue.flatMap { Int($0) } != nil)
             #expect(entry["_SYSTEMD_UNIT"] == "coalesced.service")
+            // Under the shipped unit (no CAP_SYS_RESOURCE, kernel tunables read-only) the default 2 s windows make
+            // kernel triggers, and the start says so.
+            let pressure = try sandbox.run(
+                "journalctl", "-o", "json",
+                "--output-fields=MESSAGE,COALESCED_PRESSURE_MODE,COALESCED_PRESSURE_FILE,COALESCED_PRESSURE_WARNING,COALESCED_PRESSURE_CRITICAL",
+                "_SYSTEMD_UNIT=coalesced.service", "COALESCED_PRESSURE_FILE=/proc/pressure/memory"
+            ).stdout
+            let pressureEntry = try JSONParser.parse(String(try #require(pressure.split(separator: "\n").first)))
+            #expect(pressureEntry["COALESCED_PRESSURE_MODE"] == "triggers", "\(pressureEntry)")
+            #expect(pressureEntry["COALESCED_PRESSURE_WARNING"] == "some 70ms 2s")
+            #expect(pressureEntry["COALESCED_PRESSURE_CRITICAL"] == "full 100ms 2s")
         }
     }
 
