@@ -231,11 +231,12 @@ final class PressureMonitor: Sendable {
             }
             for decision in decisions {
                 switch decision {
-                case .level(let from, let to): self.logLevel(from: from, to: to, reading)
+                case .level(_, let to): self.logLevel(to, reading)
                 case .warn:
                     let warned = self.apps.warnOfMemoryPressure()
                     self.status.withLock { $0.warnings += 1 }
-                    self.logger.info(
+                    // Each window while the pressure lasts: the level's entry is what the journal keeps by default.
+                    self.logger.debug(
                         "Memory pressure: \(warned) running app\(warned == 1 ? "" : "s") told didReceiveMemoryWarning",
                         metadata: Self.figures(reading, level: policy.level).merging(["apps": "\(warned)"]) { _, new in new }
                     )
@@ -250,7 +251,8 @@ final class PressureMonitor: Sendable {
         }
     }
 
-    private func logLevel(from: PressureLevel, to: PressureLevel, _ reading: PressureReading) {
+    /// The level reached, with the figures read.
+    private func logLevel(_ to: PressureLevel, _ reading: PressureReading) {
         let metadata = Self.figures(reading, level: to)
         let figures = "some avg10=\(reading.some.avg10), full avg10=\(reading.full.avg10)"
         switch to {
@@ -261,7 +263,6 @@ final class PressureMonitor: Sendable {
         case .normal:
             self.logger.notice("Memory pressure is below the warning level again (\(figures))", metadata: metadata)
         }
-        _ = from
     }
 
     private func give(up reason: String) {
