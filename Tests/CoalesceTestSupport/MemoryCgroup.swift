@@ -2,7 +2,7 @@ import Foundation
 
 /// A memory cgroup for real memory pressure: a process in it that fills its limit with file pages stalls in
 /// reclaim, which the machine's PSI (`/proc/pressure/memory`) counts.
-public final class MemoryCgroup {
+public final class MemoryCgroup: Sendable {
     public let path: String
     /// Its `cgroup.procs`: a process that writes its pid there moves in.
     public let procs: String
