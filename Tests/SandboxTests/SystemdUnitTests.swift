@@ -54,6 +54,7 @@ import Varlink
     @Test func journalEntriesCarryTheStructuredFields() async throws {
         guard Self.requireSandbox() else { return }
         try await withSystemdSandbox { sandbox in
+            try sandbox.write("/etc/coalesced/coalesced.conf", "[Memory]\nPressure=yes\n")  // the defaults, followed
             try sandbox.installUnits()
             #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
             #expect(try sandbox.run("systemctl", "reload", "coalesced.service").status == 0)
