@@ -31,7 +31,7 @@ struct SleepBenchmark {
         defer { sandbox.stop() }
         try sandbox.write(
             "/etc/coalesced/coalesced.conf",
-            "[Daemon]\nLogLevel=notice\n[Apps]\nAcknowledgeTimeoutSec=1h\nBackgroundTaskBudgetSec=infinity\n[Varlink]\nMaxConnectionsPerUser=4096\n"
+            "[Daemon]\nLogLevel=notice\n[Apps]\nAcknowledgeTimeoutSec=1h\nBackgroundTaskBudgetSec=infinity\n[Varlink]\nMaxConnectionsPerUser=4096\n[Memory]\nPressure=no\n"
         )
         try sandbox.installUnits()
         try sandbox.allowSuspend(sleeping: 1)

@@ -62,6 +62,9 @@ struct CoalesceExample: AsyncParsableCommand {
     @Flag(help: "Let anyone post to the app.")
     var anyonePosts = false
 
+    @Option(help: "Hold this many MiB of memory, written so that it is resident (an app that is large to purge).")
+    var ballast: Int = 0
+
     /// The --kind declarations.
     func kindDeclarations() throws -> [String: KindDeclaration]? {
         guard !self.kinds.isEmpty else { return nil }
@@ -101,7 +104,10 @@ struct CoalesceExample: AsyncParsableCommand {
             saveState: self.saveState
         )
         if self.ignoreSigterm { signal(SIGTERM, SIG_IGN) }
+        // Every byte written, so that every page is resident; kept until the process ends.
+        let ballast = [UInt8](repeating: 1, count: self.ballast << 20)
         say("ready pid=\(getpid())")
+        defer { withExtendedLifetime(ballast) {} }
         do throws(CoalescedError) {
             try await application.run(delegate: delegate)
         } catch {

@@ -33,6 +33,7 @@ struct Status: ParsableCommand {
                         + "\(limits["maxConnections"]?.intValue.map { String($0) } ?? "?") connections"
                 ),
                 ("Deadlines", Self.deadlines(limits)),
+                ("Memory pressure", Self.memoryPressure(stats["memoryPressure"] ?? .null)),
             ])
         )
     }
@@ -48,6 +49,36 @@ struct Status: ParsableCommand {
         }
         return "acknowledge \(span("acknowledgeTimeoutSec")), background tasks \(span("backgroundTaskBudgetSec")), "
             + "launch \(span("launchTimeoutSec"))"
+    }
+
+    /// "kernel triggers on /proc/pressure/memory (warning some 70ms 2s, critical full 100ms 2s); normal, some avg10
+    /// 0.00%, full avg10 0.00%; 2 warnings, 1 purge since start", or why it is read periodically or not at all.
+    static func memoryPressure(_ pressure: JSONValue) -> String {
+        guard let mode = pressure["mode"]?.stringValue else { return "?" }
+        let file = pressure["file"]?.stringValue ?? "?"
+        let reason = pressure["reason"]?.stringValue ?? "?"
+        let how: String
+        switch mode {
+        case "triggers": how = "kernel triggers on \(file)"
+        case "polling": how = "reading \(file) periodically (\(reason))"
+        default: return "not followed (\(reason))"
+        }
+        let levels = "warning \(pressure["warning"]?.stringValue ?? "?"), critical \(pressure["critical"]?.stringValue ?? "?")"
+        var now = pressure["level"]?.stringValue ?? "?"
+        if let some = pressure["someAvg10"]?.doubleValue, let full = pressure["fullAvg10"]?.doubleValue {
+            now += ", some avg10 \(Self.percent(some)), full avg10 \(Self.percent(full))"
+        }
+        let warnings = pressure["warnings"]?.intValue ?? 0
+        let purges = pressure["purges"]?.intValue ?? 0
+        return "\(how) (\(levels)); \(now); \(warnings) warning\(warnings == 1 ? "" : "s"), "
+            + "\(purges) purge\(purges == 1 ? "" : "s") since start"
+    }
+
+    /// "3.47%": a PSI average, as the kernel writes it.
+    static func percent(_ value: Double) -> String {
+        let hundredths = Int((value * 100).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)%"
     }
 
     /// "3 registered: 1 active, 2 suspended".

@@ -52,6 +52,8 @@ public struct Configuration: Sendable, Hashable {
     public var notifications = NotificationSettings()
     /// `[System]`: which of the system's changes the apps follow. Read at start only.
     public var system = SystemSettings()
+    /// `[Memory]`: memory pressure, its levels and the file read. Read at start only.
+    public var memory = MemorySettings()
 
     public init() {}
 
@@ -356,6 +358,7 @@ enum ConfigurationKey {
                 configuration.system.followsLocale = value.isEmpty ? true : try parseBoolean(value)
             },
         ],
+        "Memory": memoryKeys,
         "Varlink": [
             "MaxMessageSize": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxMessageSize =

@@ -194,6 +194,7 @@ public enum Daemon {
                 .init(service: AppsService(apps: started.apps)),
                 .init(service: NotificationsService(center: started.notifications)),
                 .init(service: SystemService(system: started.system)),
+                .init(service: PressureService(monitor: started.pressure)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),
                 .init(service: StatusService(status: status, notifier: notifier, logger: logger)),
                 .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),

@@ -21,6 +21,7 @@ struct DaemonStartUp {
         var apps: AppManager
         var notifications: NotificationCenter
         var system: SystemFollower
+        var pressure: PressureMonitor
         var server: VarlinkServer
         var address: VarlinkListenAddress
     }
@@ -126,6 +127,8 @@ struct DaemonStartUp {
             )
             return .failure(Failure(status: DaemonExit.failure))
         }
+        // The pressure file and its triggers are tried now: the mode in force is known before READY=1.
+        let pressure = PressureMonitor(settings: self.configuration.memory, apps: apps, logger: logger)
         let statistics = VarlinkServerStatistics()
         let service = VarlinkService(
             info: VarlinkServiceInfo(
@@ -135,7 +138,10 @@ struct DaemonStartUp {
                 url: "https://github.com/coalesced/coalesced"
             ),
             interfaces: [
-                SystemInterface.make(daemon: state, statistics: statistics, apps: apps, notifications: notifications, system: system),
+                SystemInterface.make(
+                    daemon: state, statistics: statistics, apps: apps, notifications: notifications, system: system,
+                    pressure: pressure
+                ),
                 AppInterface.make(apps: apps, daemon: state),
                 NotificationsInterface.make(center: notifications),
                 ProtocolInterface.make(),
@@ -164,7 +170,9 @@ struct DaemonStartUp {
             await server.shutdown()
             return .failure(Failure(status: DaemonExit.failure))
         }
-        return .success(Started(state: state, apps: apps, notifications: notifications, system: system, server: server, address: address))
+        return .success(
+            Started(state: state, apps: apps, notifications: notifications, system: system, pressure: pressure, server: server, address: address)
+        )
     }
 
     /// The socket systemd passed, or the path to create.

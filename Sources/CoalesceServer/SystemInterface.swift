@@ -10,7 +10,8 @@ enum SystemInterface {
         statistics: VarlinkServerStatistics,
         apps: AppManager,
         notifications: NotificationCenter,
-        system: SystemFollower
+        system: SystemFollower,
+        pressure: PressureMonitor
     ) -> VarlinkInterface {
         /// Every method but Stats is for admins.
         @Sendable func admin(_ request: VarlinkRequest) throws(VarlinkError) {
@@ -47,6 +48,7 @@ enum SystemInterface {
                             ]
                         }()),
                         "failedReloads": .int(Int64(state.failedReloads)),
+                        "memoryPressure": pressure.statsJSON,
                         "quotas": .object({
                             let usage = apps.quotaUsage(of: request.peer?.uid ?? 0)
                             return [

@@ -104,7 +104,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Notifications], [Quotas], [System], [Varlink]"),
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Memory], [Notifications], [Quotas], [System], [Varlink]"),
         (
             "[Apps]\nAcknowledgeTimeoutSec=soon\n",
             "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min, or infinity (or 0) for none"
@@ -141,6 +141,50 @@ import Testing
             try self.parse(text)
         } throws: { error in
             (error as? ConfigurationError)?.description == message
+        }
+    }
+
+    @Test func readsTheMemoryPressureLevels() throws {
+        let defaults = try self.parse("")
+        #expect(defaults.memory.enabled)
+        #expect(defaults.memory.warning == StallThreshold(.some, stall: .milliseconds(70), window: .seconds(2)))
+        #expect(defaults.memory.critical == StallThreshold(.full, stall: .milliseconds(100), window: .seconds(2)))
+        #expect(defaults.memory.path == "/proc/pressure/memory")
+        let configured = try self.parse(
+            """
+            [Memory]
+            Warning=some  150ms   1s
+            Critical=full 60% 10s
+            PressureFile=/sys/fs/cgroup/app.slice/memory.pressure
+            """
+        )
+        #expect(configured.memory.warning == StallThreshold(.some, stall: .milliseconds(150), window: .seconds(1)))
+        #expect(configured.memory.critical == StallThreshold(.full, stall: .seconds(6), window: .seconds(10)))
+        #expect(configured.memory.critical.triggerText == "full 6000000 10000000")
+        #expect(configured.memory.path == "/sys/fs/cgroup/app.slice/memory.pressure")
+        let off = try self.parse("[Memory]\nPressure=no\n", "[Memory]\nWarning=\n")
+        #expect(!off.memory.enabled)
+        #expect(off.memory.warning == defaults.memory.warning)
+    }
+
+    @Test(arguments: [
+        ("Warning=some 70ms", "expected some or full, a stall and a window, such as 'some 70ms 2s' or 'full 60% 10s'"),
+        ("Warning=most 70ms 2s", "'most' is not a kind of stall: expected some (at least one task stalled) or full (every task stalled)"),
+        ("Critical=full 100ms 20s", "the window must be from 500ms to 10s, as the kernel's triggers take it"),
+        ("Critical=full 100ms 100ms", "the window must be from 500ms to 10s, as the kernel's triggers take it"),
+        ("Critical=full 3s 2s", "the stall cannot be longer than its window"),
+        ("Critical=full 0% 2s", "a share of the window must be more than 0% and at most 100%"),
+        ("Warning=some 0 2s", "must be longer than zero for the stall, or a share of the window such as 60%"),
+        ("PressureFile=memory.pressure", "expected an absolute path, such as /sys/fs/cgroup/system.slice/memory.pressure"),
+        ("Pressure=sometimes", "expected yes or no"),
+    ])
+    func memoryErrorsSayWhy(line: String, reason: String) {
+        let key = line.prefix { $0 != "=" }
+        let value = line.drop { $0 != "=" }.dropFirst()
+        #expect {
+            try self.parse("[Memory]\n\(line)\n")
+        } throws: { error in
+            (error as? ConfigurationError)?.description == "f0.conf:2: bad value '\(value)' for \(key)=: \(reason)"
         }
     }
 

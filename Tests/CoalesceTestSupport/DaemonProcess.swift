@@ -28,7 +28,7 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Starts the daemon; it is not yet ready when this returns (wait for READY=1 on ``notify``).
     /// - Parameters:
-    ///   - configuration: the text of coalesced.conf.
+    ///   - configuration: the text of coalesced.conf; without a `[Memory]` section, `Pressure=no` is added.
     ///   - environment: added to the test's environment (WATCHDOG_USEC, say).
     ///   - stateFiles: files to put in the state directory before the daemon starts, by name.
     ///   - wrapper: a command that runs the daemon (its path and arguments come after), as `nsenter` to start it in
@@ -58,9 +58,13 @@ public final class DaemonProcess: @unchecked Sendable {
         self.notify = try NotifyListener(path: self.directory.file("notify"))
         // Each daemon that watches /etc/localtime holds an inotify instance, and a whole test run's daemons at once
         // would use up the user's fs.inotify.max_user_instances (and the sandbox's systemd could not boot): the zone
-        // is watched only where a test asks for it.
+        // is watched only where a test asks for it. And the machine's memory pressure (a parallel build) must not
+        // purge a test's suspended apps: a test that follows it says so with a [Memory] section of its own.
         let followsZone = configuration.contains("FollowTimeZone=")
-        try self.directory.write("coalesced.conf", configuration + (followsZone ? "" : "\n[System]\nFollowTimeZone=no\n"))
+        let followsPressure = configuration.split(separator: "\n").contains { $0.hasPrefix("[Memory]") }
+        let text = configuration + (followsZone ? "" : "\n[System]\nFollowTimeZone=no\n")
+            + (followsPressure ? "" : "\n[Memory]\nPressure=no\n")
+        try self.directory.write("coalesced.conf", text)
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
         let arguments = [
             "--socket", self.socketPath,

@@ -67,8 +67,13 @@ public final class SystemdSandbox: @unchecked Sendable {
         try contents.write(toFile: outside, atomically: false, encoding: .utf8)
     }
 
-    /// Installs the repository's system units into the sandbox's /run/systemd/system and reloads systemd.
+    /// Installs the repository's system units into the sandbox's /run/systemd/system and reloads systemd. Unless
+    /// the test wrote /etc/coalesced/coalesced.conf first, the daemon gets one with `[Memory] Pressure=no`: PSI counts
+    /// the whole machine, and a parallel test's memory pressure must not purge this test's suspended apps.
     public func installUnits(dropIns: [String: String] = [:]) throws {
+        if !FileManager.default.fileExists(atPath: "/proc/\(self.pid)/root/etc/coalesced/coalesced.conf") {
+            try self.write("/etc/coalesced/coalesced.conf", "[Memory]\nPressure=no\n")
+        }
         for unit in ["coalesced.service", "coalesced.socket"] {
             let text = try String(contentsOfFile: Self.repository + "/systemd/" + unit, encoding: .utf8)
             try self.write("/run/systemd/system/" + unit, text)

@@ -140,13 +140,9 @@ extension AppManager {
     func purge(name: String?, count: Int) throws(SystemError) -> [AppName] {
         var largest: [AppName]?
         if name == nil {
-            // Measured outside the lock: it reads /proc for every suspended app.
-            let suspended = self.state.withLock { state in
-                state.records.filter { $0.value.lifecycle.state == .suspended }.mapValues { $0.attachment?.process }
-            }
-            guard !suspended.isEmpty else { throw .nothingToPurge }
-            let sizes = suspended.mapValues { $0?.residentBytes ?? 0 }
-            largest = suspended.keys.sorted { (sizes[$0]!, $1) > (sizes[$1]!, $0) }
+            // In the order memory pressure purges them too: the largest resident set first.
+            largest = self.purgeCandidates().map(\.app)
+            guard !largest!.isEmpty else { throw .nothingToPurge }
         }
         return try self.locked { state, log throws(SystemError) in
             let chosen: [AppName]

@@ -36,6 +36,9 @@ struct Reloader: Service {
                     metadata: ["running": "\(self.state.configuration.eventLoops)", "configured": "\(configuration.eventLoops)"]
                 )
             }
+            if configuration.memory != self.state.configuration.memory {
+                self.logger.notice("[Memory] takes effect at the next start", metadata: ["config": "\(self.options.configPath)"])
+            }
             self.levelControl.current = configuration.logLevel
             self.state.reloaded(configuration)
             self.server.limits = self.state.serverLimits
