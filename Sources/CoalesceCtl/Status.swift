@@ -34,8 +34,33 @@ struct Status: ParsableCommand {
                 ),
                 ("Deadlines", Self.deadlines(limits)),
                 ("Memory pressure", Self.memoryPressure(stats["memoryPressure"] ?? .null)),
+                ("System", Self.system(stats["system"] ?? .null)),
             ])
         )
+    }
+
+    /// "sleep inhibitor held, slept 2026-11-27 06:00:01 UTC, woke …; lock seat0 session 3 unlocked": what the
+    /// daemon follows of the system around the apps.
+    static func system(_ system: JSONValue) -> String {
+        guard system != .null else { return "?" }
+        var parts: [String] = []
+        if let sleep = system["sleep"], sleep != .null {
+            var text = "sleep inhibitor " + (sleep["inhibitorHeld"] == true ? "held" : "not held")
+            if let problem = sleep["problem"]?.stringValue { text += " (\(problem))" }
+            if let slept = sleep["lastSleep"]?.doubleValue { text += ", slept \(CtlOutput.timestamp(slept))" }
+            if let woke = sleep["lastWake"]?.doubleValue { text += ", woke \(CtlOutput.timestamp(woke))" }
+            parts.append(text)
+        } else {
+            parts.append("sleep not followed")
+        }
+        if let lock = system["lock"], lock != .null {
+            let session = lock["session"]?.stringValue.map { "session \($0)" } ?? "no session"
+            parts.append("lock \(lock["seat"]?.stringValue ?? "?") \(session) \(lock["locked"] == true ? "locked" : "unlocked")")
+        } else {
+            parts.append("lock not followed")
+        }
+        if let bus = system["bus"]?.stringValue, bus != "connected" { parts.append("no bus: \(bus)") }
+        return parts.joined(separator: "; ")
     }
 
     /// "acknowledge 5s, background tasks 30s, launch 10s"; a span the daemon has none of (null) is `infinity`.

@@ -103,6 +103,8 @@ import Varlink
             let sleepStats = stats["stats"]?["system"]?["sleep"]
             #expect(sleepStats?["lastSleep"]?.doubleValue != nil && sleepStats?["lastWake"]?.doubleValue != nil, "\(stats)")
             #expect(sleepStats?["inhibitorHeld"] == true)
+            let status = try sandbox.run("coalescectl", "status").stdout
+            #expect(status.contains("System: sleep inhibitor held, slept ") && status.contains(", woke "), "\(status)")
             try waitUntil("STATUS= with the sleep", timeout: .seconds(10), poll: .milliseconds(200)) {
                 let status = try sandbox.property("coalesced.service", "StatusText")
                 return status.contains("slept ") && status.contains("woke ")
