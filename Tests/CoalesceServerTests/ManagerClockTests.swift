@@ -26,7 +26,7 @@ import Testing
         if configured == nil { configuration.timings.launchAcknowledgement = .seconds(5) }
         let loop = NIOAsyncTestingEventLoop()
         let start = loop.now
-        let base = ContinuousClock.now
+        let base = SuspendingClock.now
         let manager = try AppManager(
             store: store,
             daemon: DaemonState(configuration: configuration),

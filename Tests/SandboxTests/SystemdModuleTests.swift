@@ -20,7 +20,7 @@ import Testing
         }
         #expect(run.status == 0, "inside the sandbox:\n\(run.stdout)\n\(run.stderr)")
         // Swift Testing reports on stderr.
-        #expect(run.stderr.contains("Test run with 2 tests in 1 suite passed"), "\(run.stderr)")
+        #expect(run.stderr.contains("Test run with 3 tests in 1 suite passed"), "\(run.stderr)")
     }
 }
 
@@ -67,6 +67,77 @@ struct InsideSandboxTests {
         #expect(try again.isAt(cursor: cursor))
         #expect(try again.field("COALESCED_MARKER") == marker)
         #expect(try again.field("COALESCED_NO_SUCH_FIELD") == nil)
+    }
+
+    @Test func busConnectionCallsReadsPropertiesReceivesSignalsAndDescriptors() async throws {
+        let bus = try BusConnection(.system)
+        defer { bus.close() }
+        var version: String?
+        for _ in 0..<100 where version == nil {
+            // Refused until systemd has its name on the bus: asked again, for a bounded while.
+            version = try? await bus.property(
+                destination: "org.freedesktop.systemd1", path: "/org/freedesktop/systemd1",
+                interface: "org.freedesktop.systemd1.Manager", name: "Version"
+            ).stringValue
+            if version == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(version?.hasPrefix("252") == true, "systemd's Version: \(version ?? "none")")
+
+        let id = try await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetId")
+        #expect(id.first?.stringValue?.count == 32)
+        await #expect {
+            try await bus.property(
+                destination: "org.freedesktop.systemd1", path: "/org/freedesktop/systemd1",
+                interface: "org.freedesktop.systemd1.Manager", name: "NoSuchProperty"
+            )
+        } throws: { error in
+            (error as? SystemdError)?.busError?.hasPrefix("org.freedesktop.DBus.Error.") == true
+        }
+        // A structure and a dictionary: systemd's Manager properties, all at once (a{sv}).
+        let all = try await bus.call(
+            destination: "org.freedesktop.systemd1", path: "/org/freedesktop/systemd1", interface: "org.freedesktop.DBus.Properties",
+            member: "GetAll", arguments: [.string("org.freedesktop.systemd1.Manager")]
+        )
+        #expect(all.first?.dictionaryValue?["Version"]?.stringValue == version)
+
+        // A signal: another connection's name appearing.
+        let (names, sink) = AsyncStream.makeStream(of: String.self)
+        let subscription = try await bus.subscribe(
+            BusSignalMatch(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged")
+        ) { signal in
+            if let name = signal.arguments.first?.stringValue, signal.arguments.last?.stringValue?.isEmpty == false { sink.yield(name) }
+        }
+        let other = try BusConnection(.system)
+        let otherName = try await other.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID",
+            arguments: [.string("org.freedesktop.DBus")]
+        )
+        #expect(otherName.first?.uintValue != nil)
+        var seen: [String] = []
+        for await name in names {
+            seen.append(name)
+            if name.hasPrefix(":") { break }
+        }
+        #expect(seen.contains { $0.hasPrefix(":") })
+        subscription.cancel()
+        other.close()
+
+        // A descriptor: logind's delay inhibitor, held while the descriptor is open.
+        let reply = try await bus.call(
+            destination: "org.freedesktop.login1", path: "/org/freedesktop/login1", interface: "org.freedesktop.login1.Manager",
+            member: "Inhibit", arguments: [.string("sleep"), .string("coalesced-test"), .string("testing"), .string("delay")]
+        )
+        guard case .fileDescriptor(let fd) = reply.first else {
+            Issue.record("Inhibit answered \(reply)")
+            return
+        }
+        #expect(fd > 2)
+        close(fd)
+
+        bus.close()
+        await #expect(throws: SystemdError.self) {
+            try await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetId")
+        }
     }
 
     @Test func systemBusAnswersPropertiesAndCalls() throws {

@@ -25,7 +25,10 @@ import Glibc
 /// (`+SystemSide`), the lifecycle's effects (`+Lifecycle`), events (`+Events`), monitors and parked streams
 /// (`+Monitors`), restart recovery (`+Recovery`).
 final class AppManager: Sendable {
-    typealias Instant = ContinuousClock.Instant
+    /// The lifecycle's time: CLOCK_MONOTONIC, which stands still while the machine sleeps, as the event loop's
+    /// timers do. So a sleep neither kills an app for an acknowledgement it could not send nor uses up its
+    /// background time, and the timers need no re-arming on wake.
+    typealias Instant = SuspendingClock.Instant
 
     /// One app as both interfaces report it.
     struct Snapshot: Sendable, Hashable {
