@@ -93,7 +93,8 @@ struct DaemonStartUp {
                 daemon: state,
                 eventLoop: self.group.next(),
                 logger: logger,
-                startUnit: { unit in try startUnit(unit, on: busScope) }
+                startUnit: { unit in try startUnit(unit, on: busScope) },
+                unitControl: .systemd(busScope)
             )
             // Requests the store kept are taken up, and what came due while the daemon was down presented, before
             // READY=1.

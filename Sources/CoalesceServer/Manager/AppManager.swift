@@ -37,6 +37,8 @@ final class AppManager: Sendable {
         var tasks: Int
         /// When the app entered its state, seconds since the Unix epoch.
         var since: Double
+        /// How its process is held while it is suspended, if it is.
+        var hold: ProcessHold? = nil
     }
 
     /// How a parked stream (an Attach or a Monitor) ended.
@@ -114,6 +116,8 @@ final class AppManager: Sendable {
         var pendingWrite: EventWrite?
         /// Its owner's account with the quotas, which its events are charged to.
         var account: QuotaLedger.Account
+        /// Its process stopped or frozen while it is suspended (`+Suspension`).
+        var suspension = SuspensionRecord()
     }
 
     /// A parked stream's task, waiting for its end.
@@ -197,6 +201,8 @@ final class AppManager: Sendable {
     let eventLoop: any EventLoop
     let logger: Logger
     let startUnit: @Sendable (String) throws -> Void
+    /// FreezeUnit and ThawUnit of apps' launch units (`+Suspension`); they block.
+    let unitControl: UnitControl
     let state: Mutex<State>
     /// The first sequence number of this generation of the daemon.
     let firstSequence: UInt64
@@ -212,6 +218,7 @@ final class AppManager: Sendable {
     /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
     /// - Parameters:
     ///   - startUnit: starts a launch unit through systemd; it may block.
+    ///   - unitControl: freezes and thaws launch units through systemd; its calls may block.
     ///   - now: the lifecycle's clock; the real one unless a test moves time by hand.
     init(
         store: Store,
@@ -219,6 +226,7 @@ final class AppManager: Sendable {
         eventLoop: any EventLoop,
         logger: Logger,
         startUnit: @escaping @Sendable (String) throws -> Void,
+        unitControl: UnitControl = .unavailable,
         now: @escaping @Sendable () -> Instant = { .now }
     ) throws(StoreError) {
         self.store = store
@@ -226,6 +234,7 @@ final class AppManager: Sendable {
         self.eventLoop = eventLoop
         self.logger = logger
         self.startUnit = startUnit
+        self.unitControl = unitControl
         self.now = now
         self.writeRefused = .cannotWrite(path: store.path, reason: "the write was refused")
         var state = State()
@@ -281,12 +290,15 @@ final class AppManager: Sendable {
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
         Self.account(&state, adminGroup: daemon.configuration.adminGroup)
         self.state = Mutex(state)
-        // With LaunchTimeoutSec=infinity an app that outlived the daemon may take as long as it needs to attach.
+        // With LaunchTimeoutSec=infinity an app that outlived the daemon may take as long as it needs to attach. One
+        // whose process is held cannot attach: its time starts when it is continued (`+Suspension`).
         for appName in restoring {
             guard let timeout = daemon.configuration.launchTimeout else { break }
+            if self.state.withLock({ $0.records[appName]?.suspension.held != nil }) { continue }
             let scheduled = eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { self.reattachTimedOut(appName, timeout: timeout) }
             self.state.withLock { $0.records[appName]?.restored?.timeout = scheduled }
         }
+        self.thawLeftOver()
     }
 
     var count: Int { self.state.withLock { $0.records.count } }
@@ -391,7 +403,8 @@ final class AppManager: Sendable {
             pid: record.process?.pid,
             attached: record.attachment != nil,
             tasks: record.lifecycle.tasks.count,
-            since: record.since
+            since: record.since,
+            hold: record.suspension.held?.how
         )
     }
 }
