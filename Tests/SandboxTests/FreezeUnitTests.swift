@@ -50,7 +50,8 @@ import Varlink
                 try sandbox.property("example-mail.service", "FreezerState") == "frozen"
             }
             let apps = try sandbox.run("coalescectl", "apps").stdout
-            #expect(apps.contains("suspended (frozen)"), "\(apps)")
+            let journal = try sandbox.run("journalctl", "-o", "cat", "-u", "coalesced.service").stdout
+            #expect(apps.contains("suspended (frozen)"), "\(apps)\n\(journal)")
             #expect(try sandbox.run("coalescectl", "post", "org.example.mail", "mail.new", #"{"n":1}"#).status == 0)
             #expect(try sandbox.run("coalescectl", "post", "org.example.mail", "mail.new", #"{"n":2}"#).status == 0)
             #expect(try Self.callbacks(sandbox, "example-mail.service") == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])

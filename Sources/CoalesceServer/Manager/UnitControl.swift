@@ -52,8 +52,6 @@ struct UnitControl: Sendable {
 
     private static func call(_ method: String, _ unit: String, _ scope: SystemBus.Scope) throws {
         let bus = try SystemBus(scope)
-        _ = try bus.callReturningString(
-            destination: Self.destination, path: Self.path, interface: Self.manager, member: method, arguments: [unit]
-        )
+        try bus.call(destination: Self.destination, path: Self.path, interface: Self.manager, member: method, arguments: [unit])
     }
 }
