@@ -87,6 +87,26 @@ import Varlink
             let tasks = try sandbox.property("example-mail.service", "TasksCurrent")
             #expect(tasks == "0" || tasks == "[not set]", "\(tasks)")
 
+            // Launched again, and frozen again; the daemon restarted meanwhile (kill -9, as a crash) leaves it frozen
+            // and takes it up so, and its wake thaws it: it attaches again and hears the wake, with no launch.
+            #expect(try sandbox.run("coalescectl", "launch", "org.example.mail").stdout == "org.example.mail: active\n")
+            #expect(try sandbox.run("coalescectl", "deactivate", "org.example.mail").status == 0)
+            try waitUntil("example-mail.service to be frozen once more", timeout: .seconds(20), poll: .milliseconds(50)) {
+                try sandbox.property("example-mail.service", "FreezerState") == "frozen"
+            }
+            let before = try Self.callbacks(sandbox, "example-mail.service").count
+            #expect(try sandbox.run("systemctl", "kill", "-s", "KILL", "coalesced.service").status == 0)
+            try waitUntil("coalesced.service to be restarted", timeout: .seconds(30), poll: .milliseconds(100)) {
+                try sandbox.run("coalescectl", "app", "org.example.mail").stdout.contains("suspended (frozen)")
+            }
+            #expect(try sandbox.property("example-mail.service", "FreezerState") == "frozen")
+            #expect(try sandbox.run("coalescectl", "activate", "org.example.mail").status == 0)
+            try waitUntil("the wake's callbacks after the restart", timeout: .seconds(20), poll: .milliseconds(50)) {
+                try Self.callbacks(sandbox, "example-mail.service").count == before + 2
+            }
+            #expect(try Self.callbacks(sandbox, "example-mail.service").suffix(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(try sandbox.property("example-mail.service", "FreezerState") == "running")
+
             // The watchdog's unit is stopped instead, and the journal says why.
             #expect(try sandbox.run("coalescectl", "launch", "org.example.watch").stdout == "org.example.watch: active\n")
             let pid = try sandbox.property("example-watch.service", "MainPID")
