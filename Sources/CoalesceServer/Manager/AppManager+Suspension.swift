@@ -169,40 +169,49 @@ extension AppManager {
         let control = self.unitControl
         if let unit = wanted, record.suspension.frozenUnit == nil {
             record.suspension.unitCallPending = true
-            NIOThreadPool.singleton.runIfActive(eventLoop: self.eventLoop) { () throws -> String? in
-                if let refusal = try control.refusal(unit) { return refusal }
+            NIOThreadPool.singleton.runIfActive(eventLoop: self.eventLoop) { () throws -> (String?, Duration) in
+                if let refusal = try control.refusal(unit) { return (refusal, .zero) }
+                let start = ContinuousClock.now
                 try control.freeze(unit)
-                return nil
+                return (nil, ContinuousClock.now - start)
             }.whenComplete { result in
                 self.unitAnswered(appName, unit: unit, freezing: true, result)
             }
         } else if wanted == nil, let unit = record.suspension.frozenUnit {
             record.suspension.unitCallPending = true
-            NIOThreadPool.singleton.runIfActive(eventLoop: self.eventLoop) { () throws -> String? in
+            NIOThreadPool.singleton.runIfActive(eventLoop: self.eventLoop) { () throws -> (String?, Duration) in
+                let start = ContinuousClock.now
                 try control.thaw(unit)
-                return nil
+                return (nil, ContinuousClock.now - start)
             }.whenComplete { result in
                 self.unitAnswered(appName, unit: unit, freezing: false, result)
             }
         }
     }
 
-    /// systemd answered a FreezeUnit (`freezing`) or a ThawUnit: `.success(nil)` done, `.success(reason)` a freeze
-    /// refused before it was asked (the watchdog), `.failure` the call failed.
-    private func unitAnswered(_ appName: AppName, unit: String, freezing: Bool, _ result: Result<String?, any Error>) {
+    /// systemd answered a FreezeUnit (`freezing`) or a ThawUnit: `.success((nil, time))` done in that time (the
+    /// call's round trip, which systemd answers once the kernel has frozen or thawed the cgroup), `.success((reason,
+    /// _))` a freeze refused before it was asked (the watchdog), `.failure` the call failed.
+    private func unitAnswered(_ appName: AppName, unit: String, freezing: Bool, _ result: Result<(String?, Duration), any Error>) {
         self.locked { state, log in
             let killed = state.kills
             state.update(appName) { record in
                 record.suspension.unitCallPending = false
                 let pid = record.suspension.held?.process.pid ?? record.process?.pid
                 switch (freezing, result) {
-                case (true, .success(nil)):
+                case (true, .success((nil, let time))):
                     record.suspension.frozenUnit = unit
-                    log.append(Self.suspensionEntry(appName, "frozen (FreezeUnit \(unit)) while suspended", "frozen", pid: pid, unit: unit))
-                case (false, .success):
+                    var entry = Self.suspensionEntry(
+                        appName, "frozen (FreezeUnit \(unit), \(Self.milliseconds(time)) ms) while suspended", "frozen", pid: pid, unit: unit
+                    )
+                    entry.metadata["duration_ms"] = "\(Self.milliseconds(time))"
+                    log.append(entry)
+                case (false, .success((_, let time))):
                     record.suspension.frozenUnit = nil
-                    log.append(Self.suspensionEntry(appName, "thawed (ThawUnit \(unit))", "thawed", pid: pid, unit: unit))
-                case (true, .success(let refusal?)):
+                    var entry = Self.suspensionEntry(appName, "thawed (ThawUnit \(unit), \(Self.milliseconds(time)) ms)", "thawed", pid: pid, unit: unit)
+                    entry.metadata["duration_ms"] = "\(Self.milliseconds(time))"
+                    log.append(entry)
+                case (true, .success((let refusal?, _))):
                     self.freezeFailed(appName, &record, unit: unit, reason: refusal, log: &log)
                 case (true, .failure(let error)):
                     self.freezeFailed(appName, &record, unit: unit, reason: "FreezeUnit failed: \(error)", log: &log)
@@ -267,6 +276,12 @@ extension AppManager {
                 }
             }
         }
+    }
+
+    /// A call's time in milliseconds, to a tenth.
+    static func milliseconds(_ time: Duration) -> String {
+        let tenths = (time.components.seconds * 10_000 + time.components.attoseconds / 100_000_000_000_000)
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     static func suspensionEntry(
