@@ -56,7 +56,9 @@ extension AppManager {
 
     /// Whether the app's process is to be held now (``SuspensionRule``).
     private func holds(_ record: Record) -> Bool {
-        SuspensionRule.holds(
+        // Most inputs (an Ack of a running app's event) end here, without reading the configuration under its lock.
+        guard record.lifecycle.state == .suspended else { return false }
+        return SuspensionRule.holds(
             state: record.lifecycle.state,
             mode: self.suspensionMode(of: record),
             attached: record.attachment?.process != nil,
