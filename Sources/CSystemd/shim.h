@@ -10,5 +10,7 @@
 #include <sys/pidfd.h>
 // timerfd (notification timers, and the benchmark's floor), which Swift's Glibc module leaves out.
 #include <sys/timerfd.h>
+// eventfd, which wakes the D-Bus connection's thread.
+#include <sys/eventfd.h>
 
 #endif

@@ -56,6 +56,8 @@ public struct Configuration: Sendable, Hashable {
     public var quotas = Quotas()
     /// `[Notifications]`: local notifications' limits and command.
     public var notifications = NotificationSettings()
+    /// `[System]`: which of the system's changes the apps follow. Read at start only.
+    public var system = SystemSettings()
 
     public init() {}
 
@@ -111,6 +113,25 @@ public struct NotificationSettings: Sendable, Hashable {
     public var maxCommands: Int = 4
 
     public init() {}
+}
+
+/// `[System]`: the system around the apps that the daemon follows.
+public struct SystemSettings: Sendable, Hashable {
+    /// `FollowSleep=`: hold a logind delay inhibitor, interrupt the active app before sleep, save, resume after.
+    public var followsSleep = true
+    /// `FollowLock=`: follow the screen lock of the seat's active session.
+    public var followsLock = true
+    /// `Seat=`: whose screen lock is followed.
+    public var seat = "seat0"
+    /// `FollowTimeZone=`: watch /etc/localtime from the start and tell apps of a new zone.
+    public var followsTimeZone = true
+    /// `FollowLocale=`: tell apps of localed's new locale.
+    public var followsLocale = true
+
+    public init() {}
+
+    /// The seat whose lock is followed, if any.
+    public var lockSeat: String? { self.followsLock ? self.seat : nil }
 }
 
 /// A group named in the configuration, with the id it had when the configuration was read.
@@ -331,6 +352,29 @@ enum ConfigurationKey {
             "AdminApps": { configuration, value throws(ConfigurationValueError) in
                 configuration.quotas.adminApps =
                     value.isEmpty ? Quotas().adminApps : try parseInteger(value, in: 1...1_000_000)
+            },
+        ],
+        "System": [
+            "FollowSleep": { configuration, value throws(ConfigurationValueError) in
+                configuration.system.followsSleep = value.isEmpty ? true : try parseBoolean(value)
+            },
+            "FollowLock": { configuration, value throws(ConfigurationValueError) in
+                configuration.system.followsLock = value.isEmpty ? true : try parseBoolean(value)
+            },
+            "Seat": { configuration, value throws(ConfigurationValueError) in
+                let seat = value.isEmpty ? "seat0" : value
+                guard seat.hasPrefix("seat"), seat.utf8.count <= 255,
+                    seat.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+                else {
+                    throw ConfigurationValueError(reason: "'\(value)' is not a seat name: seat0, or seat followed by letters, digits, '-' and '_'")
+                }
+                configuration.system.seat = seat
+            },
+            "FollowTimeZone": { configuration, value throws(ConfigurationValueError) in
+                configuration.system.followsTimeZone = value.isEmpty ? true : try parseBoolean(value)
+            },
+            "FollowLocale": { configuration, value throws(ConfigurationValueError) in
+                configuration.system.followsLocale = value.isEmpty ? true : try parseBoolean(value)
             },
         ],
         "Varlink": [

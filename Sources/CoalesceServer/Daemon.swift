@@ -41,10 +41,22 @@ public enum MessageID {
     /// A notification was answered (Respond).
     public static let notificationAnswered = "a9bea36de025434086cd2c6f4fc52120"
 
+    /// The system goes to sleep: which apps were told, and whether they acknowledged in time.
+    public static let sleep = "58a0ba871fb04ef9a44b5766ccd7da89"
+    /// The system woke from sleep.
+    public static let wake = "f771fdfbbc4c4558a8ac2b6fad83658e"
+    /// The wall clock was set or the time zone changed, and running apps were told.
+    public static let timeChanged = "6fd9924c5f914d61aec4c965a3174068"
+    /// The locale changed, and running apps were told.
+    public static let localeChanged = "c13aabaff19e47a8a4ede1c4a93ad1ef"
+    /// The seat's screen was locked or unlocked, and running apps were told.
+    public static let lockChanged = "b8a27dfd229b4272b6e884b7ec4e0975"
+
     /// Every MESSAGE_ID, for checking the catalog.
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
         taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
+        sleep, wake, timeChanged, localeChanged, lockChanged,
     ]
 }
 
@@ -147,7 +159,9 @@ public enum Daemon {
         logger: Logger
     ) async -> Int32 {
         let notifier = SystemdNotifier()
-        let status = StatusReporter(notifier: notifier, server: started.server, address: started.address, apps: started.apps)
+        let status = StatusReporter(
+            notifier: notifier, server: started.server, address: started.address, apps: started.apps, system: started.system
+        )
         let reloader = Reloader(
             options: options,
             state: started.state,
@@ -179,6 +193,7 @@ public enum Daemon {
                 .init(service: ServingService(server: started.server)),
                 .init(service: AppsService(apps: started.apps)),
                 .init(service: NotificationsService(center: started.notifications)),
+                .init(service: SystemService(system: started.system)),
                 .init(service: WatchdogService(notifier: notifier, loops: Array(group.makeIterator()))),
                 .init(service: StatusService(status: status, notifier: notifier, logger: logger)),
                 .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),

@@ -20,6 +20,7 @@ struct DaemonStartUp {
         var state: DaemonState
         var apps: AppManager
         var notifications: NotificationCenter
+        var system: SystemFollower
         var server: VarlinkServer
         var address: VarlinkListenAddress
     }
@@ -79,9 +80,18 @@ struct DaemonStartUp {
             connectionBudget: connectionBudget(descriptorLimit: self.descriptorLimit)
         )
         state.checkConnectionBudget(logger: logger)
+        // One connection to the bus for the daemon's life: launch units, sleep, the lock and the locale.
         let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
+        var bus: BusConnection?
+        var busProblem: String?
+        do {
+            bus = try BusConnection(busScope)
+        } catch {
+            busProblem = "\(error)"
+        }
         let apps: AppManager
         let notifications: NotificationCenter
+        let system: SystemFollower
         do {
             // Everything accepted before is recovered before READY=1; a large store may take a while.
             SystemdNotifier().extendTimeout(by: .seconds(90), status: "Recovering the store in \(options.stateDirectory)")
@@ -93,12 +103,16 @@ struct DaemonStartUp {
                 daemon: state,
                 eventLoop: self.group.next(),
                 logger: logger,
-                startUnit: { unit in try startUnit(unit, on: busScope) },
+                startUnit: { [bus, busProblem] unit in try await startUnit(unit, on: bus, problem: busProblem) },
                 unitControl: .systemd(busScope)
             )
             // Requests the store kept are taken up, and what came due while the daemon was down presented, before
             // READY=1.
             notifications = try NotificationCenter(store: store, apps: apps, daemon: state, logger: logger)
+            system = SystemFollower(
+                settings: self.configuration.system, scope: busScope, bus: bus, busProblem: busProblem,
+                apps: apps, notifications: notifications, logger: logger
+            )
             try await notifications.start()
             if !apps.store.isWritable {
                 logger.warning(
@@ -122,7 +136,7 @@ struct DaemonStartUp {
                 url: "https://github.com/coalesced/coalesced"
             ),
             interfaces: [
-                SystemInterface.make(daemon: state, statistics: statistics, apps: apps, notifications: notifications),
+                SystemInterface.make(daemon: state, statistics: statistics, apps: apps, notifications: notifications, system: system),
                 AppInterface.make(apps: apps, daemon: state),
                 NotificationsInterface.make(center: notifications),
                 ProtocolInterface.make(),
@@ -151,7 +165,7 @@ struct DaemonStartUp {
             await server.shutdown()
             return .failure(Failure(status: DaemonExit.failure))
         }
-        return .success(Started(state: state, apps: apps, notifications: notifications, server: server, address: address))
+        return .success(Started(state: state, apps: apps, notifications: notifications, system: system, server: server, address: address))
     }
 
     /// The socket systemd passed, or the path to create.
@@ -193,15 +207,17 @@ func importRegistryFile(stateDirectory: String, into store: Store, logger: Logge
 
 /// Asks systemd to start a unit (StartUnit, mode "replace") and returns once the job is queued; the app it starts
 /// then attaches on its own.
-func startUnit(_ unit: String, on scope: SystemBus.Scope) throws(SystemdError) {
-    let bus = try SystemBus(scope)
-    _ = try bus.callReturningString(
+func startUnit(_ unit: String, on bus: BusConnection?, problem: String?) async throws(SystemdError) {
+    guard let bus else {
+        throw SystemdError(operation: "call org.freedesktop.systemd1.Manager.StartUnit", errno: ENOTCONN, busError: problem)
+    }
+    _ = try await bus.call(
         destination: "org.freedesktop.systemd1",
         path: "/org/freedesktop/systemd1",
         interface: "org.freedesktop.systemd1.Manager",
         member: "StartUnit",
-        arguments: [unit, "replace"],
-        replyType: "o"
+        arguments: [.string(unit), .string("replace")],
+        timeout: .seconds(25)
     )
 }
 

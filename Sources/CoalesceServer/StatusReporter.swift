@@ -10,13 +10,15 @@ final class StatusReporter: Sendable {
     private let server: VarlinkServer
     private let address: VarlinkListenAddress
     private let apps: AppManager
+    private let system: SystemFollower
     private let lastSent = NIOLockedValueBox<String?>(nil)
 
-    init(notifier: SystemdNotifier, server: VarlinkServer, address: VarlinkListenAddress, apps: AppManager) {
+    init(notifier: SystemdNotifier, server: VarlinkServer, address: VarlinkListenAddress, apps: AppManager, system: SystemFollower) {
         self.notifier = notifier
         self.server = server
         self.address = address
         self.apps = apps
+        self.system = system
     }
 
     /// The one-line summary `systemctl status` shows.
@@ -30,6 +32,7 @@ final class StatusReporter: Sendable {
         }
         return "Serving \(self.address); \(statistics.connections) \(noun), \(statistics.calls) calls; "
             + "\(apps) \(apps == 1 ? "app" : "apps")" + (running.isEmpty ? "" : " (" + running.joined(separator: ", ") + ")")
+            + (self.system.statusSuffix.map { "; " + $0 } ?? "")
     }
 
     /// READY=1 with the summary: at start-up and after a reload.

@@ -5,7 +5,13 @@ import Varlink
 
 /// `io.coalesced.System`: what the daemon is doing, and the operator's hand on the apps.
 enum SystemInterface {
-    static func make(daemon: DaemonState, statistics: VarlinkServerStatistics, apps: AppManager, notifications: NotificationCenter) -> VarlinkInterface {
+    static func make(
+        daemon: DaemonState,
+        statistics: VarlinkServerStatistics,
+        apps: AppManager,
+        notifications: NotificationCenter,
+        system: SystemFollower
+    ) -> VarlinkInterface {
         /// Every method but Stats is for admins.
         @Sendable func admin(_ request: VarlinkRequest) throws(VarlinkError) {
             try Authorization.requireAdmin(request.peer, group: daemon.configuration.adminGroup)
@@ -19,7 +25,7 @@ enum SystemInterface {
                     let lifecycle = apps.statistics
                     var states: JSONObject = [:]
                     for appState in AppState.allCases { states[appState.rawValue] = .int(Int64(lifecycle.states[appState] ?? 0)) }
-                    let stats: JSONObject = [
+                    var stats: JSONObject = [
                         "version": .string(CoalescedVersion.string),
                         "uptimeSec": .double(state.uptime.seconds),
                         "connections": .int(Int64(connections.connections)),
@@ -66,6 +72,7 @@ enum SystemInterface {
                             "backgroundTaskBudgetSec": state.configuration.timings.backgroundTaskBudget.secondsValue,
                         ],
                     ]
+                    stats["system"] = .object(system.statistics)
                     return ["stats": .object(stats)]
                 },
                 "ListApps": .immediate { request in

@@ -53,6 +53,16 @@ import Testing
         }
     }
 
+    @Test func readsWhichOfTheSystemsChangesAreFollowed() throws {
+        #expect(try self.parse("").system.lockSeat == "seat0")
+        let system = try self.parse("[System]\nFollowSleep=no\nFollowLock=no\nSeat=seat1\nFollowTimeZone=no\nFollowLocale=no\n").system
+        #expect(!system.followsSleep && system.lockSeat == nil && !system.followsTimeZone && !system.followsLocale)
+        #expect(try self.parse("[System]\nFollowLock=no\nSeat=seat1\nFollowLock=yes\n").system.lockSeat == "seat1")
+        #expect(throws: ConfigurationError(path: "f0.conf", line: 2, reason: "bad value 'tty1' for Seat=: 'tty1' is not a seat name: seat0, or seat followed by letters, digits, '-' and '_'")) {
+            try self.parse("[System]\nSeat=tty1\n")
+        }
+    }
+
     @Test func readsTheLifecycleAndEventSettings() throws {
         let configuration = try self.parse(
             """
@@ -100,7 +110,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Notifications], [Quotas], [Varlink]"),
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Notifications], [Quotas], [System], [Varlink]"),
         (
             "[Apps]\nAcknowledgeTimeoutSec=soon\n",
             "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min, or infinity (or 0) for none"

@@ -56,7 +56,11 @@ public final class DaemonProcess: @unchecked Sendable {
         self.socketPath = predecessor?.socketPath ?? self.directory.file("io.coalesced")
         for (name, text) in stateFiles { try self.directory.write("state/" + name, text) }
         self.notify = try NotifyListener(path: self.directory.file("notify"))
-        try self.directory.write("coalesced.conf", configuration)
+        // Each daemon that watches /etc/localtime holds an inotify instance, and a whole test run's daemons at once
+        // would use up the user's fs.inotify.max_user_instances (and the sandbox's systemd could not boot): the zone
+        // is watched only where a test asks for it.
+        let followsZone = configuration.contains("FollowTimeZone=")
+        try self.directory.write("coalesced.conf", configuration + (followsZone ? "" : "\n[System]\nFollowTimeZone=no\n"))
         _ = FileManager.default.createFile(atPath: self.directory.file("daemon.log"), contents: nil)
         let arguments = [
             "--socket", self.socketPath,

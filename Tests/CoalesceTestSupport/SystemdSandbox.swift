@@ -77,6 +77,30 @@ public final class SystemdSandbox: @unchecked Sendable {
         try self.run("systemctl", "daemon-reload")
     }
 
+    /// Makes `systemctl suspend` safe and possible inside the sandbox, as FIELD-NOTES.md says: systemd-suspend.service
+    /// sleeps `seconds` instead of suspending (checked with `systemctl cat` before this returns), logind sees a
+    /// /sys/power/state that offers `mem` (a file bind-mounted over it in the sandbox's mount namespace), and logind
+    /// is restarted to read it, with `logindSettings` (such as `InhibitDelayMaxSec=2`) in a drop-in. Throws unless
+    /// logind then says CanSuspend=yes. Never suspends anything.
+    public func allowSuspend(sleeping seconds: Int, logindSettings: String = "") throws {
+        try self.write(
+            "/run/systemd/system/systemd-suspend.service.d/sandbox.conf",
+            "[Service]\nExecStart=\nExecStart=/bin/sleep \(seconds)\n"
+        )
+        try self.write("/run/systemd/logind.conf.d/sandbox.conf", "[Login]\n" + logindSettings + "\n")
+        try self.write("/run/sandbox-power-state", "freeze mem\n")
+        try self.run("systemctl", "daemon-reload")
+        let unit = try self.run("systemctl", "cat", "systemd-suspend.service").stdout
+        guard unit.contains("ExecStart=/bin/sleep \(seconds)") else {
+            throw SupportError("the systemd-suspend.service override is not loaded; not suspending:\n\(unit)")
+        }
+        let mounted = try self.run("mount", "-n", "--bind", "/run/sandbox-power-state", "/sys/power/state")
+        guard mounted.status == 0 else { throw SupportError("cannot bind /sys/power/state: \(mounted.stderr)") }
+        try self.run("systemctl", "restart", "systemd-logind.service")
+        let can = try self.run("busctl", "call", "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "CanSuspend")
+        guard can.stdout.contains("\"yes\"") else { throw SupportError("logind cannot suspend in the sandbox: \(can.stdout)\(can.stderr)") }
+    }
+
     /// A unit property, as `systemctl show -p NAME --value` prints it.
     public func property(_ unit: String, _ name: String) throws -> String {
         try self.run("systemctl", "show", "-p", name, "--value", unit).stdout

@@ -58,6 +58,7 @@ readonly MASKED_UNITS=(
     systemd-firstboot.service
     systemd-journal-catalog-update.service
     systemd-update-done.service
+    systemd-timesyncd.service
     ldconfig.service
 )
 
@@ -453,6 +454,11 @@ cmd_inner() {
     for unit in "${MASKED_UNITS[@]}"; do
         ln -s /dev/null "/run/systemd/system/$unit"
     done
+    # The clock is the host's: timedated's SetTimezone tells the kernel the zone (settimeofday), and the first such
+    # call since boot warps the host's clock by the zone's offset. Without CAP_SYS_TIME that call fails, which
+    # timedated ignores; the zone link inside the sandbox still changes.
+    mkdir -p /run/systemd/system/systemd-timedated.service.d
+    printf '[Service]\nCapabilityBoundingSet=~CAP_SYS_TIME\n' >/run/systemd/system/systemd-timedated.service.d/sandbox.conf
     say "masked ${#MASKED_UNITS[@]} units; exec $SYSTEMD"
 
     cd /

@@ -14,11 +14,13 @@ public struct EventKindError: Error, Sendable, Hashable, CustomStringConvertible
 ///
 /// The grammar, bounded so that kinds are cheap to store and safe to print: 1 to 128 bytes; labels separated by
 /// dots; each label lower-case ASCII letters, digits, `-` and `_`, starting with a letter or digit. Kinds under
-/// `lifecycle.` and `notification.` are the daemon's own (callbacks, notifications) and cannot be posted.
+/// `lifecycle.`, `notification.` and `system.` are the daemon's own (callbacks, notifications, the system's
+/// changes) and cannot be posted.
 public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible {
     public static let maximumLength = 128
     public static let reservedPrefix: StaticString = "lifecycle."
     public static let notificationPrefix: StaticString = "notification."
+    public static let systemPrefix: StaticString = "system."
     public let value: String
 
     public init(_ value: String) throws(EventKindError) {
@@ -36,6 +38,7 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
         guard !value.startsWithBytes(of: Self.notificationPrefix) else {
             throw fail("notification.* kinds are the daemon's own")
         }
+        guard !value.startsWithBytes(of: Self.systemPrefix) else { throw fail("system.* kinds are the daemon's own") }
         self.value = value
     }
 

@@ -56,6 +56,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// The app is inactive because of an interruption (alert, call, sleep, lock), not a transition.
     public private(set) var interrupted = false
 
+    /// The highest number the app acknowledged (0: none since this run of the daemon took it up).
+    public private(set) var acknowledgedUpTo: UInt64 = 0
+
     /// The number the app's stream gives next, to a callback or an event (the app's ``Inbox`` numbers its events
     /// from it): one counter, so that an acknowledgement up to a number covers both.
     public var nextSequence: UInt64 = 1
@@ -160,20 +163,27 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     }
 
     /// An alert, a call, sleep or the screen lock takes the foreground from an active app: willResignActive.
-    public mutating func interruptionBegan(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+    /// `reason` is the journal's: `sleep` when the system goes to sleep.
+    public mutating func interruptionBegan(
+        now: Instant,
+        reason: TransitionReason = .interruptionBegan
+    ) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state == .active else {
             if self.interrupted { throw .alreadyInterrupted }
             throw .notActive(self.state)
         }
         self.interrupted = true
-        return self.move(to: .inactive, reason: .interruptionBegan) + [self.deliver(.willResignActive)]
+        return self.move(to: .inactive, reason: reason) + [self.deliver(.willResignActive)]
     }
 
     /// The interruption is over and the app has the foreground again: didBecomeActive.
-    public mutating func interruptionEnded(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+    public mutating func interruptionEnded(
+        now: Instant,
+        reason: TransitionReason = .interruptionEnded
+    ) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.interrupted, self.state == .inactive else { throw .notInterrupted }
         self.interrupted = false
-        return self.move(to: .active, reason: .interruptionEnded) + [self.deliver(.didBecomeActive)]
+        return self.move(to: .active, reason: reason) + [self.deliver(.didBecomeActive)]
     }
 
     /// Ends the app. A running app that can run code hears willTerminate first; a suspended one runs no code and
@@ -232,6 +242,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// The app has handled every callback up to `sequence`: their deadlines are met. An acknowledged
     /// didEnterBackground lets an app with nothing left to do be suspended.
     public mutating func acknowledge(upTo sequence: UInt64, now: Instant) -> [LifecycleEffect] {
+        self.acknowledgedUpTo = max(self.acknowledgedUpTo, sequence)
         let met = self.awaiting.filter { $0.sequence <= sequence }
         self.awaiting.removeAll { $0.sequence <= sequence }
         guard met.contains(where: { $0.callback == .didEnterBackground }) else { return [] }

@@ -44,6 +44,10 @@ public enum TransitionReason: String, Sendable, Hashable {
     case deactivate
     case interruptionBegan
     case interruptionEnded
+    /// The system went to sleep (logind's PrepareForSleep): an interruption of the active app.
+    case sleep
+    /// The system woke from sleep: the interruption sleep began is over.
+    case wake
     case terminate
     case exitsOnSuspend
     case purge

@@ -130,7 +130,7 @@ extension AppManager {
     /// The app has handled everything up to `sequence`.
     func acknowledge(name: String, uid: UInt32, upTo sequence: UInt64) throws(AppError) {
         let appName = try Self.appName(name)
-        try self.locked { state, log throws(AppError) in
+        let waiters = try self.locked { state, log throws(AppError) -> [CheckedContinuation<Bool, Never>] in
             // The record is looked at, not kept: a copy held on would make the inbox's changes below copy it.
             let termination = try { () throws(AppError) in
                 let record = try self.appRecord(appName, uid: uid, in: state)
@@ -162,7 +162,9 @@ extension AppManager {
             self.input(appName, in: &state, log: &log) { lifecycle in
                 lifecycle.acknowledge(upTo: sequence, now: now)
             }
+            return state.acknowledgementWaiters.isEmpty ? [] : Self.takeWaiters(of: appName, upTo: sequence, in: &state)
         }
+        for waiter in waiters { waiter.resume(returning: true) }
     }
 
     func beginBackgroundTask(name: String, uid: UInt32, taskName: String) throws(AppError) -> (id: Int, remaining: Duration?) {

@@ -590,9 +590,10 @@ extension AppManager {
         _ app: AppName,
         kind: EventKind,
         payload: JSONValue,
+        policy: CoalescingPolicy = .queue(bound: AppManager.daemonEventBound),
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Bool {
-        let post = Post(target: app.value, kind: kind, payload: EventPayload(payload), policy: .queue(bound: Self.daemonEventBound))
+        let post = Post(target: app.value, kind: kind, payload: EventPayload(payload), policy: policy)
         if case .enqueued = self.enqueuePost(app, post, poster: 0, finished: finished) { return true }
         return false
     }

@@ -24,10 +24,12 @@ extension AppManager {
         var log: [LogEntry] = []
         var decided: [(AppName, [InboxAction])] = []
         var kills: [ProcessHandle] = []
+        var protectedData: [(AppName, Bool)] = []
         defer {
             for process in kills { process.signal(SIGKILL) }
             for entry in log { self.logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata) }
             for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
+            if !protectedData.isEmpty { self.tellProtectedData(protectedData) }
         }
         return try self.state.withLock { state throws(Failure) in
             defer {
@@ -36,6 +38,10 @@ extension AppManager {
                 for (appName, actions) in decided { self.count(actions, of: appName, in: &state) }
                 kills = state.kills
                 state.kills.removeAll()
+                if !state.protectedDataNews.isEmpty {
+                    protectedData = state.protectedDataNews
+                    state.protectedDataNews.removeAll()
+                }
             }
             return try body(&state, &log)
         }
@@ -78,7 +84,13 @@ extension AppManager {
         if !wasReceiving, record.lifecycle.receivesAtOnce {
             // After the callbacks the effects sent: a wake's events follow them.
             state.inboxActions.append((appName, self.inboxInput(&record, of: appName, charging: state.ledger) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+            // The lock's net change while it ran no code: one callback, or none when it was locked and unlocked.
+            if record.toldProtectedDataAvailable != state.protectedDataAvailable {
+                record.toldProtectedDataAvailable = state.protectedDataAvailable
+                state.protectedDataNews.append((appName, state.protectedDataAvailable))
+            }
         }
+        if !record.lifecycle.state.isRunning { record.toldProtectedDataAvailable = true }
         self.reschedule(appName, &record, now: self.now())
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {

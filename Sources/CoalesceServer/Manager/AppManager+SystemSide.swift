@@ -47,9 +47,7 @@ extension AppManager {
         }
         if let unit {
             do {
-                // A D-Bus call blocks: on NIO's thread pool, not on one of the few threads of Swift's task pool.
-                let startUnit = self.startUnit
-                try await NIOThreadPool.singleton.runIfActive { try startUnit(unit) }
+                try await self.startUnit(unit)
             } catch {
                 self.failLaunch(appName, .launchFailed(app: name, unit: unit, reason: "\(error)"))
                 throw .launchFailed(app: name, unit: unit, reason: "\(error)")

@@ -116,6 +116,9 @@ final class AppManager: Sendable {
         var pendingWrite: EventWrite?
         /// Its owner's account with the quotas, which its events are charged to.
         var account: QuotaLedger.Account
+        /// What the app was last told of the screen lock (protected data available or not); an app is launched
+        /// into an unlocked world, and told otherwise as it starts.
+        var toldProtectedDataAvailable = true
         /// Its process stopped or frozen while it is suspended (`+Suspension`).
         var suspension = SuspensionRecord()
     }
@@ -166,6 +169,15 @@ final class AppManager: Sendable {
         var stopping = false
         /// What each user's apps take against the quotas.
         var ledger = QuotaLedger(quotas: Quotas())
+        /// Who waits for an app to acknowledge a callback, by app: the number and the waiter
+        /// (``AppManager/waitForAcknowledgement(of:sequence:within:)``).
+        var acknowledgementWaiters: [AppName: [(sequence: UInt64, waiter: CheckedContinuation<Bool, Never>)]] = [:]
+        /// The apps the system's sleep interrupted, which its wake makes active again.
+        var interruptedBySleep: Set<AppName> = []
+        /// Whether the screen is unlocked (protected data available), as the seat's session last said.
+        var protectedDataAvailable = true
+        /// Apps that woke not knowing the lock's state: told once the lock is released (``AppManager/locked(_:)``).
+        var protectedDataNews: [(AppName, Bool)] = []
 
         /// Counts a post the inbox answered: sent at once, or held.
         mutating func count(_ answer: AppManager.AppInbox.Answer) {
@@ -200,7 +212,7 @@ final class AppManager: Sendable {
     let daemon: DaemonState
     let eventLoop: any EventLoop
     let logger: Logger
-    let startUnit: @Sendable (String) throws -> Void
+    let startUnit: @Sendable (String) async throws -> Void
     /// FreezeUnit and ThawUnit of apps' launch units (`+Suspension`); they block.
     let unitControl: UnitControl
     let state: Mutex<State>
@@ -217,15 +229,15 @@ final class AppManager: Sendable {
 
     /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
     /// - Parameters:
-    ///   - startUnit: starts a launch unit through systemd; it may block.
-    ///   - unitControl: freezes and thaws launch units through systemd; its calls may block.
+    ///   - startUnit: starts a launch unit through systemd.
+    ///   - unitControl: freezes and thaws launch units through systemd; its calls block.
     ///   - now: the lifecycle's clock; the real one unless a test moves time by hand.
     init(
         store: Store,
         daemon: DaemonState,
         eventLoop: any EventLoop,
         logger: Logger,
-        startUnit: @escaping @Sendable (String) throws -> Void,
+        startUnit: @escaping @Sendable (String) async throws -> Void,
         unitControl: UnitControl = .unavailable,
         now: @escaping @Sendable () -> Instant = { .now }
     ) throws(StoreError) {

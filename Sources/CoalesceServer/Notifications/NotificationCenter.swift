@@ -78,6 +78,9 @@ final class NotificationCenter: Sendable {
     let state: Mutex<State>
     let commands: CommandSink
     private let timer = Mutex<AlertTimer?>(nil)
+    /// Told of each clock setting and zone change the timer reports, for the apps (``PlaceFollower``); and whether
+    /// the zone link is watched from the start rather than once a floating rule needs it.
+    private let changes = Mutex<(follower: (@Sendable (AlertTimer.Event, String) -> Void)?, watchZone: Bool)>((nil, false))
 
     /// Reads what the store keeps; nothing fires before ``start()``.
     /// - Throws: ``StoreError`` when the store cannot be read.
@@ -141,8 +144,17 @@ final class NotificationCenter: Sendable {
             self?.timerEvent(event)
         }
         self.timer.withLock { $0 = timer }
+        if self.changes.withLock({ $0.watchZone }), let problem = timer.watchZone() {
+            self.logger.warning("Time zone changes are not watched (\(problem.failure)): apps are not told of them")
+        }
         for record in records { self.watchZone(for: record.request) }
         timer.arm(wall: self.state.withLock { $0.scheduler.timers.wall }, boot: self.state.withLock { $0.scheduler.timers.boot })
+    }
+
+    /// Has `follower` told of every clock setting and zone change (with the new zone's name) from ``start()`` on,
+    /// and, `watchZone`, the zone link watched from the start.
+    func followChanges(watchZone: Bool, _ follower: @escaping @Sendable (AlertTimer.Event, String) -> Void) {
+        self.changes.withLock { $0 = (follower, watchZone) }
     }
 
     /// Has the timer watch the machine's zone link once a request's dates depend on it: a calendar rule in floating
@@ -190,16 +202,18 @@ final class NotificationCenter: Sendable {
                 self.apply(state.scheduler.fired(now: now), to: &state, &step)
             }, completion: { _ in })
         case .clockChanged:
-            self.logger.notice("The wall clock was set: notification dates worked out again")
+            self.logger.info("The wall clock was set: notification dates worked out again")
             self.perform(reason: .clockChange, { state, now, step in
                 self.apply(state.scheduler.clockChanged(now: now), to: &state, &step)
             }, completion: { _ in })
+            self.changes.withLock { $0.follower }?(event, "")
         case .timeZoneChanged:
             let zone = self.zones.local()
-            self.logger.notice("The time zone changed: floating notification dates worked out again", metadata: ["zone": "\(zone.name)"])
+            self.logger.info("The time zone changed: floating notification dates worked out again", metadata: ["zone": "\(zone.name)"])
             self.perform(reason: .timeZoneChange, { state, now, step in
                 self.apply(state.scheduler.timeZoneChanged(to: zone, now: now), to: &state, &step)
             }, completion: { _ in })
+            self.changes.withLock { $0.follower }?(event, zone.name)
         }
     }
 

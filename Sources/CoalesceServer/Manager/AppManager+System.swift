@@ -1,0 +1,149 @@
+import CoalesceCore
+import Logging
+import Synchronization
+import NIOCore
+import Varlink
+
+/// What the system around the apps does to them: sleep and wake interrupt the active app, and the clock, the
+/// zone, the locale and the screen lock reach running apps as events (held, coalesced, while they are suspended).
+extension AppManager {
+    /// An app told willResignActive for the system's sleep: the number it acknowledges.
+    struct SleepInterruption: Sendable {
+        var app: AppName
+        var sequence: UInt64
+        /// Whether a process is attached to hear it (one taken up after a restart and not attached is not waited for).
+        var attached: Bool
+    }
+
+    /// The system goes to sleep: every active app is interrupted (willResignActive, reason `sleep`). An app inactive
+    /// for another interruption (a call) is left as it is, and so stays inactive after the wake.
+    func systemWillSleep() -> [SleepInterruption] {
+        self.locked { state, log in
+            let now = self.now()
+            var told: [SleepInterruption] = []
+            for appName in state.onScreen.sorted() where state.records[appName]?.lifecycle.state == .active {
+                self.input(appName, in: &state, log: &log) { lifecycle in
+                    (try? lifecycle.interruptionBegan(now: now, reason: .sleep)) ?? []
+                }
+                guard let record = state.records[appName], record.lifecycle.interrupted else { continue }
+                state.interruptedBySleep.insert(appName)
+                told.append(SleepInterruption(
+                    app: appName,
+                    sequence: record.lifecycle.nextSequence - 1,
+                    attached: record.attachment != nil
+                ))
+            }
+            return told
+        }
+    }
+
+    /// The system woke: the apps its sleep interrupted become active again (didBecomeActive, reason `wake`), unless
+    /// something else took them out of the foreground meanwhile. Returns them.
+    @discardableResult
+    func systemDidWake() -> [AppName] {
+        self.locked { state, log in
+            let now = self.now()
+            var woken: [AppName] = []
+            for appName in state.interruptedBySleep.sorted() {
+                guard let record = state.records[appName], record.lifecycle.interrupted, record.lifecycle.state == .inactive
+                else { continue }
+                self.input(appName, in: &state, log: &log) { lifecycle in
+                    (try? lifecycle.interruptionEnded(now: now, reason: .wake)) ?? []
+                }
+                woken.append(appName)
+            }
+            state.interruptedBySleep.removeAll()
+            return woken
+        }
+    }
+
+    /// Waits until the app acknowledged every callback up to `sequence`, or `timeout` passed; returns whether it did.
+    func waitForAcknowledgement(of app: AppName, sequence: UInt64, within timeout: Duration) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let answer = self.state.withLock { state -> Bool? in
+                guard let record = state.records[app], record.attachment != nil else { return false }
+                if record.lifecycle.acknowledgedUpTo >= sequence { return true }
+                state.acknowledgementWaiters[app, default: []].append((sequence, continuation))
+                return nil
+            }
+            if let answer {
+                continuation.resume(returning: answer)
+                return
+            }
+            self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+                let expired = self.state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+                    Self.takeWaiters(of: app, upTo: sequence, in: &state, expiring: true)
+                }
+                for waiter in expired { waiter.resume(returning: false) }
+            }
+        }
+    }
+
+    /// Removes and returns the waiters of `app` for numbers up to `sequence` (or, `expiring`, those waiting for
+    /// exactly `sequence`, whose time ran out).
+    static func takeWaiters(
+        of app: AppName,
+        upTo sequence: UInt64,
+        in state: inout State,
+        expiring: Bool = false
+    ) -> [CheckedContinuation<Bool, Never>] {
+        guard let waiting = state.acknowledgementWaiters[app] else { return [] }
+        let done = waiting.filter { expiring ? $0.sequence == sequence : $0.sequence <= sequence }
+        guard !done.isEmpty else { return [] }
+        let left = waiting.filter { expiring ? $0.sequence != sequence : $0.sequence > sequence }
+        state.acknowledgementWaiters[app] = left.isEmpty ? nil : left
+        return done.map(\.waiter)
+    }
+
+    /// Posts one of the daemon's own events to every running app: sent at once to those that receive, held
+    /// (coalesced by `policy`) for the suspended. Returns how many apps it went to.
+    @discardableResult
+    func postToRunningApps(kind: EventKind, payload: JSONValue, policy: CoalescingPolicy) -> Int {
+        let running = self.state.withLock { state in
+            state.records.compactMap { $0.value.lifecycle.state.isRunning ? $0.key : nil }.sorted()
+        }
+        var posted = 0
+        for app in running {
+            let sent = self.postFromDaemon(app, kind: kind, payload: payload, policy: policy) { _, failure in
+                if let failure {
+                    self.logger.warning("\(app): \(kind) was not kept: \(failure)", metadata: ["app": "\(app)", "kind": "\(kind)"])
+                }
+            }
+            if sent { posted += 1 }
+        }
+        return posted
+    }
+
+    static let protectedDataWillBecomeUnavailable = EventKind(daemonKind: "lifecycle.protectedDataWillBecomeUnavailable")
+    static let protectedDataDidBecomeAvailable = EventKind(daemonKind: "lifecycle.protectedDataDidBecomeAvailable")
+
+    /// The screen was locked (`available` false) or unlocked: apps that run code are told at once; a suspended app
+    /// is told on its wake of the net change, so that a lock and an unlock while it slept come to nothing. Returns
+    /// how many apps were told now.
+    @discardableResult
+    func protectedDataChanged(available: Bool) -> Int {
+        let news = self.state.withLock { state -> [(AppName, Bool)] in
+            state.protectedDataAvailable = available
+            var news: [(AppName, Bool)] = []
+            for (appName, record) in state.records
+            where record.lifecycle.receivesAtOnce && record.toldProtectedDataAvailable != available {
+                state.records[appName]!.toldProtectedDataAvailable = available
+                news.append((appName, available))
+            }
+            return news
+        }
+        self.tellProtectedData(news)
+        return news.count
+    }
+
+    func tellProtectedData(_ news: [(AppName, Bool)]) {
+        for (app, available) in news {
+            let kind = available ? Self.protectedDataDidBecomeAvailable : Self.protectedDataWillBecomeUnavailable
+            _ = self.postFromDaemon(app, kind: kind, payload: [:], policy: .latest) { _, failure in
+                if let failure {
+                    self.logger.warning("\(app): \(kind) was not kept: \(failure)", metadata: ["app": "\(app)", "kind": "\(kind)"])
+                }
+            }
+        }
+    }
+}
