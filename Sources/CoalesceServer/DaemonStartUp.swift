@@ -104,7 +104,7 @@ struct DaemonStartUp {
                 eventLoop: self.group.next(),
                 logger: logger,
                 startUnit: { [bus, busProblem] unit in try await startUnit(unit, on: bus, problem: busProblem) },
-                unitControl: .systemd(busScope)
+                unitControl: .systemd(bus, problem: busProblem)
             )
             // Requests the store kept are taken up, and what came due while the daemon was down presented, before
             // READY=1.

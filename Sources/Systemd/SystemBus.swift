@@ -9,7 +9,7 @@ import Glibc
 /// Calls block until the reply comes or the timeout passes; use a bus from one thread at a time. Arguments and
 /// results are strings for now, which is what the unit and session lookups that use this need.
 public final class SystemBus {
-    let bus: OpaquePointer
+    private let bus: OpaquePointer
 
     /// Which bus: the system's, or the calling user's (where a user's systemd instance listens).
     public enum Scope: Sendable {

@@ -1,7 +1,6 @@
 import CoalesceCore
 import Logging
 import NIOCore
-import NIOPosix
 import Systemd
 
 #if canImport(Glibc)
@@ -171,21 +170,32 @@ extension AppManager {
         let control = self.unitControl
         if let unit = wanted, record.suspension.frozenUnit == nil {
             record.suspension.unitCallPending = true
-            NIOThreadPool.singleton.runIfActive(eventLoop: self.eventLoop) { () throws -> (String?, Duration) in
-                if let refusal = try control.refusal(unit) { return (refusal, .zero) }
-                let start = ContinuousClock.now
-                try control.freeze(unit)
-                return (nil, ContinuousClock.now - start)
-            }.whenComplete { result in
+            Task {
+                let result: Result<(String?, Duration), any Error>
+                do {
+                    if let refusal = try await control.refusal(unit) {
+                        result = .success((refusal, .zero))
+                    } else {
+                        let start = ContinuousClock.now
+                        try await control.freeze(unit)
+                        result = .success((nil, ContinuousClock.now - start))
+                    }
+                } catch {
+                    result = .failure(error)
+                }
                 self.unitAnswered(appName, unit: unit, freezing: true, result)
             }
         } else if wanted == nil, let unit = record.suspension.frozenUnit {
             record.suspension.unitCallPending = true
-            NIOThreadPool.singleton.runIfActive(eventLoop: self.eventLoop) { () throws -> (String?, Duration) in
-                let start = ContinuousClock.now
-                try control.thaw(unit)
-                return (nil, ContinuousClock.now - start)
-            }.whenComplete { result in
+            Task {
+                let result: Result<(String?, Duration), any Error>
+                do {
+                    let start = ContinuousClock.now
+                    try await control.thaw(unit)
+                    result = .success((nil, ContinuousClock.now - start))
+                } catch {
+                    result = .failure(error)
+                }
                 self.unitAnswered(appName, unit: unit, freezing: false, result)
             }
         }
