@@ -12,6 +12,9 @@ public struct AppDeclaration: Sendable, Hashable {
     public var exitsOnSuspend: Bool
     /// A systemd service that launches the app; only an administrator may set one.
     public var launchUnit: String?
+    /// How the app is kept from running code while it is suspended; `nil` keeps what it declared before (for a new
+    /// app: the daemon's configuration, which freezes or stops it unless an operator chose otherwise).
+    public var suspension: Suspension?
     /// How each event kind is held while the app is suspended; kinds not named are ``CoalescingPolicy/latest``.
     /// `nil` keeps what the app declared before; `[:]` clears it.
     public var kinds: [String: KindDeclaration]?
@@ -25,6 +28,7 @@ public struct AppDeclaration: Sendable, Hashable {
         backgroundModes: [String] = [],
         exitsOnSuspend: Bool = false,
         launchUnit: String? = nil,
+        suspension: Suspension? = nil,
         kinds: [String: KindDeclaration]? = nil,
         posters: Posters? = nil,
         topics: [String]? = nil
@@ -33,6 +37,7 @@ public struct AppDeclaration: Sendable, Hashable {
         self.backgroundModes = backgroundModes
         self.exitsOnSuspend = exitsOnSuspend
         self.launchUnit = launchUnit
+        self.suspension = suspension
         self.kinds = kinds
         self.posters = posters
         self.topics = topics
@@ -46,12 +51,27 @@ public struct AppDeclaration: Sendable, Hashable {
             "exitsOnSuspend": .bool(self.exitsOnSuspend),
             "launchUnit": self.launchUnit.map { .string($0) } ?? .null,
         ]
+        if let suspension = self.suspension { parameters["suspension"] = .string(suspension.rawValue) }
         if let kinds = self.kinds {
             parameters["kinds"] = .object(JSONObject(kinds.sorted { $0.key < $1.key }.map { ($0.key, $0.value.wire) }))
         }
         if let posters = self.posters { parameters["posters"] = posters.wire }
         if let topics = self.topics { parameters["topics"] = .array(topics.map { .string($0) }) }
         return parameters
+    }
+}
+
+extension AppDeclaration {
+    /// How a suspended app is kept from running code.
+    public enum Suspension: String, Sendable, Hashable, CaseIterable {
+        /// Its launch unit frozen by systemd's cgroup freezer when its process runs in it, its process stopped
+        /// (SIGSTOP) otherwise. The daemon's default.
+        case freeze
+        /// Its process stopped with SIGSTOP.
+        case stop
+        /// Nothing done to its process: it is trusted to run no code while suspended (an app that must keep a
+        /// connection alive, or one under a debugger).
+        case cooperative
     }
 }
 

@@ -43,12 +43,21 @@ public struct AppRegistration: Sendable, Hashable {
     public var traits: AppTraits
     /// A systemd unit that launches the app, if it has one.
     public var launchUnit: String?
+    /// How the app is kept from running code while suspended; `nil`: as the daemon's configuration says.
+    public var suspension: SuspensionMode?
 
-    public init(name: AppName, owner: UInt32, traits: AppTraits = AppTraits(), launchUnit: String? = nil) {
+    public init(
+        name: AppName,
+        owner: UInt32,
+        traits: AppTraits = AppTraits(),
+        launchUnit: String? = nil,
+        suspension: SuspensionMode? = nil
+    ) {
         self.name = name
         self.owner = owner
         self.traits = traits
         self.launchUnit = launchUnit
+        self.suspension = suspension
     }
 
     /// Whether `uid` may act for this app: its owner, or root.

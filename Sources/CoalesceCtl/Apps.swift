@@ -18,7 +18,7 @@ struct Apps: ParsableCommand {
         for app in apps {
             rows.append([
                 app["name"]?.stringValue ?? "?",
-                app["state"]?.stringValue ?? "?",
+                App.state(app),
                 app["pid"]?.intValue.map { String($0) } ?? "-",
                 app["launchUnit"]?.stringValue ?? "-",
                 app["tasks"]?.intValue.map { String($0) } ?? "0",
@@ -47,7 +47,7 @@ struct App: ParsableCommand {
         let kinds = Self.kinds(app)
         let rows: [(String, String)] = [
                 ("App", app["name"]?.stringValue ?? "?"),
-                ("State", app["state"]?.stringValue ?? "?"),
+                ("State", Self.state(app)),
                 ("Since", app["since"]?.doubleValue.map(CtlOutput.timestamp) ?? "-"),
                 ("PID", app["pid"]?.intValue.map { String($0) } ?? "none"),
                 ("Attached", Self.attached(app)),
@@ -56,6 +56,7 @@ struct App: ParsableCommand {
                 ("Background modes", (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
                 ("Exits on suspend", app["exitsOnSuspend"]?.boolValue == true ? "yes" : "no"),
                 ("Launch unit", app["launchUnit"]?.stringValue ?? "none"),
+                ("Suspension", app["suspension"]?.stringValue ?? "the daemon's default ([Apps] Suspension=)"),
                 ("Kinds", kinds.first ?? "none declared (every kind is latest)"),
                 ("Posters", Self.posters(app["posters"])),
                 ("Topics", (app["topics"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
@@ -96,6 +97,13 @@ extension App {
         if !declared.uids.isEmpty { parts.append("uid " + declared.uids.map { String($0) }.joined(separator: ", ")) }
         if !declared.groups.isEmpty { parts.append("group " + declared.groups.joined(separator: ", ")) }
         return (["its user and root"] + parts).joined(separator: "; ")
+    }
+
+    /// The app's state, with how its process is held while it is suspended: `suspended (frozen)`.
+    static func state(_ app: JSONValue) -> String {
+        let state = app["state"]?.stringValue ?? "?"
+        guard let held = app["suspendedAs"]?.stringValue else { return state }
+        return "\(state) (\(held))"
     }
 
     /// Whether the app's process has its stream attached; a running app without one outlived a restart of the daemon.

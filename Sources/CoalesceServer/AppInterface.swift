@@ -31,6 +31,7 @@ enum AppInterface {
                             request.call.parameters["launchUnit"],
                             byAdmin: Authorization.isAdmin(peer, group: daemon.configuration.adminGroup)
                         ),
+                        suspension: try self.suspension(request.call.parameters["suspension"]),
                         declarations: declarations,
                         keeping: (
                             kinds: (request.call.parameters["kinds"] ?? .null) == .null,
@@ -158,6 +159,8 @@ enum AppInterface {
             "attached": .bool(snapshot.attached),
         ]
         if let unit = snapshot.registration.launchUnit { object["launchUnit"] = .string(unit) }
+        if let mode = snapshot.registration.suspension { object["suspension"] = .string(mode.rawValue) }
+        if let hold = snapshot.hold { object["suspendedAs"] = .string(hold.rawValue) }
         if let pid = snapshot.pid { object["pid"] = .int(Int64(pid)) }
         return .object(object)
     }
@@ -201,6 +204,16 @@ enum AppInterface {
         guard let value, value != .null else { return false }
         guard let flag = value.boolValue else { throw .invalidParameter(name, reason: "expected a bool") }
         return flag
+    }
+
+    /// Register's `suspension`: left out (null) it stays as it was, "" gives the configuration's back.
+    private static func suspension(_ value: JSONValue?) throws(VarlinkError) -> SuspensionChange {
+        guard let value, value != .null else { return .keep }
+        if value == "" { return .set(nil) }
+        guard let name = value.stringValue, let mode = SuspensionMode(rawValue: name) else {
+            throw .invalidParameter("suspension", reason: "expected \(SuspensionMode.names), or \"\" for the daemon's default")
+        }
+        return .set(mode)
     }
 
     private static func launchUnit(_ value: JSONValue?, byAdmin: Bool) throws -> LaunchUnitChange {

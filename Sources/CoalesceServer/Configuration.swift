@@ -42,6 +42,12 @@ public struct Configuration: Sendable, Hashable {
     public var exclusiveForeground = true
     /// `[Apps] MaxSavedState=`: the largest SaveState an app may keep, in bytes.
     public var maxSavedState: Int = 64 << 10
+    /// `[Apps] Suspension=`: how a suspended app that registered no `suspension` of its own is kept from running
+    /// code.
+    public var suspension: SuspensionMode = .freeze
+    /// `[Apps] SuspensionDelaySec=`: how long after an app is suspended its process is stopped or frozen, so that
+    /// what it sent last (its EndBackgroundTask, its Ack) is read first.
+    public var suspensionDelay: Duration = .milliseconds(200)
     /// `[Events] MaxKindsPerApp=`: kinds an app may hold while it receives nothing.
     public var maxKindsPerApp: Int = 1024
     /// `[Events] MaxPayloadSize=`: the largest payload of a post, its JSON text as sent, in bytes.
@@ -272,6 +278,21 @@ enum ConfigurationKey {
             "MaxSavedState": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxSavedState =
                     value.isEmpty ? Configuration().maxSavedState : try parseSize(value, in: 0...(16 << 20))
+            },
+            "Suspension": { configuration, value throws(ConfigurationValueError) in
+                guard !value.isEmpty else {
+                    configuration.suspension = Configuration().suspension
+                    return
+                }
+                guard let mode = SuspensionMode(rawValue: value) else {
+                    throw ConfigurationValueError(reason: "expected \(SuspensionMode.names)")
+                }
+                configuration.suspension = mode
+            },
+            "SuspensionDelaySec": { configuration, value throws(ConfigurationValueError) in
+                let delay = value.isEmpty ? Configuration().suspensionDelay : try parseTimeSpan(value, allowZero: true)
+                guard delay <= .seconds(60) else { throw ConfigurationValueError(reason: "at most 60s") }
+                configuration.suspensionDelay = delay
             },
         ],
         "Events": [

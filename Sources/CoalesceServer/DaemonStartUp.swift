@@ -104,7 +104,8 @@ struct DaemonStartUp {
                 daemon: state,
                 eventLoop: self.group.next(),
                 logger: logger,
-                startUnit: { [bus, busProblem] unit in try await startUnit(unit, on: bus, problem: busProblem) }
+                startUnit: { [bus, busProblem] unit in try await startUnit(unit, on: bus, problem: busProblem) },
+                unitControl: .systemd(bus, problem: busProblem)
             )
             // Requests the store kept are taken up, and what came due while the daemon was down presented, before
             // READY=1.

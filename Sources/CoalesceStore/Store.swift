@@ -326,6 +326,11 @@ public final class Store: Sendable {
         migrator.registerMigration("6: notifications") { db in
             try Self.createNotificationTables(db)
         }
+        migrator.registerMigration("7: suspension mode") { db in
+            // How the app asked to be kept from running code while suspended; NULL (every app of an older store):
+            // as the daemon's configuration says.
+            try db.alter(table: "app") { table in table.add(column: "suspension", .text) }
+        }
         return migrator
     }
 
@@ -457,11 +462,14 @@ public final class Store: Sendable {
         try self.read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, declarations FROM app ORDER BY name"
+                sql: """
+                    SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations
+                    FROM app ORDER BY name
+                    """
             ).map { row in
                 let name: String = row["name"]
                 let modes: String = row["backgroundModes"]
-                let registration = AppRegistration(
+                var registration = AppRegistration(
                     name: try AppName(name),
                     owner: UInt32(truncatingIfNeeded: row["owner"] as Int64),
                     traits: AppTraits(
@@ -470,6 +478,10 @@ public final class Store: Sendable {
                     ),
                     launchUnit: row["launchUnit"]
                 )
+                if let mode: String = row["suspension"] {
+                    // A value this version does not know reads as the configuration's, rather than failing the start.
+                    registration.suspension = SuspensionMode(rawValue: mode)
+                }
                 return (registration, row["declarations"] as String)
             }
         }
@@ -490,16 +502,17 @@ public final class Store: Sendable {
     private static func upsert(_ registration: AppRegistration, declarations: String, _ transaction: StoreTransaction) throws {
         try transaction.run(
             """
-                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, declarations)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, backgroundModes = excluded.backgroundModes,
                     exitsOnSuspend = excluded.exitsOnSuspend, launchUnit = excluded.launchUnit,
-                    declarations = excluded.declarations
+                    suspension = excluded.suspension, declarations = excluded.declarations
                 """,
             [
                 registration.name.value, Int64(registration.owner),
                 registration.traits.backgroundModes.sorted().joined(separator: "\n"),
-                registration.traits.exitsOnSuspend, registration.launchUnit, declarations,
+                registration.traits.exitsOnSuspend, registration.launchUnit, registration.suspension?.rawValue,
+                declarations,
             ]
         )
     }

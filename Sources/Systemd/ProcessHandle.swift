@@ -55,7 +55,7 @@ public final class ProcessHandle: Sendable {
 
     /// A small file of /proc/PID, read while the process is known to be alive (after a pid's reuse it would
     /// describe another process).
-    private func procFile(_ name: String) -> String? {
+    func procFile(_ name: String) -> String? {
         guard let contents = Self.readFile("/proc/\(self.pid)/\(name)"), self.isAlive else { return nil }
         return contents
     }

@@ -75,6 +75,8 @@ import Testing
             TerminateGraceSec=0
             ExclusiveForeground=no
             MaxSavedState=1K
+            Suspension=cooperative
+            SuspensionDelaySec=1.5s
             [Events]
             MaxKindsPerApp=3
             MaxPayloadSize=2K
@@ -89,6 +91,10 @@ import Testing
         #expect(configuration.terminateGrace == .zero)
         #expect(!configuration.exclusiveForeground)
         #expect(configuration.maxSavedState == 1024)
+        #expect(configuration.suspension == .cooperative)
+        #expect(configuration.suspensionDelay == .milliseconds(1500))
+        #expect(Configuration().suspension == .freeze, "real suspension unless an operator chooses otherwise")
+        #expect(Configuration().suspensionDelay == .milliseconds(200))
         #expect(configuration.maxKindsPerApp == 3)
         #expect(configuration.maxPayloadSize == 2048)
     }
@@ -119,6 +125,8 @@ import Testing
         ),
         ("[Apps]\nBackgroundTaskExpiry=never\n", "f0.conf:2: bad value 'never' for BackgroundTaskExpiry=: expected suspend or terminate"),
         ("[Apps]\nExclusiveForeground=maybe\n", "f0.conf:2: bad value 'maybe' for ExclusiveForeground=: expected yes or no"),
+        ("[Apps]\nSuspension=sleep\n", "f0.conf:2: bad value 'sleep' for Suspension=: expected freeze, stop, cooperative"),
+        ("[Apps]\nSuspensionDelaySec=2min\n", "f0.conf:2: bad value '2min' for SuspensionDelaySec=: at most 60s"),
         ("[Varlink]\nMaxMessages=3\n", "f0.conf:2: unknown key 'MaxMessages' in [Varlink]; known keys: EventLoops, IncompleteMessageTimeoutSec, MaxConnections, MaxConnectionsPerUser, MaxMessageSize, ReservedConnections"),
         ("[Varlink]\nEventLoops=0\n", "f0.conf:2: bad value '0' for EventLoops=: must be between 1 and 64"),
         ("\n\n[Varlink]\nMaxMessageSize=lots\n", "f0.conf:4: bad value 'lots' for MaxMessageSize=: expected a size in bytes, optionally with K, M or G"),

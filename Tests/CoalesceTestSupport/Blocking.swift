@@ -40,8 +40,14 @@ public func testClient(_ path: String, timeout: Duration = .seconds(30)) throws 
 }
 
 /// Configuration for a daemon whose app is the test's own process (``attachedFromThisProcess(_:app:)``): a missed
-/// deadline would kill the test run, so none can be missed.
-public let noDeadlines = "[Apps]\nAcknowledgeTimeoutSec=1h\n"
+/// deadline would kill the test run, so none can be missed; and a suspended app is left running
+/// (`Suspension=cooperative`), as a stopped one would stop the test run.
+public let noDeadlines = "[Apps]\nAcknowledgeTimeoutSec=1h\nSuspension=cooperative\n"
+
+/// A configuration under which suspended apps are left running (`Suspension=cooperative`): for tests of a suspended
+/// app's process attaching again on its own after a restart of the daemon, which a stopped process cannot do until
+/// it is woken (SuspensionTests covers that).
+public let cooperative = "[Apps]\nSuspension=cooperative\n"
 
 /// Registers `app` and attaches it from the calling process, which the attach launches; returns its stream once the
 /// launch's callbacks are read and acknowledged (on a connection of their own: the stream's is taken by the

@@ -30,7 +30,11 @@ import Varlink
 
         func app(delegate: (any AppDelegate)? = nil) -> CoalescedApp {
             CoalescedApp(
-                AppDeclaration(name: ClientLibraryTests.notes, kinds: ["badge": KindDeclaration(.sum(field: "unread"))]),
+                // The app is this test process: it asks to be left running while suspended.
+                AppDeclaration(
+                    name: ClientLibraryTests.notes, suspension: .cooperative,
+                    kinds: ["badge": KindDeclaration(.sum(field: "unread"))]
+                ),
                 socketPath: self.daemon.socketPath,
                 delegate: delegate
             )

@@ -27,7 +27,11 @@ import Varlink
         }
 
         func app(delegate: (any AppDelegate)? = nil) -> CoalescedApp {
-            CoalescedApp(AppDeclaration(name: ClientNotificationTests.notes), socketPath: self.daemon.socketPath, delegate: delegate)
+            // The app is this test process: it asks to be left running while suspended.
+            CoalescedApp(
+                AppDeclaration(name: ClientNotificationTests.notes, suspension: .cooperative),
+                socketPath: self.daemon.socketPath, delegate: delegate
+            )
         }
 
         @discardableResult

@@ -28,7 +28,7 @@ import Varlink
     static let kinds = ["k1", "k2", "k3"]
 
     @Test func killMinusNineLosesNoAnsweredPostAndInventsNone() async throws {
-        let first = try DaemonProcess()
+        let first = try DaemonProcess(configuration: cooperative)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         // Each app launched to the foreground sends the one before home, where it is suspended; the live app,
@@ -107,7 +107,7 @@ import Varlink
             for _ in 0..<6 {
                 // A sleep, not a wait: the kills come at random moments, whatever the producers are doing.
                 usleep(UInt32.random(in: 300_000...900_000))
-                let next = try daemons.last!.restarted()
+                let next = try daemons.last!.restarted(configuration: cooperative)
                 try next.waitUntilReady()
                 daemons.append(next)
             }

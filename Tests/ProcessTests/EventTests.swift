@@ -262,7 +262,7 @@ import Varlink
     /// What was held for a suspended app survives a restart of the daemon, and what is posted while its process has
     /// not attached again is held with it: on waking, after the callbacks, one event per kind for all of it.
     @Test func aSuspendedAppStaysSuspendedAcrossARestartAndWakesWithEverythingHeld() async throws {
-        let first = try DaemonProcess()
+        let first = try DaemonProcess(configuration: cooperative)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         let app = try await onThread { () throws -> ExampleApp in
@@ -277,7 +277,7 @@ import Varlink
             #expect(try post(client, Self.mail, "badge", ["unread": 2]) == false)
             return app
         }
-        let second = try await onThread { try first.restartedWhenReady() }
+        let second = try await onThread { try first.restartedWhenReady(configuration: cooperative) }
         try await onThread {
             let client = try testClient(socket)
             #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "suspended")
@@ -299,7 +299,7 @@ import Varlink
     /// A queue kind's entries are kept one by one and survive restarts of the daemon: the oldest past the bound are
     /// dropped, whichever run of the daemon held them, and the wake brings the newest in order, then how many went.
     @Test func aQueueKindKeepsItsNewestEntriesAcrossRestarts() async throws {
-        let first = try DaemonProcess()
+        let first = try DaemonProcess(configuration: cooperative)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         let app = try await onThread { () throws -> ExampleApp in
@@ -311,11 +311,11 @@ import Varlink
             for number in 1...3 { #expect(try post(client, Self.mail, "chat.message", ["n": .int(Int64(number))]) == false) }
             return app
         }
-        let second = try await onThread { try first.restartedWhenReady() }
+        let second = try await onThread { try first.restartedWhenReady(configuration: cooperative) }
         let third = try await onThread { () throws -> DaemonProcess in
             let client = try testClient(socket)
             for number in 4...5 { #expect(try post(client, Self.mail, "chat.message", ["n": .int(Int64(number))]) == false) }
-            return try second.restartedWhenReady()
+            return try second.restartedWhenReady(configuration: cooperative)
         }
         try await onThread {
             let client = try testClient(socket)

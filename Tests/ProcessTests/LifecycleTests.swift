@@ -363,7 +363,7 @@ import Varlink
     /// process attaches again on its own (the client library reconnects) and hears no launch; an app whose process
     /// ended while the daemon was down is not running.
     @Test func appsKeepTheirStatesAcrossARestartOfTheDaemon() async throws {
-        let first = try DaemonProcess()
+        let first = try DaemonProcess(configuration: cooperative)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         let (mail, maps) = try await onThread {
@@ -376,7 +376,7 @@ import Varlink
         first.signal(SIGKILL)
         _ = try await onThread { first.waitForExit() }
         maps.kill()  // ends while no daemon runs
-        let second = try await onThread { try first.restartedWhenReady() }
+        let second = try await onThread { try first.restartedWhenReady(configuration: cooperative) }
         try await onThread {
             let system = try testClient(socket)
             #expect(try appInfo(system, Self.maps)["state"] == "notRunning")
@@ -398,11 +398,11 @@ import Varlink
     /// A graceful stop (SIGTERM, as `systemctl restart` sends) leaves the apps as a crash does: a running app keeps
     /// its state, its process attaches again on its own and hears no launch, and the daemon says it left it so.
     @Test func aGracefulStopLeavesRunningAppsInTheirStates() async throws {
-        let first = try DaemonProcess()
+        let first = try DaemonProcess(configuration: cooperative)
         try await onThread { try first.waitUntilReady() }
         let socket = first.socketPath
         let (mail, maps) = try await onThread { try Self.mailSuspendedAndMapsActive(socket) }
-        let second = try await onThread { try first.restartedWhenReady(endingWith: SIGTERM) }
+        let second = try await onThread { try first.restartedWhenReady(configuration: cooperative, endingWith: SIGTERM) }
         #expect(first.waitForExit(timeout: .seconds(1)) == 0, "a graceful stop exits 0")
         #expect(first.output.contains("Leaving 2 running apps as they are for the next start"), "\(first.output)")
         try await onThread {

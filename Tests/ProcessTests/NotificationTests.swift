@@ -25,6 +25,7 @@ import Varlink
         """
         [Apps]
         AcknowledgeTimeoutSec=1h
+        Suspension=cooperative
         [Notifications]
         Command=printf '%s %s %s count=%s late=%s\\n' "$COALESCED_APP" "$COALESCED_NOTIFICATION" "$COALESCED_TITLE" "$COALESCED_COUNT" "$COALESCED_LATE" >> \(self.log.file("presented.log"))
         \(extra)

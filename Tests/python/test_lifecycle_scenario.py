@@ -206,8 +206,9 @@ def test_events_are_held_while_suspended_and_arrive_coalesced(address):
 
 
 def test_a_graceful_restart_leaves_a_python_app_in_its_state():
-    """SIGTERM (systemctl restart) and a new daemon on the same store: the app's process, still running, attaches
-    again and is taken up as it was, with no launch callbacks."""
+    """SIGTERM (systemctl restart) and a new daemon on the same store: the app's process, still running and stopped
+    (SIGSTOP) as the daemon suspended it, is taken up as it was; woken, it is continued, attaches again and hears
+    the wake's callbacks, with no launch callbacks."""
     with tempfile.TemporaryDirectory(prefix="coalesced-py-") as directory:
         with daemon_in(directory) as address, varlink.Client(address=address) as client, \
                 client.open("io.coalesced.System") as system:
@@ -217,16 +218,21 @@ def test_a_graceful_restart_leaves_a_python_app_in_its_state():
                 system.Deactivate()
                 assert app.callbacks(4)[2:] == ["willResignActive", "didEnterBackground"]
                 wait_for_state(system, "suspended")
+                deadline = time.monotonic() + 20
+                while system.GetApp(APP)["app"].get("suspendedAs") != "stopped":
+                    assert time.monotonic() < deadline, f"{APP} was never stopped"
+                    time.sleep(0.02)
             except BaseException:
                 app.process.kill()
                 raise
         try:
             with daemon_in(directory) as address, varlink.Client(address=address) as client, \
                     client.open("io.coalesced.System") as system:
-                assert app.states(2) == ["notRunning", "suspended"]
                 taken = system.GetApp(APP)["app"]
-                assert (taken["state"], taken["pid"]) == ("suspended", app.process.pid)
+                assert (taken["state"], taken["pid"], taken["suspendedAs"]) == ("suspended", app.process.pid, "stopped")
                 system.Activate(APP)
+                # Attached again once continued, after the wake: its first reply says the state it woke into.
+                assert app.states(2) == ["notRunning", "active"]
                 assert app.callbacks(6)[4:] == ["willEnterForeground", "didBecomeActive"]
                 assert "didFinishLaunching" not in app.callbacks(6)[1:]
         finally:

@@ -100,6 +100,8 @@ extension AppManager {
             state.parks[id] = Park()
             guard record.lifecycle.state == .notRunning else {
                 self.recordState(appName, record)  // its process may be another one now
+                // A process it replaced, held while suspended, is continued; this one is held after the delay.
+                self.settleSuspension(appName, in: &state, log: &log)
                 return id
             }
             // Not running: a pending Launch says where it goes; otherwise its user opened it.
@@ -152,7 +154,8 @@ extension AppManager {
             }
             let ledger = state.ledger
             let decided = state.update(appName) { record in
-                self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
+                record.suspension.acknowledged = max(record.suspension.acknowledged, sequence)
+                return self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
             }
             if let decided { state.inboxActions.append((appName, decided)) }
             let now = self.now()

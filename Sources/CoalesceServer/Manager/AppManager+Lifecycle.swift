@@ -99,6 +99,7 @@ extension AppManager {
             }
             self.recordState(appName, record)
         }
+        self.settleSuspension(appName, &record, killed: state.kills, log: &log)
         state.records[appName] = record
     }
 

@@ -38,6 +38,7 @@ extension AppManager {
                 continue
             }
             state.records[appName]!.restored = RestoredProcess(process: alive, identity: identity)
+            Self.takeUpHold(appName, &state.records[appName]!, process: alive, logger: logger)
             state.counts[taken, default: 0] += 1
             if taken.isForeground { state.onScreen.insert(appName) }
             if taken != last.state {

@@ -27,6 +27,7 @@ extension AppManager {
         name: String,
         traits: AppTraits,
         launchUnit: LaunchUnitChange,
+        suspension: SuspensionChange = .keep,
         declarations given: EventDeclarations,
         keeping: (kinds: Bool, posters: Bool, topics: Bool) = (false, false, false),
         uid: UInt32,
@@ -48,6 +49,10 @@ extension AppManager {
                 unit = chosen
             }
             var registration = AppRegistration(name: appName, owner: uid, traits: traits, launchUnit: unit)
+            switch suspension {
+            case .keep: registration.suspension = previous?.registration.suspension
+            case .set(let mode): registration.suspension = mode
+            }
             if let previous {
                 guard previous.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
                 registration.owner = previous.registration.owner

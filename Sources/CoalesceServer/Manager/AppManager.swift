@@ -40,6 +40,8 @@ final class AppManager: Sendable {
         var tasks: Int
         /// When the app entered its state, seconds since the Unix epoch.
         var since: Double
+        /// How its process is held while it is suspended, if it is.
+        var hold: ProcessHold? = nil
     }
 
     /// How a parked stream (an Attach or a Monitor) ended.
@@ -120,6 +122,8 @@ final class AppManager: Sendable {
         /// What the app was last told of the screen lock (protected data available or not); an app is launched
         /// into an unlocked world, and told otherwise as it starts.
         var toldProtectedDataAvailable = true
+        /// Its process stopped or frozen while it is suspended (`+Suspension`).
+        var suspension = SuspensionRecord()
     }
 
     /// A parked stream's task, waiting for its end.
@@ -212,6 +216,8 @@ final class AppManager: Sendable {
     let eventLoop: any EventLoop
     let logger: Logger
     let startUnit: @Sendable (String) async throws -> Void
+    /// FreezeUnit and ThawUnit of apps' launch units (`+Suspension`); they block.
+    let unitControl: UnitControl
     let state: Mutex<State>
     /// The first sequence number of this generation of the daemon.
     let firstSequence: UInt64
@@ -227,6 +233,7 @@ final class AppManager: Sendable {
     /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
     /// - Parameters:
     ///   - startUnit: starts a launch unit through systemd.
+    ///   - unitControl: freezes and thaws launch units through systemd; its calls block.
     ///   - now: the lifecycle's clock; the real one unless a test moves time by hand.
     init(
         store: Store,
@@ -234,6 +241,7 @@ final class AppManager: Sendable {
         eventLoop: any EventLoop,
         logger: Logger,
         startUnit: @escaping @Sendable (String) async throws -> Void,
+        unitControl: UnitControl = .unavailable,
         now: @escaping @Sendable () -> Instant = { .now }
     ) throws(StoreError) {
         self.store = store
@@ -241,6 +249,7 @@ final class AppManager: Sendable {
         self.eventLoop = eventLoop
         self.logger = logger
         self.startUnit = startUnit
+        self.unitControl = unitControl
         self.now = now
         self.writeRefused = .cannotWrite(path: store.path, reason: "the write was refused")
         var state = State()
@@ -296,12 +305,15 @@ final class AppManager: Sendable {
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
         Self.account(&state, adminGroup: daemon.configuration.adminGroup)
         self.state = Mutex(state)
-        // With LaunchTimeoutSec=infinity an app that outlived the daemon may take as long as it needs to attach.
+        // With LaunchTimeoutSec=infinity an app that outlived the daemon may take as long as it needs to attach. One
+        // whose process is held cannot attach: its time starts when it is continued (`+Suspension`).
         for appName in restoring {
             guard let timeout = daemon.configuration.launchTimeout else { break }
+            if self.state.withLock({ $0.records[appName]?.suspension.held != nil }) { continue }
             let scheduled = eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { self.reattachTimedOut(appName, timeout: timeout) }
             self.state.withLock { $0.records[appName]?.restored?.timeout = scheduled }
         }
+        self.thawLeftOver()
     }
 
     var count: Int { self.state.withLock { $0.records.count } }
@@ -406,7 +418,8 @@ final class AppManager: Sendable {
             pid: record.process?.pid,
             attached: record.attachment != nil,
             tasks: record.lifecycle.tasks.count,
-            since: record.since
+            since: record.since,
+            hold: record.suspension.held?.how
         )
     }
 }

@@ -1,0 +1,175 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// Real suspension through SIGSTOP (DESIGN.md §5): the daemon, the example app as real processes, and the kernel's
+/// own account of each process's state (/proc/PID/stat). An app without a launch unit is stopped a short delay
+/// after it is suspended, continued when it wakes, and wakes into exactly what a cooperative app wakes into.
+@Suite struct SuspensionTests {
+    static let mail = "org.example.mail"
+    static let maps = "org.example.maps"
+    static let configuration = "[Apps]\nSuspensionDelaySec=100ms\n"
+
+    /// The process's state letter from /proc/PID/stat (`T` when stopped by a signal); `nil` once it is gone.
+    static func processState(_ pid: Int32) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(end, offsetBy: 2)...].first
+    }
+
+    static func waitForState(_ app: ExampleApp, stopped: Bool) throws {
+        let pid = app.child.pid
+        try waitUntil("pid \(pid) of \(app.name) to be \(stopped ? "stopped" : "running") (it is \(Self.processState(pid).map(String.init) ?? "gone"))") {
+            (Self.processState(pid) == "T") == stopped
+        }
+    }
+
+    /// Home, until suspended: the two callbacks, then the state.
+    static func sendHome(_ app: ExampleApp, _ system: VarlinkClient) throws {
+        _ = try system.call("io.coalesced.System.Deactivate", ["app": .string(app.name)])
+        #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+        try waitForApp(system, app.name, "state", "suspended")
+    }
+
+    /// Three posts of two kinds while the app is suspended: a sum and a latest.
+    static func postWhileSuspended(_ system: VarlinkClient, to app: String) throws {
+        #expect(try post(system, app, "mail.unread", ["n": 2], policy: ["policy": "sum", "field": "n"]) == false)
+        #expect(try post(system, app, "mail.subject", ["s": "first"]) == false)
+        #expect(try post(system, app, "mail.unread", ["n": 3]) == false)
+        #expect(try post(system, app, "mail.subject", ["s": "last"]) == false)
+    }
+
+    @Test func aSuspendedAppIsStoppedAndWakesIntoWhatACooperativeOneWakesInto() async throws {
+        let daemon = try DaemonProcess(configuration: Self.configuration)
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let system = try testClient(daemon.socketPath)
+            // maps asks to be left running; its example app registers without a mode, which keeps this one.
+            _ = try system.call("io.coalesced.App.Register", ["name": .string(Self.maps), "suspension": "cooperative"])
+            let maps = try ExampleApp(socket: daemon.socketPath, name: Self.maps)
+            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try Self.sendHome(maps, system)
+            #expect(try appInfo(system, Self.maps)["suspension"] == "cooperative")
+
+            let mail = try ExampleApp(socket: daemon.socketPath, name: Self.mail)
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(Self.processState(mail.child.pid) != "T")
+            try Self.sendHome(mail, system)
+            try Self.waitForState(mail, stopped: true)
+            #expect(try appInfo(system, Self.mail)["suspendedAs"] == "stopped")
+            // Suspended longer than mail, and never stopped.
+            #expect(Self.processState(maps.child.pid) != "T")
+            #expect(try appInfo(system, Self.maps)["suspendedAs"] == nil)
+
+            try Self.postWhileSuspended(system, to: Self.mail)
+            try Self.postWhileSuspended(system, to: Self.maps)
+            for app in [mail, maps] {
+                _ = try system.call("io.coalesced.System.Activate", ["app": .string(app.name)])
+                #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+                #expect(Self.processState(app.child.pid) != "T")
+                #expect(try appInfo(system, app.name)["suspendedAs"] == nil)
+            }
+            let woken = try mail.events(atLeast: 2)
+            #expect(woken == [#"event mail.unread count=2 payload={"n":5}"#, #"event mail.subject count=2 payload={"s":"last"}"#])
+            #expect(try maps.events(atLeast: 2) == woken)
+
+            // maps brought forward sent mail to the background (ExclusiveForeground=): stopped again.
+            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            try Self.waitForState(mail, stopped: true)
+            // `coalescectl apps` shows how a suspended app is held.
+            let ctl = BuildProducts.path(of: "coalescectl")
+            let listed = try runProcess(ctl, ["--socket", daemon.socketPath, "apps"]).stdout.split(separator: "\n")
+            #expect(listed.contains { $0.contains(Self.mail) && $0.contains("suspended (stopped)") })
+            let shown = try runProcess(ctl, ["--socket", daemon.socketPath, "app", Self.maps]).stdout.split(separator: "\n")
+            #expect(shown.contains { $0.contains("Suspension:") && $0.contains("cooperative") })
+
+            // A purge kills it as it is, stopped: no process is left.
+            _ = try system.call("io.coalesced.System.Purge", ["app": .string(Self.mail)])
+            #expect(mail.child.wait(timeout: .seconds(10)) != nil)
+            #expect(Self.processState(mail.child.pid) == nil)
+            #expect(try appInfo(system, Self.mail)["state"] == "notRunning")
+            maps.kill()
+        }
+        #expect(daemon.output.contains("\(Self.mail): stopped (SIGSTOP) while suspended"))
+        #expect(daemon.output.contains("\(Self.mail): continued (SIGCONT)"))
+        daemon.signal(SIGKILL)
+    }
+
+    /// An app is not stopped while an event it was sent is unacknowledged: one that hangs in an event's handler
+    /// in the background and is then suspended (its background task ended) is left running.
+    @Test func anAppThatHasNotAcknowledgedWhatItWasSentIsNotStopped() async throws {
+        let daemon = try DaemonProcess(configuration: Self.configuration)
+        try await onThread { try daemon.waitUntilReady() }
+        try await onThread {
+            let system = try testClient(daemon.socketPath)
+            let mail = try ExampleApp(
+                socket: daemon.socketPath, name: Self.mail,
+                arguments: ["--task-on-background", "sync", "--end-task-after", "1", "--stall-on-event", "mail.ping"]
+            )
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            _ = try system.call("io.coalesced.System.Deactivate", ["app": .string(Self.mail)])
+            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
+            #expect(try post(system, Self.mail, "mail.ping") == true)
+            try waitForApp(system, Self.mail, "state", "suspended")
+            // Ten times SuspensionDelaySec=: an app with nothing unacknowledged would be stopped by now.
+            let watched = ContinuousClock.now
+            try waitUntil("a second of org.example.mail suspended and running", timeout: .seconds(5)) {
+                let info = try appInfo(system, Self.mail)
+                #expect(Self.processState(mail.child.pid) != "T")
+                #expect(info["suspendedAs"] == nil)
+                return ContinuousClock.now - watched > .seconds(1)
+            }
+            mail.kill()
+        }
+        daemon.signal(SIGKILL)
+    }
+
+    /// A daemon killed while an app is stopped leaves it stopped; the next start takes it up suspended and stopped,
+    /// does not give up on it for not attaching again (it cannot), and continues it when it is woken: its process
+    /// then attaches again and hears the wake's callbacks, with no launch.
+    @Test func aStoppedAppOutlivesARestartOfTheDaemonAndIsContinuedOnItsWake() async throws {
+        let first = try DaemonProcess(configuration: Self.configuration)
+        try await onThread { try first.waitUntilReady() }
+        let socket = first.socketPath
+        let mail = try await onThread {
+            let system = try testClient(socket)
+            let mail = try ExampleApp(socket: socket, name: Self.mail)
+            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            try Self.sendHome(mail, system)
+            try Self.waitForState(mail, stopped: true)
+            try commitUnhurriedWrites(system)
+            return mail
+        }
+        first.signal(SIGKILL)
+        _ = try await onThread { first.waitForExit() }
+        let timeout = "[Apps]\nSuspensionDelaySec=100ms\nLaunchTimeoutSec=1s\n"
+        let second = try await onThread { try first.restartedWhenReady(configuration: timeout) }
+        try await onThread {
+            let system = try testClient(socket)
+            #expect(Self.processState(mail.child.pid) == "T")
+            let app = try appInfo(system, Self.mail)
+            #expect(app["state"] == "suspended")
+            #expect(app["suspendedAs"] == "stopped")
+            #expect(app["attached"] == false)
+            // Twice LaunchTimeoutSec=: an app whose process could attach and did not would be given up by now.
+            let watched = ContinuousClock.now
+            try waitUntil("two seconds of org.example.mail suspended and stopped", timeout: .seconds(5)) {
+                let info = try appInfo(system, Self.mail)
+                #expect(info["state"] == "suspended")
+                #expect(info["suspendedAs"] == "stopped")
+                return ContinuousClock.now - watched > .seconds(2)
+            }
+            _ = try system.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
+            #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
+            try waitForApp(system, Self.mail, "attached", true)
+            #expect(try appInfo(system, Self.mail)["state"] == "active")
+            #expect(mail.output.filter { $0.hasPrefix("callback didFinishLaunching") }.count == 1, "no launch")
+            mail.kill()
+        }
+        #expect(second.output.contains("pid \(mail.child.pid) is stopped as the daemon's last run left it"))
+        #expect(!second.output.contains("did not attach again"))
+        second.signal(SIGKILL)
+    }
+}
