@@ -202,6 +202,8 @@ public enum Daemon {
             logger: logger
         )
         configuration.gracefulShutdownSignals = [.sigterm, .sigint]
+        // The bus outlives the services: the last of them may still thaw an app's unit or start one.
+        defer { started.system.closeBus() }
         do {
             try await ServiceGroup(configuration: configuration).run()
             return DaemonExit.success

@@ -91,8 +91,7 @@ public final class BusConnection: @unchecked Sendable {
         guard started == 0 else {
             Unmanaged.passUnretained(self).release()
             sd_bus_flush_close_unref(self.bus)
-            Glibc.close(wake)
-            throw SystemdError(operation: "pthread_create", errno: started)
+            throw SystemdError(operation: "pthread_create", errno: started)  // deinit closes the eventfd
         }
     }
 
@@ -198,6 +197,7 @@ public final class BusConnection: @unchecked Sendable {
     }
 
     private func serve() {
+        var leftover: [@Sendable (BusConnection) -> Void] = []
         // Named where `top -H` and `ps -L` show it.
         let comm = Glibc.open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         if comm >= 0 {
@@ -211,7 +211,11 @@ public final class BusConnection: @unchecked Sendable {
                 defer { shared.jobs.removeAll() }
                 return (shared.jobs, shared.stopping)
             }
-            if stopping { break }
+            if stopping {
+                // Taken with the stop: they are answered below, once the bus is closed (their calls then fail).
+                leftover = jobs
+                break
+            }
             if !jobs.isEmpty {
                 for job in jobs { job(self) }
                 continue  // the jobs may have queued messages, and replies may already be waiting
@@ -224,7 +228,7 @@ public final class BusConnection: @unchecked Sendable {
             defer { shared.jobs.removeAll() }
             return shared.jobs
         }
-        for job in left { job(self) }
+        for job in leftover + left { job(self) }
     }
 
     /// Processes what the bus has for us until there is nothing left; a lost bus is closed, to be opened again.
@@ -339,7 +343,7 @@ public final class BusConnection: @unchecked Sendable {
             let text = error?.pointee.message.map { String(cString: $0) } ?? ""
             box.finish(.failure(SystemdError(
                 operation: box.operation,
-                errno: -sd_bus_message_get_errno(message),
+                errno: sd_bus_message_get_errno(message),
                 busError: "\(name): \(text)"
             )))
         } else {

@@ -35,6 +35,8 @@ struct SuspensionRecord {
     var frozenUnit: String?
     /// A FreezeUnit or ThawUnit call for the app is with systemd: the next waits for its answer.
     var unitCallPending = false
+    /// ThawUnit calls that failed in a row (the first is logged; each is asked again a second later).
+    var thawRetries = 0
 }
 
 /// Real suspension (DESIGN.md §5): a suspended app's process is stopped with SIGSTOP or its launch unit frozen with
@@ -228,19 +230,37 @@ extension AppManager {
                 case (true, .failure(let error)):
                     self.freezeFailed(appName, &record, unit: unit, reason: "FreezeUnit failed: \(error)", log: &log)
                 case (false, .failure(let error)):
-                    // Left frozen by systemd's account: the app cannot run until an operator thaws it.
-                    log.append(
-                        Self.suspensionEntry(
-                            appName, "cannot thaw \(unit): \(error); `systemctl thaw \(unit)` continues it", "thawFailed",
-                            pid: pid, level: .error, unit: unit
+                    // Thawed meanwhile by someone else: nothing is left to do.
+                    if let process = record.process?.handle, process.isAlive, !process.isFrozen {
+                        record.suspension.frozenUnit = nil
+                        record.suspension.thawRetries = 0
+                        break
+                    }
+                    // Still frozen (the bus lost for a moment, systemd busy): asked again every second, said once.
+                    if record.suspension.thawRetries == 0 {
+                        log.append(
+                            Self.suspensionEntry(
+                                appName, "cannot thaw \(unit): \(error); asking again every second (`systemctl thaw \(unit)` continues it)",
+                                "thawFailed", pid: pid, level: .error, unit: unit
+                            )
                         )
-                    )
+                    }
+                    record.suspension.thawRetries += 1
+                    self.eventLoop.scheduleTask(in: .seconds(1)) { self.retryUnit(appName) }
                     return
                 }
+                if !freezing, case .success = result { record.suspension.thawRetries = 0 }
                 // What the app's state asks now may differ from what the call did (woken while it was frozen).
                 self.driveUnit(appName, &record)
                 self.settleSuspension(appName, &record, killed: killed, log: &log)
             }
+        }
+    }
+
+    /// Asks systemd again for what the app's state wants of its unit, after a call that failed.
+    private func retryUnit(_ appName: AppName) {
+        self.locked { state, _ in
+            state.update(appName) { record in self.driveUnit(appName, &record) }
         }
     }
 

@@ -138,6 +138,10 @@ extension AppManager {
 
     func tellProtectedData(_ news: [(AppName, Bool)]) {
         for (app, available) in news {
+            // Decided under the lock and posted after it: a later change decided meanwhile wins, and this one,
+            // overtaken, is not sent after it.
+            let current = self.state.withLock { $0.records[app]?.toldProtectedDataAvailable == available }
+            guard current else { continue }
             let kind = available ? Self.protectedDataDidBecomeAvailable : Self.protectedDataWillBecomeUnavailable
             _ = self.postFromDaemon(app, kind: kind, payload: [:], policy: .latest) { _, failure in
                 if let failure {

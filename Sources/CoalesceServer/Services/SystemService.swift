@@ -1,7 +1,8 @@
 import ServiceLifecycle
 
 /// The system around the apps (sleep, the screen lock, the clock, the zone, the locale) as one of the daemon's
-/// services: followed until the daemon stops, when the sleep inhibitor is let go and the bus closed.
+/// services: followed until the daemon stops, when the sleep inhibitor is let go (the bus is closed after every
+/// service has stopped).
 struct SystemService: Service {
     let system: SystemFollower
 

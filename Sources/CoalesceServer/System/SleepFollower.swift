@@ -79,17 +79,18 @@ final class SleepFollower: Sendable {
             self.fail("Sleep is not followed: \(error)")
             return
         }
-        // logind restarted, or the bus came back: an inhibitor held before is gone with the connection.
+        // logind started again, or the bus came back: the inhibitor is taken if none is held, and a wake whose
+        // signal was lost meanwhile is caught up with.
         let owner = try? await self.bus.subscribe(
             BusSignalMatch(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged")
         ) { [weak self] signal in
             guard let self, signal.arguments.first?.stringValue == Self.login1, signal.arguments.last?.stringValue?.isEmpty == false
             else { return }
-            Task { await self.takeInhibitor(after: "logind started") }
+            Task { await self.recover(after: "logind started") }
         }
         self.bus.onReconnect { [weak self] in
             guard let self else { return }
-            Task { await self.takeInhibitor(after: "the system bus came back") }
+            Task { await self.recover(after: "the system bus came back") }
         }
         if let delay = try? await self.bus.property(
             destination: Self.login1, path: Self.login1Path, interface: Self.login1Manager, name: "InhibitDelayMaxUSec", timeout: .seconds(5)
@@ -115,6 +116,22 @@ final class SleepFollower: Sendable {
         }
         subscription?.cancel()
         if fd >= 0 { close(fd) }
+    }
+
+    /// After logind or the bus came back: a sleep whose PrepareForSleep(false) was lost is ended (in the signals'
+    /// order, through their stream), and the inhibitor taken if none is held.
+    private func recover(after cause: String) async {
+        if self.state.withLock({ $0.sleeping }) {
+            let preparing = try? await self.bus.property(
+                destination: Self.login1, path: Self.login1Path, interface: Self.login1Manager, name: "PreparingForSleep", timeout: .seconds(5)
+            ).boolValue
+            if preparing == false {
+                self.logger.notice("The wake's signal was lost (\(cause)): the system is awake")
+                self.signalSink.yield(false)
+            }
+            return
+        }
+        await self.takeInhibitor(after: cause)
     }
 
     /// Asks logind for the delay inhibitor, unless one is held or the system is on its way to sleep.

@@ -63,10 +63,16 @@ final class SystemFollower: Sendable {
         }
     }
 
+    /// Stops following: the sleep inhibitor is let go, the matches removed. The bus stays open for the services
+    /// stopped after this one (a wake during the stop still thaws its app's unit): ``closeBus()`` ends it.
     func stop() {
         self.sleep?.stop()
         self.lock?.stop()
         self.place.stop()
+    }
+
+    /// Closes the bus, once every service has stopped.
+    func closeBus() {
         self.bus?.close()
     }
 
