@@ -82,7 +82,7 @@ struct DaemonStartUp {
         )
         state.checkConnectionBudget(logger: logger)
         // One connection to the bus for the daemon's life: launch units, sleep, the lock and the locale.
-        let busScope: SystemBus.Scope = options.instance == .system ? .system : .user
+        let busScope: BusConnection.Scope = options.instance == .system ? .system : .user
         var bus: BusConnection?
         var busProblem: String?
         do {

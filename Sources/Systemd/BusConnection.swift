@@ -45,6 +45,12 @@ public final class BusConnection: @unchecked Sendable {
     /// What a peer's restart or the bus's loss means to a caller: say it once, take what was held again.
     public typealias ReconnectHandler = @Sendable () -> Void
 
+    /// Which bus: the system's, or the calling user's (where a user's systemd instance listens).
+    public enum Scope: Sendable {
+        case system
+        case user
+    }
+
     private struct Subscription {
         var match: BusSignalMatch
         var handler: @Sendable (BusSignal) -> Void
@@ -59,7 +65,7 @@ public final class BusConnection: @unchecked Sendable {
         var reconnectHandlers: [ReconnectHandler] = []
     }
 
-    private let scope: SystemBus.Scope
+    private let scope: BusConnection.Scope
     private let shared = Mutex(Shared())
     private let wakeFD: Int32
     private var thread = pthread_t()
@@ -73,7 +79,7 @@ public final class BusConnection: @unchecked Sendable {
     private var reconnectAt: UInt64?
 
     /// Opens the bus and starts the thread that serves it; throws when the bus cannot be reached now.
-    public init(_ scope: SystemBus.Scope, threadName: String = "coalesced-bus") throws(SystemdError) {
+    public init(_ scope: BusConnection.Scope, threadName: String = "coalesced-bus") throws(SystemdError) {
         self.scope = scope
         self.threadName = threadName
         self.bus = try Self.openBus(scope)
@@ -396,7 +402,7 @@ public final class BusConnection: @unchecked Sendable {
         return 0  // other matches see it too
     }
 
-    private static func openBus(_ scope: SystemBus.Scope) throws(SystemdError) -> OpaquePointer {
+    private static func openBus(_ scope: BusConnection.Scope) throws(SystemdError) -> OpaquePointer {
         var bus: OpaquePointer?
         switch scope {
         case .system: try SystemdError.check(sd_bus_open_system(&bus), "connect to the system bus")

@@ -108,6 +108,42 @@ public final class SystemdSandbox: @unchecked Sendable {
         guard can.stdout.contains("\"yes\"") else { throw SupportError("logind cannot suspend in the sandbox: \(can.stdout)\(can.stderr)") }
     }
 
+    /// Writes a unit that runs the example app `app` (`coalesce-example`, among the sandbox's binaries) with `unit`
+    /// as its launch unit; `arguments` go on its command line, `serviceLines` in its [Service] section. Reload
+    /// systemd after the last one.
+    public func writeExampleAppUnit(_ unit: String, app: String, arguments: String = "", serviceLines: String = "") throws {
+        try self.write(
+            "/run/systemd/system/" + unit,
+            """
+            [Unit]
+            Description=The example app \(app), launched by coalesced
+
+            [Service]
+            ExecStart=/usr/local/bin/coalesce-example --socket /run/coalesced/io.coalesced --name \(app) --launch-unit \(unit) \(arguments)
+            \(serviceLines)
+
+            """
+        )
+    }
+
+    /// Registers `app` with the running daemon, `unit` its launch unit; throws with coalescectl's error if refused.
+    public func registerApp(_ app: String, launchUnit unit: String) throws {
+        let registered = try self.run(
+            "coalescectl", "call", "io.coalesced.App.Register", #"{"name":"\#(app)","launchUnit":"\#(unit)"}"#
+        )
+        guard registered.status == 0 else { throw SupportError("cannot register \(app): \(registered.stderr)") }
+    }
+
+    /// What a unit wrote to the journal, line by line.
+    public func output(ofUnit unit: String) throws -> [Substring] {
+        try self.run("journalctl", "-o", "cat", "-u", unit).stdout.split(separator: "\n")
+    }
+
+    /// The callbacks the example app in `unit` reported, in order (its `callback NAME …` lines).
+    public func callbacks(ofUnit unit: String) throws -> [String] {
+        try self.output(ofUnit: unit).filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
+    }
+
     /// A unit property, as `systemctl show -p NAME --value` prints it.
     public func property(_ unit: String, _ name: String) throws -> String {
         try self.run("systemctl", "show", "-p", name, "--value", unit).stdout

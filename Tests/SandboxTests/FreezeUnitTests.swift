@@ -7,41 +7,16 @@ import Varlink
 /// suspended and thawed with ThawUnit when it wakes; a unit with WatchdogSec= is not frozen (systemd before 258
 /// kills it frozen) but stopped, with a journal entry saying so.
 @Suite(.serialized) struct FreezeUnitTests {
-    static func unit(_ name: String, app: String, extra: String = "") -> String {
-        """
-        [Unit]
-        Description=The example app \(app), launched by coalesced
-
-        [Service]
-        ExecStart=/usr/local/bin/coalesce-example --socket /run/coalesced/io.coalesced --name \(app) --launch-unit \(name)
-        \(extra)
-
-        """
-    }
-
-    /// The lines the app's unit wrote to the journal that report a callback, in order.
-    static func callbacks(_ sandbox: SystemdSandbox, _ unit: String) throws -> [String] {
-        try sandbox.run("journalctl", "-o", "cat", "-u", unit).stdout.split(separator: "\n")
-            .filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
-    }
-
     @Test func anAppInItsOwnUnitIsFrozenWhileSuspendedAndThawedOnItsWake() async throws {
         guard SystemdUnitTests.requireSandbox() else { return }
         try await withSystemdSandbox(binaries: ["coalesced", "coalescectl", "coalesce-example"]) { sandbox in
             try sandbox.installUnits()
-            try sandbox.write("/run/systemd/system/example-mail.service", Self.unit("example-mail.service", app: "org.example.mail"))
-            try sandbox.write(
-                "/run/systemd/system/example-watch.service",
-                Self.unit("example-watch.service", app: "org.example.watch", extra: "WatchdogSec=1h")
-            )
+            try sandbox.writeExampleAppUnit("example-mail.service", app: "org.example.mail")
+            try sandbox.writeExampleAppUnit("example-watch.service", app: "org.example.watch", serviceLines: "WatchdogSec=1h")
             try sandbox.run("systemctl", "daemon-reload")
             #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
-            for (app, unit) in [("org.example.mail", "example-mail.service"), ("org.example.watch", "example-watch.service")] {
-                let registered = try sandbox.run(
-                    "coalescectl", "call", "io.coalesced.App.Register", #"{"name":"\#(app)","launchUnit":"\#(unit)"}"#
-                )
-                #expect(registered.status == 0, "\(registered.stderr)")
-            }
+            try sandbox.registerApp("org.example.mail", launchUnit: "example-mail.service")
+            try sandbox.registerApp("org.example.watch", launchUnit: "example-watch.service")
 
             #expect(try sandbox.run("coalescectl", "launch", "org.example.mail").stdout == "org.example.mail: active\n")
             #expect(try sandbox.property("example-mail.service", "FreezerState") == "running")
@@ -54,15 +29,15 @@ import Varlink
             #expect(apps.contains("suspended (frozen)"), "\(apps)\n\(journal)")
             #expect(try sandbox.run("coalescectl", "post", "org.example.mail", "mail.new", #"{"n":1}"#).status == 0)
             #expect(try sandbox.run("coalescectl", "post", "org.example.mail", "mail.new", #"{"n":2}"#).status == 0)
-            #expect(try Self.callbacks(sandbox, "example-mail.service") == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])
+            #expect(try sandbox.callbacks(ofUnit: "example-mail.service") == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])
 
             // Woken: thawed, then its callbacks and the one event the two posts became.
             #expect(try sandbox.run("coalescectl", "activate", "org.example.mail").status == 0)
             try waitUntil("the wake's callbacks in example-mail.service's journal", timeout: .seconds(20), poll: .milliseconds(50)) {
-                try Self.callbacks(sandbox, "example-mail.service").count == 6
+                try sandbox.callbacks(ofUnit: "example-mail.service").count == 6
             }
             #expect(try sandbox.property("example-mail.service", "FreezerState") == "running")
-            #expect(try Self.callbacks(sandbox, "example-mail.service").suffix(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(try sandbox.callbacks(ofUnit: "example-mail.service").suffix(2) == ["willEnterForeground", "didBecomeActive"])
             try waitUntil("the held event in example-mail.service's journal", timeout: .seconds(20), poll: .milliseconds(50)) {
                 try sandbox.run("journalctl", "-o", "cat", "-u", "example-mail.service").stdout
                     .contains(#"event mail.new count=2 payload={"n":2}"#)
@@ -94,7 +69,7 @@ import Varlink
             try waitUntil("example-mail.service to be frozen once more", timeout: .seconds(20), poll: .milliseconds(50)) {
                 try sandbox.property("example-mail.service", "FreezerState") == "frozen"
             }
-            let before = try Self.callbacks(sandbox, "example-mail.service").count
+            let before = try sandbox.callbacks(ofUnit: "example-mail.service").count
             #expect(try sandbox.run("systemctl", "kill", "-s", "KILL", "coalesced.service").status == 0)
             try waitUntil("coalesced.service to be restarted", timeout: .seconds(30), poll: .milliseconds(100)) {
                 try sandbox.run("coalescectl", "app", "org.example.mail").stdout.contains("suspended (frozen)")
@@ -102,9 +77,9 @@ import Varlink
             #expect(try sandbox.property("example-mail.service", "FreezerState") == "frozen")
             #expect(try sandbox.run("coalescectl", "activate", "org.example.mail").status == 0)
             try waitUntil("the wake's callbacks after the restart", timeout: .seconds(20), poll: .milliseconds(50)) {
-                try Self.callbacks(sandbox, "example-mail.service").count == before + 2
+                try sandbox.callbacks(ofUnit: "example-mail.service").count == before + 2
             }
-            #expect(try Self.callbacks(sandbox, "example-mail.service").suffix(2) == ["willEnterForeground", "didBecomeActive"])
+            #expect(try sandbox.callbacks(ofUnit: "example-mail.service").suffix(2) == ["willEnterForeground", "didBecomeActive"])
             #expect(try sandbox.property("example-mail.service", "FreezerState") == "running")
 
             // The watchdog's unit is stopped instead, and the journal says why.

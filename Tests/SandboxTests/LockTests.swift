@@ -7,10 +7,6 @@ import Varlink
 /// PAMName=, as a login does), whose LockedHint is set with SetLockedHint, as a screen locker sets it. No graphical
 /// session or locker runs here; logind's part is real.
 @Suite(.serialized) struct LockTests {
-    static func callbacks(_ sandbox: SystemdSandbox, _ unit: String) throws -> [String] {
-        try PlaceTests.output(sandbox, unit).filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
-    }
-
     /// Sets the session's LockedHint, as its screen locker would.
     static func setLockedHint(_ sandbox: SystemdSandbox, session: String, _ locked: Bool) throws {
         let path = try sandbox.run(
@@ -26,14 +22,13 @@ import Varlink
         guard SystemdUnitTests.requireSandbox() else { return }
         try await withSystemdSandbox(binaries: ["coalesced", "coalescectl", "coalesce-example"]) { sandbox in
             try sandbox.installUnits()
-            try sandbox.write("/run/systemd/system/example-mail.service", PlaceTests.unit("example-mail.service", app: "org.example.mail"))
-            try sandbox.write("/run/systemd/system/example-news.service", PlaceTests.unit("example-news.service", app: "org.example.news"))
+            try sandbox.writeExampleAppUnit("example-mail.service", app: "org.example.mail")
+            try sandbox.writeExampleAppUnit("example-news.service", app: "org.example.news")
             try sandbox.run("systemctl", "daemon-reload")
             #expect(try sandbox.run("systemctl", "start", "systemd-logind.service").status == 0)
             #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
-            for (app, unit) in [("org.example.mail", "example-mail.service"), ("org.example.news", "example-news.service")] {
-                _ = try sandbox.run("coalescectl", "call", "io.coalesced.App.Register", #"{"name":"\#(app)","launchUnit":"\#(unit)"}"#)
-            }
+            try sandbox.registerApp("org.example.mail", launchUnit: "example-mail.service")
+            try sandbox.registerApp("org.example.news", launchUnit: "example-news.service")
             #expect(try sandbox.run("coalescectl", "launch", "org.example.mail").stdout == "org.example.mail: active\n")
             #expect(try sandbox.run("coalescectl", "launch", "--background", "org.example.news").status == 0)
             try waitUntil("the news app suspended", timeout: .seconds(20), poll: .milliseconds(100)) {
@@ -57,17 +52,17 @@ import Varlink
             // Locked and unlocked: the running app hears both; the suspended one nothing, then nothing on its wake.
             try Self.setLockedHint(sandbox, session: session, true)
             try waitUntil("the running app told of the lock", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try Self.callbacks(sandbox, "example-mail.service").last == "protectedDataWillBecomeUnavailable"
+                try sandbox.callbacks(ofUnit: "example-mail.service").last == "protectedDataWillBecomeUnavailable"
             }
             try Self.setLockedHint(sandbox, session: session, false)
             try waitUntil("the running app told of the unlock", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try Self.callbacks(sandbox, "example-mail.service").last == "protectedDataDidBecomeAvailable"
+                try sandbox.callbacks(ofUnit: "example-mail.service").last == "protectedDataDidBecomeAvailable"
             }
             #expect(try sandbox.run("coalescectl", "activate", "org.example.news").status == 0)
             try waitUntil("the news app active", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try Self.callbacks(sandbox, "example-news.service").last == "didBecomeActive"
+                try sandbox.callbacks(ofUnit: "example-news.service").last == "didBecomeActive"
             }
-            #expect(try !Self.callbacks(sandbox, "example-news.service").contains { $0.hasPrefix("protectedData") })
+            #expect(try !sandbox.callbacks(ofUnit: "example-news.service").contains { $0.hasPrefix("protectedData") })
 
             // Locked while the mail app is suspended (activating news sent it to the background): its wake brings
             // the lock, once.
@@ -76,14 +71,14 @@ import Varlink
             }
             try Self.setLockedHint(sandbox, session: session, true)
             try waitUntil("the running news app told of the lock", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try Self.callbacks(sandbox, "example-news.service").last == "protectedDataWillBecomeUnavailable"
+                try sandbox.callbacks(ofUnit: "example-news.service").last == "protectedDataWillBecomeUnavailable"
             }
-            let mailBefore = try Self.callbacks(sandbox, "example-mail.service")
+            let mailBefore = try sandbox.callbacks(ofUnit: "example-mail.service")
             #expect(try sandbox.run("coalescectl", "activate", "org.example.mail").status == 0)
             try waitUntil("the woken mail app told of the lock", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try Self.callbacks(sandbox, "example-mail.service").last == "protectedDataWillBecomeUnavailable"
+                try sandbox.callbacks(ofUnit: "example-mail.service").last == "protectedDataWillBecomeUnavailable"
             }
-            let woke = try Self.callbacks(sandbox, "example-mail.service").dropFirst(mailBefore.count)
+            let woke = try sandbox.callbacks(ofUnit: "example-mail.service").dropFirst(mailBefore.count)
             #expect(Array(woke) == ["willEnterForeground", "didBecomeActive", "protectedDataWillBecomeUnavailable"], "\(woke)")
 
             let journal = try sandbox.run("journalctl", "-o", "json", "--output-fields=COALESCED_LOCKED,COALESCED_SESSION", "MESSAGE_ID=b8a27dfd229b4272b6e884b7ec4e0975")

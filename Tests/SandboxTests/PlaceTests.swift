@@ -7,17 +7,6 @@ import Varlink
 /// own /etc; the host's zone and locale are never touched): a running app hears each change at once, a suspended
 /// app one event of each kind, the latest, on its wake.
 @Suite(.serialized) struct PlaceTests {
-    static func unit(_ name: String, app: String) -> String {
-        """
-        [Unit]
-        Description=An example app, launched by coalesced
-
-        [Service]
-        ExecStart=/usr/local/bin/coalesce-example --socket /run/coalesced/io.coalesced --name \(app) --launch-unit \(name)
-
-        """
-    }
-
     /// The wall clock less the boot-time clock, in seconds: constant unless someone sets the clock.
     static func wallMinusBoot() -> Double {
         var wall = timespec()
@@ -27,24 +16,16 @@ import Varlink
         return Double(wall.tv_sec - boot.tv_sec) + Double(wall.tv_nsec - boot.tv_nsec) / 1e9
     }
 
-    static func output(_ sandbox: SystemdSandbox, _ unit: String) throws -> [Substring] {
-        try sandbox.run("journalctl", "-o", "cat", "-u", unit).stdout.split(separator: "\n")
-    }
-
     @Test func zoneAndLocaleChangesReachRunningAppsAtOnceAndSuspendedOnesOnWake() async throws {
         guard SystemdUnitTests.requireSandbox() else { return }
         try await withSystemdSandbox(binaries: ["coalesced", "coalescectl", "coalesce-example"]) { sandbox in
             try sandbox.installUnits()
-            try sandbox.write("/run/systemd/system/example-mail.service", Self.unit("example-mail.service", app: "org.example.mail"))
-            try sandbox.write("/run/systemd/system/example-news.service", Self.unit("example-news.service", app: "org.example.news"))
+            try sandbox.writeExampleAppUnit("example-mail.service", app: "org.example.mail")
+            try sandbox.writeExampleAppUnit("example-news.service", app: "org.example.news")
             try sandbox.run("systemctl", "daemon-reload")
             #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
-            for (app, unit) in [("org.example.mail", "example-mail.service"), ("org.example.news", "example-news.service")] {
-                let registered = try sandbox.run(
-                    "coalescectl", "call", "io.coalesced.App.Register", #"{"name":"\#(app)","launchUnit":"\#(unit)"}"#
-                )
-                #expect(registered.status == 0, "\(registered.stderr)")
-            }
+            try sandbox.registerApp("org.example.mail", launchUnit: "example-mail.service")
+            try sandbox.registerApp("org.example.news", launchUnit: "example-news.service")
             #expect(try sandbox.run("coalescectl", "launch", "org.example.mail").stdout == "org.example.mail: active\n")
             #expect(try sandbox.run("coalescectl", "launch", "--background", "org.example.news").status == 0)
             try waitUntil("the news app suspended", timeout: .seconds(20), poll: .milliseconds(100)) {
@@ -58,24 +39,24 @@ import Varlink
                 let set = try sandbox.run("timedatectl", "set-timezone", zone)
                 #expect(set.status == 0, "\(set.stderr)")
                 try waitUntil("the running app told of \(zone)", timeout: .seconds(20), poll: .milliseconds(100)) {
-                    try Self.output(sandbox, "example-mail.service").contains { $0.hasPrefix("event system.timeZoneChanged") && $0.contains(zone) }
+                    try sandbox.output(ofUnit: "example-mail.service").contains { $0.hasPrefix("event system.timeZoneChanged") && $0.contains(zone) }
                 }
             }
             for locale in ["LANG=de_DE.UTF-8", "LANG=fr_FR.UTF-8"] {
                 let set = try sandbox.run("localectl", "set-locale", locale)
                 #expect(set.status == 0, "\(set.stderr)")
                 try waitUntil("the running app told of \(locale)", timeout: .seconds(20), poll: .milliseconds(100)) {
-                    try Self.output(sandbox, "example-mail.service").contains { $0.hasPrefix("event system.localeChanged") && $0.contains(locale) }
+                    try sandbox.output(ofUnit: "example-mail.service").contains { $0.hasPrefix("event system.localeChanged") && $0.contains(locale) }
                 }
             }
             // The suspended app heard nothing yet; woken, one event of each kind, the latest.
-            #expect(try !Self.output(sandbox, "example-news.service").contains { $0.hasPrefix("event system.") })
+            #expect(try !sandbox.output(ofUnit: "example-news.service").contains { $0.hasPrefix("event system.") })
             #expect(try sandbox.run("coalescectl", "activate", "org.example.news").status == 0)
             try waitUntil("the woken app's events", timeout: .seconds(20), poll: .milliseconds(100)) {
-                let lines = try Self.output(sandbox, "example-news.service")
+                let lines = try sandbox.output(ofUnit: "example-news.service")
                 return lines.contains { $0.hasPrefix("event system.timeZoneChanged") } && lines.contains { $0.hasPrefix("event system.localeChanged") }
             }
-            let news = try Self.output(sandbox, "example-news.service").filter { $0.hasPrefix("event system.") }
+            let news = try sandbox.output(ofUnit: "example-news.service").filter { $0.hasPrefix("event system.") }
             #expect(abs(Self.wallMinusBoot() - offset) < 5, "the host's clock moved by \(Self.wallMinusBoot() - offset) s")
             #expect(news.count == 2, "\(news)")
             #expect(news.contains { $0.hasPrefix("event system.timeZoneChanged count=2") && $0.contains("Asia/Tokyo") }, "\(news)")

@@ -12,23 +12,10 @@ import Varlink
 
     /// The example app in a unit of its own, active in the foreground.
     static func launchExampleApp(_ sandbox: SystemdSandbox, extraArguments: String = "") throws {
-        try sandbox.write(
-            "/run/systemd/system/example-mail.service",
-            """
-            [Unit]
-            Description=The example app, launched by coalesced
-
-            [Service]
-            ExecStart=/usr/local/bin/coalesce-example --socket /run/coalesced/io.coalesced --name org.example.mail --launch-unit example-mail.service \(extraArguments)
-
-            """
-        )
+        try sandbox.writeExampleAppUnit("example-mail.service", app: "org.example.mail", arguments: extraArguments)
         try sandbox.run("systemctl", "daemon-reload")
         #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
-        let registered = try sandbox.run(
-            "coalescectl", "call", "io.coalesced.App.Register", #"{"name":"org.example.mail","launchUnit":"example-mail.service"}"#
-        )
-        #expect(registered.status == 0, "\(registered.stderr)")
+        try sandbox.registerApp("org.example.mail", launchUnit: "example-mail.service")
         let launched = try sandbox.run("coalescectl", "launch", "org.example.mail")
         #expect(launched.stdout == "org.example.mail: active\n", "\(launched.stderr)")
     }
@@ -82,9 +69,7 @@ import Varlink
             #expect(transitions.suffix(2) == ["active>inactive sleep", "inactive>active wake"], "\(transitions)")
             // The app heard willResignActive before the system slept and didBecomeActive after it woke.
             try waitUntil("the app's didBecomeActive", timeout: .seconds(10), poll: .milliseconds(100)) {
-                try sandbox.run("journalctl", "-o", "cat", "-u", "example-mail.service").stdout
-                    .split(separator: "\n").filter { $0.hasPrefix("callback ") }.suffix(2)
-                    .map { $0.split(separator: " ")[1] } == ["willResignActive", "didBecomeActive"]
+                try sandbox.callbacks(ofUnit: "example-mail.service").suffix(2) == ["willResignActive", "didBecomeActive"]
             }
             let order = try sandbox.run(
                 "journalctl", "-o", "short-monotonic", "--no-pager", "-t", "coalesce-example", "-t", "coalesced", "-t", "systemd"

@@ -92,7 +92,7 @@ extension AppManager {
     }
 
     /// What a post needs to know of an app it goes to, read under the lock (borrowed: a record is large to copy).
-    private struct Recipient {
+    struct Recipient {
         var app: AppName
         /// Whether the caller may post to it, when its uid settles that; else who may, for a check of the caller's
         /// groups outside the lock.
@@ -135,7 +135,7 @@ extension AppManager {
     }
 
     /// How ``enqueuePost(_:_:checking:finished:)`` went.
-    private enum Enqueued {
+    enum Enqueued {
         /// Taken: sent to the app at once, or held (and the app launched, when the post's kind wakes it).
         case enqueued
         case unknownApp
@@ -192,7 +192,7 @@ extension AppManager {
     /// inbox. `finished` is called once the inbox answers, unless the post was not taken. A post of a kind that
     /// wakes the app into the background launches a stopped app.
     @discardableResult
-    private func enqueuePost(
+    func enqueuePost(
         _ appName: AppName,
         _ post: Post,
         poster posterUID: UInt32,
@@ -579,26 +579,4 @@ final class PostTally: Sendable {
         }
         if let result { self.answer(result) }
     }
-}
-
-extension AppManager {
-    /// Posts one of the daemon's own events (`notification.*`) to an app, as a post from root: sent at once to an app
-    /// that runs code, held for one that does not, each one kept (a queue). `finished` hears whether it was sent and
-    /// what failed, once it is on disk.
-    /// - Returns: false when no such app is registered.
-    func postFromDaemon(
-        _ app: AppName,
-        kind: EventKind,
-        payload: JSONValue,
-        policy: CoalescingPolicy = .queue(bound: AppManager.daemonEventBound),
-        finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
-    ) -> Bool {
-        let post = Post(target: app.value, kind: kind, payload: EventPayload(payload), policy: policy)
-        if case .enqueued = self.enqueuePost(app, post, poster: 0, finished: finished) { return true }
-        return false
-    }
-
-    /// How many of one of the daemon's own kinds an app holds while it receives nothing; past it the oldest go,
-    /// counted.
-    static let daemonEventBound = 256
 }

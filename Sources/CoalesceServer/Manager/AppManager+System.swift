@@ -5,7 +5,8 @@ import NIOCore
 import Varlink
 
 /// What the system around the apps does to them: sleep and wake interrupt the active app, and the clock, the
-/// zone, the locale and the screen lock reach running apps as events (held, coalesced, while they are suspended).
+/// zone, the locale and the screen lock reach running apps as events (held, coalesced, while they are suspended);
+/// the daemon's own events (`notification.`, `system.`, those `lifecycle.` kinds) are posted here.
 extension AppManager {
     /// An app told willResignActive for the system's sleep: the number it acknowledges.
     struct SleepInterruption: Sendable {
@@ -94,6 +95,26 @@ extension AppManager {
         state.acknowledgementWaiters[app] = left.isEmpty ? nil : left
         return done.map(\.waiter)
     }
+
+    /// Posts one of the daemon's own events (`notification.*`) to an app, as a post from root: sent at once to an app
+    /// that runs code, held for one that does not, each one kept (a queue). `finished` hears whether it was sent and
+    /// what failed, once it is on disk.
+    /// - Returns: false when no such app is registered.
+    func postFromDaemon(
+        _ app: AppName,
+        kind: EventKind,
+        payload: JSONValue,
+        policy: CoalescingPolicy = .queue(bound: AppManager.daemonEventBound),
+        finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
+    ) -> Bool {
+        let post = Post(target: app.value, kind: kind, payload: EventPayload(payload), policy: policy)
+        if case .enqueued = self.enqueuePost(app, post, poster: 0, finished: finished) { return true }
+        return false
+    }
+
+    /// How many of one of the daemon's own kinds an app holds while it receives nothing; past it the oldest go,
+    /// counted.
+    static let daemonEventBound = 256
 
     /// Posts one of the daemon's own events to every running app: sent at once to those that receive, held
     /// (coalesced by `policy`) for the suspended. Returns how many apps it went to.

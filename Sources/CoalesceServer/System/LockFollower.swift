@@ -23,7 +23,6 @@ final class LockFollower: Sendable {
         /// The active session's object path.
         var sessionPath: String?
         var subscriptions: [BusSubscription] = []
-        var stopped = false
     }
 
     private let bus: BusConnection
@@ -72,10 +71,7 @@ final class LockFollower: Sendable {
     }
 
     func stop() {
-        let subscriptions = self.state.withLock { state in
-            state.stopped = true
-            return state.subscriptions
-        }
+        let subscriptions = self.state.withLock { $0.subscriptions }
         for subscription in subscriptions { subscription.cancel() }
         self.changeSink.finish()
     }

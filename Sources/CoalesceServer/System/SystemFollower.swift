@@ -21,7 +21,7 @@ final class SystemFollower: Sendable {
     ///   - bus: the daemon's connection to the bus of `scope`; `nil` when there is none, for `busProblem`.
     init(
         settings: SystemSettings,
-        scope: SystemBus.Scope,
+        scope: BusConnection.Scope,
         bus: BusConnection?,
         busProblem: String?,
         apps: AppManager,
