@@ -114,7 +114,11 @@ import Varlink
             }
             try waitUntil("the app active", timeout: .seconds(20), poll: .milliseconds(50)) { state() == "active" }
             #expect(try sandbox.run("coalescectl", "call", "io.coalesced.System.Deactivate", #"{"app":"org.example.big"}"#).status == 0)
-            try waitUntil("the app suspended", timeout: .seconds(20), poll: .milliseconds(50)) { state() == "suspended" }
+            // Another test's pressure on the machine (PSI counts all of it) may purge the app already: the journal
+            // entry checked below says it was a purge either way.
+            try waitUntil("the app suspended", timeout: .seconds(20), poll: .milliseconds(50)) {
+                ["suspended", "notRunning"].contains(state())
+            }
 
             let hog = try cgroup.hog(file: directory.file("hog.data"), seconds: 90)
             defer {
