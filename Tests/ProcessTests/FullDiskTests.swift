@@ -51,7 +51,8 @@ import Varlink
         let disk: SmallDisk
 
         init() throws {
-            self.first = try DaemonProcess()
+            // ``generation(_:)`` attaches an app from this test's own process: no deadline may kill it.
+            self.first = try DaemonProcess(configuration: noDeadlines)
             self.first.signal(SIGKILL)
             _ = self.first.waitForExit()
             self.disk = try SmallDisk(at: self.first.directory.file("state"))
