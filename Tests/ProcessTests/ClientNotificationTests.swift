@@ -21,7 +21,8 @@ import Varlink
         let client: VarlinkClient
 
         init(configuration: String = "") async throws {
-            self.daemon = try DaemonProcess(configuration: configuration)
+            // The app is this test process: no deadline may pass, or the daemon would kill the test run.
+            self.daemon = try DaemonProcess(configuration: noDeadlines + configuration)
             try await onThread { [daemon] in try daemon.waitUntilReady() }
             self.client = try testClient(self.daemon.socketPath)
         }
