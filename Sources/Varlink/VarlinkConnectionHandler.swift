@@ -135,6 +135,13 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         context.fireChannelActive()
     }
 
+    /// Nothing more is read or answered: a streaming call still running is cancelled now, as the channel's end
+    /// would cancel it (``channelInactive(context:)`` finds the state closing and cancels nothing).
+    private func beginClosing() {
+        if case .running(let scope) = self.state { scope.cancel() }
+        self.state = .closing
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         // The peer is gone: what it asked for can no longer be answered.
         if case .running(let scope) = self.state { scope.cancel() }
@@ -237,7 +244,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             "Varlink peer left a message unfinished, closing",
             metadata: ["bytes": "\(self.input?.readableBytes ?? 0)", "timeout": "\(self.incompleteMessageTimeout)"]
         )
-        self.state = .closing
+        self.beginClosing()
         self.input = nil
         self.incompleteSince = nil
         context.close(promise: nil)
@@ -257,7 +264,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// The connection failed (a peer's protocol violations are found by this handler, not reported here).
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         self.logger.debug("Varlink connection failed, closing", metadata: ["error": "\(error)"])
-        self.state = .closing
+        self.beginClosing()
         context.close(promise: nil)
     }
 
@@ -320,7 +327,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// The peer broke the protocol: say why while a reply can still be sent, then hang up.
     private func refuse(context: ChannelHandlerContext, error: VarlinkProtocolError) {
-        self.state = .closing
+        self.beginClosing()
         self.queue.removeAll()
         self.statistics.update { $0.protocolErrors += 1 }
         self.logger.debug("Varlink peer broke the protocol, closing", metadata: ["reason": "\(error)"])

@@ -28,6 +28,7 @@ import Varlink
             method Stack(size: int, value: string) -> (value: string)
             method Peer() -> (uid: int, groups: ?[]int)
             method Held() -> (value: string)
+            method Linger(token: string) -> (i: int)
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -72,6 +73,16 @@ import Varlink
             },
             // Parks its reply for the test to give, from the test's own thread.
             "Held": .deferred { _, reply in Held.shared.park(reply) },
+            // Streams two replies, the second a moment after the first (so that a client reading the first has not
+            // read the second with it), then runs until its call is cancelled, which it records under its token.
+            "Linger": .streaming { request, responder in
+                let token = try request.string("token")
+                responder.send(["i": 1])
+                try await Task.sleep(for: .milliseconds(20))
+                responder.send(["i": 2])
+                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+                Lingered.cancelled.withLock { _ = $0.insert(token) }
+            },
             // Started in call order; answered, from other threads, only once `size` calls are started, the last
             // first. Tests running at once tell their calls apart by size.
             "Stack": .deferred { request, reply in
@@ -102,6 +113,11 @@ import Varlink
                 DispatchQueue.global().async { reply.succeed(["value": .string(value)]) }
             }
         }
+    }
+
+    /// The tokens of the Linger calls that were cancelled.
+    enum Lingered {
+        static let cancelled = Mutex<Set<String>>([])
     }
 
     final class Held: Sendable {
@@ -283,6 +299,26 @@ import Varlink
             }
             #expect(received == [0, 1, 2, 3])
             #expect(throws: VarlinkError.expectedMore) { try client.call("org.example.test.Count", ["n": 3]) }
+        }
+    }
+
+    /// A client that hangs up with replies of a streaming call still unread makes the server's next read fail
+    /// (ECONNRESET) rather than end: the call is cancelled all the same, as it is when the client hangs up cleanly.
+    @Test func aStreamingCallEndsWhenItsClientHangsUpWithRepliesUnread() async throws {
+        try await self.withServer { path, _ in
+            for round in 0..<20 {
+                let token = "\(getpid())-\(round)"
+                let client = try testClient(path)
+                try client.send(VarlinkCall(method: "org.example.test.Linger", parameters: ["token": .string(token)], more: true))
+                #expect(try client.receiveReply().parameters["i"] == 1)
+                try waitUntil("the second reply to reach the client's socket", timeout: .seconds(10), poll: .milliseconds(1)) {
+                    client.hasPendingInput
+                }
+                withExtendedLifetime(client) {}  // closed here, with the second reply unread
+            }
+            try waitUntil("every call to be cancelled", timeout: .seconds(10), poll: .milliseconds(10)) {
+                Lingered.cancelled.withLock { cancelled in (0..<20).allSatisfy { cancelled.contains("\(getpid())-\($0)") } }
+            }
         }
     }
 
