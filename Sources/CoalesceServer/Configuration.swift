@@ -60,6 +60,8 @@ public struct Configuration: Sendable, Hashable {
     public var system = SystemSettings()
     /// `[Memory]`: memory pressure, its levels and the file read. Read at start only.
     public var memory = MemorySettings()
+    /// `[Journal]` and `[JournalWatch NAME]`: the journal watches.
+    public var journal = JournalSettings()
 
     public init() {}
 
@@ -180,6 +182,8 @@ extension Configuration {
         var configuration = Configuration()
         for source in sources {
             var section: String?
+            // The name of the `[JournalWatch NAME]` section the lines are in, if they are in one.
+            var watchSection: String?
             for (offset, rawLine) in source.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let lineNumber = offset + 1
                 func fail(_ reason: String) -> ConfigurationError {
@@ -195,6 +199,19 @@ extension Configuration {
                 if line.hasPrefix("[") {
                     guard line.hasSuffix("]"), line.count > 2 else { throw fail("malformed section header '\(visible(line))'") }
                     let name = String(line.dropFirst().dropLast())
+                    watchSection = nil
+                    if name.hasPrefix(Self.watchSectionPrefix) {
+                        let watch = String(name.dropFirst(Self.watchSectionPrefix.count)).trimmingWhitespace()
+                        do {
+                            _ = try WatchName(watch)
+                        } catch {
+                            throw fail("[JournalWatch \(visible(watch))]: \(error.reason)")
+                        }
+                        configuration.openWatchSection(watch, path: source.path, line: lineNumber)
+                        watchSection = watch
+                        section = name
+                        continue
+                    }
                     guard ConfigurationKey.sections.contains(name) else {
                         throw fail("unknown section [\(visible(name))]; known sections: \(ConfigurationKey.sectionList)")
                     }
@@ -207,6 +224,14 @@ extension Configuration {
                 let key = String(line[..<equals]).trimmingWhitespace()
                 let value = String(line[line.index(after: equals)...]).trimmingWhitespace()
                 guard let section else { throw fail("assignment to \(visible(key)) outside of any [Section]") }
+                if let watchSection {
+                    do {
+                        try configuration.assign(watch: watchSection, key: key, value: value, path: source.path, line: lineNumber)
+                    } catch {
+                        throw fail(error.reason)
+                    }
+                    continue
+                }
                 guard let setting = ConfigurationKey.all[section]?[key] else {
                     let known = ConfigurationKey.all[section]!.keys.sorted().joined(separator: ", ")  // section is known
                     throw fail("unknown key '\(visible(key))' in [\(section)]; known keys: \(known)")
@@ -218,8 +243,13 @@ extension Configuration {
                 }
             }
         }
+        try configuration.finishWatchSections()
         return configuration
     }
+
+    /// `[JournalWatch NAME]`: a section per journal watch.
+    static let watchSectionPrefix = "JournalWatch "
+
 }
 
 /// Why a value does not fit its key.
@@ -380,6 +410,7 @@ enum ConfigurationKey {
             },
         ],
         "Memory": memoryKeys,
+        "Journal": journalKeys,
         "Varlink": [
             "MaxMessageSize": { configuration, value throws(ConfigurationValueError) in
                 configuration.maxMessageSize =
@@ -409,7 +440,7 @@ enum ConfigurationKey {
     ]
 
     static let sections = Set(all.keys)
-    static let sectionList = all.keys.sorted().map { "[\($0)]" }.joined(separator: ", ")
+    static let sectionList = (all.keys + ["JournalWatch NAME"]).sorted().map { "[\($0)]" }.joined(separator: ", ")
 
     static func parseLogLevel(_ value: String) throws(ConfigurationValueError) -> Logger.Level {
         // systemd's names, plus swift-log's.

@@ -22,6 +22,7 @@ struct DaemonStartUp {
         var notifications: NotificationCenter
         var system: SystemFollower
         var pressure: PressureMonitor
+        var journal: JournalWatches
         var server: VarlinkServer
         var address: VarlinkListenAddress
     }
@@ -130,6 +131,7 @@ struct DaemonStartUp {
         }
         // The pressure file and its triggers are tried now: the mode in force is known before READY=1.
         let pressure = PressureMonitor(settings: self.configuration.memory, apps: apps, logger: logger)
+        let journal = JournalWatches(settings: self.configuration.journal, apps: apps, store: apps.store, logger: logger)
         let statistics = VarlinkServerStatistics()
         let service = VarlinkService(
             info: VarlinkServiceInfo(
@@ -141,7 +143,7 @@ struct DaemonStartUp {
             interfaces: [
                 SystemInterface.make(
                     daemon: state, statistics: statistics, apps: apps, notifications: notifications, system: system,
-                    pressure: pressure
+                    pressure: pressure, journal: journal
                 ),
                 AppInterface.make(apps: apps, daemon: state),
                 NotificationsInterface.make(center: notifications),
@@ -172,7 +174,8 @@ struct DaemonStartUp {
             return .failure(Failure(status: DaemonExit.failure))
         }
         return .success(
-            Started(state: state, apps: apps, notifications: notifications, system: system, pressure: pressure, server: server, address: address)
+            Started(state: state, apps: apps, notifications: notifications, system: system, pressure: pressure, journal: journal, server: server,
+                address: address)
         )
     }
 

@@ -17,6 +17,14 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
     case nothingToPurge
     /// The monitor fell this far behind and was ended.
     case monitorOverrun(bound: Int)
+    /// A journal watch that cannot be used, and why.
+    case invalidWatch(watch: String, reason: String)
+    /// No journal watch of that name (or not one added at run time, for RemoveWatch).
+    case noSuchWatch(watch: String, reason: String)
+    /// A watch of that name exists already.
+    case watchExists(watch: String)
+    /// The store did not keep the change.
+    case storageFailed(reason: String)
 
     static let interface = "io.coalesced.System"
 
@@ -29,6 +37,10 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
         case .launchFailed: return Self.interface + ".LaunchFailed"
         case .nothingToPurge: return Self.interface + ".NothingToPurge"
         case .monitorOverrun: return Self.interface + ".MonitorOverrun"
+        case .invalidWatch: return Self.interface + ".InvalidWatch"
+        case .noSuchWatch: return Self.interface + ".NoSuchWatch"
+        case .watchExists: return Self.interface + ".WatchExists"
+        case .storageFailed: return Self.interface + ".StorageFailed"
         }
     }
 
@@ -42,6 +54,10 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
         case .launchFailed(let app, let unit, let reason):
             return ["app": .string(app), "unit": .string(unit), "reason": .string(reason)]
         case .monitorOverrun(let bound): return ["bound": .int(Int64(bound))]
+        case .invalidWatch(let watch, let reason), .noSuchWatch(let watch, let reason):
+            return ["watch": .string(watch), "reason": .string(reason)]
+        case .watchExists(let watch): return ["watch": .string(watch)]
+        case .storageFailed(let reason): return ["reason": .string(reason)]
         }
     }
 }

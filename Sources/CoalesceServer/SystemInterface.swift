@@ -11,7 +11,8 @@ enum SystemInterface {
         apps: AppManager,
         notifications: NotificationCenter,
         system: SystemFollower,
-        pressure: PressureMonitor
+        pressure: PressureMonitor,
+        journal: JournalWatches
     ) -> VarlinkInterface {
         /// Every method but Stats is for admins.
         @Sendable func admin(_ request: VarlinkRequest) throws(VarlinkError) {
@@ -75,7 +76,26 @@ enum SystemInterface {
                         ],
                     ]
                     stats["system"] = .object(system.statistics)
+                    stats["journal"] = journal.statsJSON
                     return ["stats": .object(stats)]
+                },
+                "AddWatch": .streaming { request, responder in
+                    try admin(request)
+                    guard let definition = request.call.parameters["watch"]?.objectValue else {
+                        throw VarlinkError.invalidParameter("watch", reason: "expected a WatchDefinition object")
+                    }
+                    let start = try Self.watchStart(try self.optionalString(request, "start"))
+                    try await journal.add(definition, start: start, owner: request.peer ?? VarlinkPeer(pid: 0, uid: 0, gid: 0))
+                    responder.finish()
+                },
+                "RemoveWatch": .streaming { request, responder in
+                    try admin(request)
+                    try await journal.remove(try request.string("watch"))
+                    responder.finish()
+                },
+                "ListWatches": .immediate { request in
+                    try admin(request)
+                    return ["watches": .array(journal.list())]
                 },
                 "ListApps": .immediate { request in
                     try admin(request)
@@ -240,6 +260,20 @@ enum SystemInterface {
         default: throw .invalidParameter(name, reason: "expected a string")
         }
     }
+    /// AddWatch's `start`: tail (the default), head, cursor=CURSOR or since=SECONDS.
+    static func watchStart(_ text: String?) throws(VarlinkError) -> WatchStart {
+        guard let text, text != "tail" else { return .tail }
+        if text == "head" { return .head }
+        if text.hasPrefix("cursor="), JournalCursor(String(text.dropFirst("cursor=".count))) != nil {
+            return .cursor(String(text.dropFirst("cursor=".count)))
+        }
+        if text.hasPrefix("since="), let seconds = Double(text.dropFirst("since=".count)), seconds >= 0 {
+            return .time(realtimeMicroseconds: UInt64(seconds * 1_000_000))
+        }
+        throw VarlinkError.invalidParameter(
+            "start", reason: "expected tail, head, cursor=CURSOR (a journal cursor) or since=SECONDS, got \(JSONValue.string(text).jsonText)"
+        )
+    }
 }
 
 extension Duration {
@@ -247,4 +281,5 @@ extension Duration {
         let (seconds, attoseconds) = self.components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
+
 }

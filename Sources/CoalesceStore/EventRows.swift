@@ -16,6 +16,8 @@ public enum EventRow: Sendable {
     case delivery(event: String)
     /// What the app last received of a netChange kind (JSON text).
     case baseline(kind: String, payload: String)
+    /// A journal watch has posted to the app every entry it matched up to `cursor`: written with the posts.
+    case journalPosition(watch: String, cursor: String)
 }
 
 extension Store {
@@ -112,6 +114,8 @@ public final class EventWrite: StoreOperation, @unchecked Sendable {
                     """,
                     [self.app.value, kind, payload]
                 )
+            case .journalPosition(let watch, let cursor):
+                try transaction.run(Store.journalPositionSQL, [watch, self.app.value, cursor])
             }
         }
     }

@@ -104,6 +104,23 @@ extension Store {
             // as the daemon's configuration says.
             try db.alter(table: "app") { table in table.add(column: "suspension", .text) }
         }
+        migrator.registerMigration("8: journal watches") { db in
+            // The watches an administrator added at run time (those of the configuration live there), each as the
+            // JSON the System interface takes.
+            try db.create(table: "journal_watch") { table in
+                table.column("name", .text).primaryKey()
+                table.column("definition", .text).notNull()
+                table.column("owner", .integer).notNull()
+            }
+            // How far each watch has read: per app it posts to, written in the same write as the posts of the
+            // entries up to it; under app '', the point before which every entry it matched is posted.
+            try db.create(table: "journal_position") { table in
+                table.column("watch", .text).notNull()
+                table.column("app", .text).notNull()
+                table.column("cursor", .text).notNull()
+                table.primaryKey(["watch", "app"])
+            }
+        }
         return migrator
     }
 }

@@ -31,6 +31,52 @@ public final class JournalReader {
         )
     }
 
+    /// Drops every match: all entries again.
+    public func flushMatches() {
+        sd_journal_flush_matches(self.journal)
+    }
+
+    /// Ends the group of matches added so far: the entries of the groups before or of the ones after are read.
+    public func addDisjunction() throws(SystemdError) {
+        try SystemdError.check(sd_journal_add_disjunction(self.journal), "add a journal match group")
+    }
+
+    /// Positions the reader before the first entry written at or after `microseconds` since the epoch.
+    public func seek(realtimeMicroseconds microseconds: UInt64) throws(SystemdError) {
+        try SystemdError.check(sd_journal_seek_realtime_usec(self.journal, microseconds), "seek to a time in the journal")
+    }
+
+    /// The descriptor that becomes readable when the journal changes (``process()`` says how); taking it early
+    /// makes sd-journal watch its files from then on.
+    public func descriptor() throws(SystemdError) -> Int32 {
+        try SystemdError.check(sd_journal_get_fd(self.journal), "get the journal's descriptor")
+    }
+
+    /// What changed since the last call, after the descriptor woke the caller.
+    public enum Change: Sendable {
+        case nothing
+        /// Entries were added.
+        case appended
+        /// Files were added or removed (rotation, vacuuming): read on, as after ``appended``.
+        case invalidated
+    }
+
+    /// Takes in the changes the descriptor announced.
+    public func process() throws(SystemdError) -> Change {
+        switch try SystemdError.check(sd_journal_process(self.journal), "process the journal's changes") {
+        case Int32(SD_JOURNAL_APPEND): .appended
+        case Int32(SD_JOURNAL_INVALIDATE): .invalidated
+        default: .nothing
+        }
+    }
+
+    /// The current entry's wall-clock time, in microseconds since the epoch.
+    public func realtimeMicroseconds() throws(SystemdError) -> UInt64 {
+        var microseconds: UInt64 = 0
+        try SystemdError.check(sd_journal_get_realtime_usec(self.journal, &microseconds), "read the entry's time")
+        return microseconds
+    }
+
     public func seekHead() throws(SystemdError) {
         try SystemdError.check(sd_journal_seek_head(self.journal), "seek to the journal's head")
     }
@@ -42,6 +88,12 @@ public final class JournalReader {
     /// Positions the reader at the entry a cursor names; ``next()`` then reads that entry.
     public func seek(cursor: String) throws(SystemdError) {
         try SystemdError.check(sd_journal_seek_cursor(self.journal, cursor), "seek to cursor")
+    }
+
+    /// Whether the journal's files were found damaged or changed under the reader while it read (EBADMSG,
+    /// EADDRNOTAVAIL): it should seek again rather than read on.
+    public static func needsSeek(_ error: SystemdError) -> Bool {
+        error.errno == EBADMSG || error.errno == EADDRNOTAVAIL
     }
 
     /// Moves to the next matching entry; `false` at the end.
@@ -100,6 +152,30 @@ public final class JournalReader {
             "wait for the journal"
         )
         return result == Int32(SD_JOURNAL_APPEND) || result == Int32(SD_JOURNAL_INVALIDATE)
+    }
+
+    /// Waits until the journal changes, `wake` (a descriptor another thread makes readable, such as an eventfd) is
+    /// readable, or `timeout` passes (`nil`: no end), and takes in the journal's changes; returns them. Waits as
+    /// sd-journal asks (its descriptor's events, and its own timeout where files cannot be watched).
+    public func wait(timeout: Duration?, wake: Int32) throws(SystemdError) -> Change {
+        let journalDescriptor = try self.descriptor()
+        let events = try SystemdError.check(sd_journal_get_events(self.journal), "get the journal's events")
+        var milliseconds: Int32 = timeout.map { Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) } ?? -1
+        var until: UInt64 = 0
+        if sd_journal_get_timeout(self.journal, &until) >= 0, until != UInt64.max {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let current = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+            let journalMilliseconds = until > current ? Int32(clamping: (until - current + 999) / 1000) : 0
+            milliseconds = milliseconds < 0 ? journalMilliseconds : min(milliseconds, journalMilliseconds)
+        }
+        var descriptors = [
+            pollfd(fd: journalDescriptor, events: Int16(truncatingIfNeeded: events), revents: 0),
+            pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        ]
+        let ready = poll(&descriptors, 2, max(milliseconds, -1))
+        if ready < 0, errno != EINTR { throw SystemdError(operation: "wait for the journal", errno: errno) }
+        return try self.process()
     }
 
     /// Splits `FIELD=value` data; values may be binary, and are read as UTF-8 with replacement.

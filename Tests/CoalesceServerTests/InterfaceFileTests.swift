@@ -59,7 +59,8 @@ import Varlink
     static let systemErrors: [SystemError] = [
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,
         .launchTimedOut(app: "", timeout: .seconds(1)), .launchFailed(app: "", unit: "", reason: ""), .nothingToPurge,
-        .monitorOverrun(bound: 1),
+        .monitorOverrun(bound: 1), .invalidWatch(watch: "", reason: ""), .noSuchWatch(watch: "", reason: ""),
+        .watchExists(watch: ""), .storageFailed(reason: ""),
     ]
 
     static let notificationErrors: [NotificationError] = [

@@ -290,16 +290,21 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
 
     /// Holds one post. A kind's slot keeps the policy of the post that opened it: a later post with another
     /// policy is folded into it by the slot's policy, so that what was held is never reinterpreted.
+    /// - Parameter weight: how many occurrences the post stands for (a journal watch's batch of entries), counted
+    ///   in the event's count; a queue kind keeps each post as one entry whatever its weight.
     /// - Returns: whether the post added an entry to a queue kind (its ``newestEntry(of:)``).
     /// - Throws: ``PostRefusal``; nothing changes then.
     // Inlinable: the daemon calls it for every post it holds, and a generic call across modules would look its
     // types up at run time.
     @inlinable
     @discardableResult
-    public mutating func post(_ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp) throws(PostRefusal) -> Bool {
+    public mutating func post(
+        _ kind: EventKind, _ payload: Payload, policy: CoalescingPolicy, at stamp: Stamp, weight: Int = 1
+    ) throws(PostRefusal) -> Bool {
         guard let index = self.slots.index(forKey: kind) else {
             guard self.order.count < self.kindLimit else { throw .tooManyKinds(limit: self.kindLimit) }
             var slot = try Self.open(kind, payload, policy: policy, at: stamp)
+            if case .queue = policy {} else { slot.count = weight }
             self._bytes += Self.bytes(of: slot)
             if self.changes != nil {
                 self.changes!.append(.opened(kind))
@@ -315,7 +320,8 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
         }
         // Folded where it lies: a copy of the slot would retain its payload, and this is the path of every post.
         let folded = try Self.fold(
-            &self.slots.values[index], kind, payload, at: stamp, queued: &self.queued, changes: &self.changes, span: self.span
+            &self.slots.values[index], kind, payload, at: stamp, weight: weight, queued: &self.queued, changes: &self.changes,
+            span: self.span
         )
         self._bytes += folded.grown
         return folded.appended
@@ -334,6 +340,7 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
         _ kind: EventKind,
         _ payload: Payload,
         at stamp: Stamp,
+        weight: Int = 1,
         queued: inout [EventKind: Deque<Entry>],
         changes: inout [Change]?,
         span: Int
@@ -362,7 +369,7 @@ public struct EventQueue<Payload: CoalescablePayload, Stamp: Comparable & Sendab
             grown = merged.size - base.size
             slot.held = .payload(merged)
         }
-        slot.count += 1
+        slot.count += weight
         slot.last = max(slot.last, stamp)
         return (grown, false)
     }

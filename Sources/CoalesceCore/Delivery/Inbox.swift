@@ -76,15 +76,21 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
         public var durable: Bool
         public var posted: Stamp
         public var ticket: Ticket
+        /// How many occurrences the post stands for (``EventQueue/post(_:_:policy:at:weight:)``).
+        public var weight: Int
 
         @inlinable
-        public init(kind: EventKind, payload: Payload, policy: CoalescingPolicy, durable: Bool, posted: Stamp, ticket: Ticket) {
+        public init(
+            kind: EventKind, payload: Payload, policy: CoalescingPolicy, durable: Bool, posted: Stamp, ticket: Ticket,
+            weight: Int = 1
+        ) {
             self.kind = kind
             self.payload = payload
             self.policy = policy
             self.durable = durable
             self.posted = posted
             self.ticket = ticket
+            self.weight = weight
         }
     }
 
@@ -320,7 +326,7 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             if let quota = Self.passes(reception, footprint: self.footprint, adding: post.payload.size) {
                 throw .overQuota(quota)
             }
-            try self._held.post(post.kind, post.payload, policy: post.policy, at: post.posted)
+            try self._held.post(post.kind, post.payload, policy: post.policy, at: post.posted, weight: post.weight)
             return .answered(.held, sending: [])
         } catch {
             return .answered(.refused(error), sending: [])
@@ -405,7 +411,8 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
             let appended: Bool
             do throws(PostRefusal) {
                 appended = try self._held.post(
-                    posts[index].kind, posts[index].payload, policy: posts[index].policy, at: posts[index].posted
+                    posts[index].kind, posts[index].payload, policy: posts[index].policy, at: posts[index].posted,
+                    weight: posts[index].weight
                 )
             } catch {
                 refusals.append((posts[index].ticket, .refused(error)))
@@ -590,6 +597,6 @@ public struct Inbox<Payload: CoalescablePayload, Stamp: Comparable & Sendable, T
 
     @inlinable
     static func event(_ post: Post) -> Event {
-        Event(kind: post.kind, payload: post.payload, count: 1, firstPosted: post.posted, lastPosted: post.posted)
+        Event(kind: post.kind, payload: post.payload, count: post.weight, firstPosted: post.posted, lastPosted: post.posted)
     }
 }

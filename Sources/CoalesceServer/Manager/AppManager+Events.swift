@@ -197,6 +197,8 @@ extension AppManager {
         _ post: Post,
         poster posterUID: UInt32,
         checking: Bool = false,
+        weight: Int = 1,
+        journalMark: JournalMark? = nil,
         finished: @escaping @Sendable (_ sent: Bool, (any Error)?) -> Void
     ) -> Enqueued {
         var answered: AppInbox.Answer?
@@ -204,6 +206,7 @@ extension AppManager {
         var sentAtOnce: [AppInbox.Sent] = []
         var launches = false
         var flushes = false
+        var unwrittenMark: JournalMark?
         let outcome = self.state.withLock { state -> Enqueued in
             let ledger = state.ledger
             // The one check a post makes for monitors: while none watches traffic, it makes nothing for them.
@@ -227,15 +230,19 @@ extension AppManager {
                     policy: post.policy ?? declared?.policy ?? .latest,
                     durable: !(declared?.volatile ?? false),
                     posted: posted,
-                    ticket: ticket
+                    ticket: ticket,
+                    weight: weight
                 )
                 switch Self.numbering(&record, ledger, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
                 case .waits:
+                    if let journalMark { record.journalMarks.add(journalMark) }
                     if record.inbox.hasWaiting, !record.flushQueued {
                         record.flushQueued = true
                         flushes = true
                     }
                 case .answered(let answer, let burst):
+                    // Decided at once (a volatile kind's): no write carries its position.
+                    if let journalMark { unwrittenMark = journalMark }
                     if !burst.isEmpty {
                         Self.send(burst, to: record.attachment?.responder, state: record.lifecycle.state)
                         if watched { sentAtOnce = burst }
@@ -253,6 +260,9 @@ extension AppManager {
             return outcome
         }
         guard case .enqueued = outcome else { return outcome }
+        if let unwrittenMark {
+            self.store.setJournalPosition(watch: unwrittenMark.watch.value, app: appName.value, cursor: unwrittenMark.cursor)
+        }
         if let answered { ticket.answer(answered, failure: self.writeRefused) }
         if flushes { self.scheduleFlush() }
         if launches { self.launchForEvent(appName) }
@@ -287,7 +297,9 @@ extension AppManager {
         if let index = actions.firstIndex(where: { if case .write = $0 { true } else { false } }),
             case .write(let rows) = actions.remove(at: index)
         {
-            record.pendingWrite = self.store.write(rows.map(Self.storeRow), of: appName, together: together) { result in
+            // Every post waiting is in this write: the journal positions they carry go with them.
+            let marks = record.journalMarks.intoNewWrite()
+            record.pendingWrite = self.store.write(rows.map(Self.storeRow) + marks, of: appName, together: together) { result in
                 self.written(appName, result)
             }
         }
@@ -432,9 +444,13 @@ extension AppManager {
                     let write = record.pendingWrite
                     let footprint = record.inbox.footprint
                     defer { ledger.charge(record.account, record.inbox.footprint - footprint) }
-                    return record.inbox.join(Self.reception(record, ledger)) { change in
-                        write?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow)) ?? false
+                    let marks = record.journalMarks.joiningWrite()
+                    let actions = record.inbox.join(Self.reception(record, ledger)) { change in
+                        write?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow) + marks) ?? false
                     }
+                    // Joined: the posts waiting went into the write, and their positions with them.
+                    if !record.inbox.hasWaiting { record.journalMarks.joined() }
+                    return actions
                 }
                 guard let actions = flushed, !actions.isEmpty else { continue }
                 self.count(actions, of: appName, in: &state)
@@ -457,6 +473,7 @@ extension AppManager {
             let actions = state.update(appName) { record -> [InboxAction] in
                 let drained = record.inbox.draining
                 record.pendingWrite = nil
+                record.journalMarks.writeFinished()
                 let actions = self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in
                     switch result {
                     case .success(let ids): inbox.written(ids: ids, reception, next: &next)

@@ -117,6 +117,9 @@ final class AppManager: Sendable {
         var flushQueued = false
         /// The write of its inbox's the store is carrying out, until the store answers it.
         var pendingWrite: EventWrite?
+        /// Journal watches' positions (by watch, the cursor) that go with the write its waiting posts go into
+        /// (``JournalMarks``).
+        var journalMarks = JournalMarks()
         /// Its owner's account with the quotas, which its events are charged to.
         var account: QuotaLedger.Account
         /// What the app was last told of the screen lock (protected data available or not); an app is launched

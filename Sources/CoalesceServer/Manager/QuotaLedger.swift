@@ -89,19 +89,25 @@ final class QuotaLedger: @unchecked Sendable {
     /// Whether `uid` is in `group`, by the user database: for the owners of apps loaded at start-up, before the
     /// daemon serves (a lookup that may be slow or remote never runs on an event loop).
     static func isMember(_ uid: UInt32, of group: AdminGroup) -> Bool {
+        guard let groups = Self.groups(of: uid) else { return false }
+        return groups.primary == group.id || groups.all.contains(group.id)
+    }
+
+    /// A user's primary group and every group it is in, by the user database; `nil` for a uid it does not know.
+    /// May be slow or remote: never called on an event loop.
+    static func groups(of uid: UInt32) -> (primary: UInt32, all: [UInt32])? {
         var entry = passwd()
         var found: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16384)
         guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else {
-            return false
+            return nil
         }
-        if entry.pw_gid == group.id { return true }
         var count: Int32 = 64
         var groups = [gid_t](repeating: 0, count: Int(count))
         if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 {
             groups = [gid_t](repeating: 0, count: Int(count))
-            guard getgrouplist(name, entry.pw_gid, &groups, &count) >= 0 else { return false }
+            guard getgrouplist(name, entry.pw_gid, &groups, &count) >= 0 else { return (entry.pw_gid, [entry.pw_gid]) }
         }
-        return groups.prefix(Int(count)).contains(group.id)
+        return (entry.pw_gid, Array(groups.prefix(Int(count))))
     }
 }

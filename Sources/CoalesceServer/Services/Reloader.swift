@@ -10,6 +10,7 @@ struct Reloader: Service {
     let options: DaemonOptions
     let state: DaemonState
     let apps: AppManager
+    let journal: JournalWatches
     let server: VarlinkServer
     let levelControl: LogLevelControl
     let notifier: SystemdNotifier
@@ -39,12 +40,16 @@ struct Reloader: Service {
             if configuration.memory != self.state.configuration.memory {
                 self.logger.notice("[Memory] takes effect at the next start", metadata: ["config": "\(self.options.configPath)"])
             }
+            if let problem = self.journal.problem(with: configuration.journal) {
+                throw ConfigurationError(path: self.options.configPath, line: 0, reason: problem)
+            }
             self.levelControl.current = configuration.logLevel
             self.state.reloaded(configuration)
             self.server.limits = self.state.serverLimits
             self.state.checkConnectionBudget(logger: self.logger)
             self.apps.timingsChanged(configuration.timings)
             self.apps.quotasChanged(configuration.quotas)
+            self.journal.reload(configuration.journal)
             self.logger.notice(
                 "Configuration reloaded",
                 metadata: ["config": "\(self.options.configPath)", "message_id": "\(MessageID.reloaded)"]

@@ -1,0 +1,526 @@
+import CoalesceCore
+import CoalesceStore
+import Foundation
+import Logging
+import Synchronization
+import Systemd
+import Varlink
+
+/// Reads the journal for every watch (DESIGN.md §5): one sd-journal reader on a thread of its own
+/// (`coalesced-journal`), its matches the union of the watches', each entry then tested against each watch;
+/// matched entries go through the flood bound (``WatchBatcher``) and are posted to the watch's apps, each post
+/// carrying the watch's position into the very write that stores it.
+///
+/// Exactly once: an entry is skipped for an app when the watch's position for that app (written with its posts)
+/// is at or after it, and for the watch when the watch's own position (written once every entry before it is
+/// posted) is. So whatever was read again after a crash, a refused write or a change of watches is posted to each
+/// app once. Positions are compared as sd-journal orders entries (``JournalCursor``); reading resumes at the
+/// earliest with seek + next + test (the entry at the position is skipped only when it is the one named).
+final class JournalFollower: @unchecked Sendable {
+    /// What Stats and ListWatches show of one watch.
+    struct WatchFigures: Sendable {
+        var matched = 0
+        var posts = 0
+        var refused = 0
+        /// The wall-clock time (s since the epoch) of the last entry it matched.
+        var lastMatched: Double?
+    }
+
+    /// What Stats shows of the reader.
+    struct ReaderFigures: Sendable {
+        var running = false
+        var reason: String?
+        var entriesRead = 0
+        /// How far behind the journal the reader is: the age of the last entry read while more wait; 0 when it
+        /// has read all.
+        var lagSeconds = 0.0
+        var rewinds = 0
+    }
+
+    private enum Command {
+        case watches([ConfiguredWatch], starts: [WatchName: WatchStart])
+    }
+
+    private struct Shared {
+        var commands: [Command] = []
+        var stopping = false
+        /// Posts answered since the thread last looked: by watch, whether each was kept.
+        var answered: [(WatchName, Outcome)] = []
+        var figures: [WatchName: WatchFigures] = [:]
+        var reader = ReaderFigures()
+    }
+
+    private enum Outcome {
+        case kept
+        case refused
+        case failed
+    }
+
+    /// One watch as the thread follows it.
+    private struct Followed {
+        var configured: ConfiguredWatch
+        var matcher: MessageMatcher?
+        var poster: VarlinkPeer
+        /// Entries at or before it were read for the watch before (by an earlier run, or before a seek back).
+        var skip: JournalCursor?
+        /// Reads from the journal's head: nothing is skipped, and the reader goes back there.
+        var fromHead = false
+        /// By app, the position up to which the watch posted to it (written with those posts).
+        var appSkips: [AppName: JournalCursor] = [:]
+        var inFlight = 0
+        /// The watch's own position last written.
+        var written: String?
+
+        var watch: JournalWatch { self.configured.watch }
+    }
+
+    static let threadName = "coalesced-journal"
+    /// Entries read in one pass before the thread posts what is due and looks at its commands.
+    static let passSize = 1000
+
+    private let apps: AppManager
+    private let store: Store
+    private let logger: Logger
+    private let shared = Mutex(Shared())
+    private let wakeup: Wakeup
+    private let interval: Duration
+    private let burst: Int
+    private let threadRuns = Mutex(false)
+    private let ended = DispatchSemaphore(value: 0)
+
+    // The thread's own, touched by nothing else.
+    private var followed: [WatchName: Followed] = [:]
+    private var order: [WatchName] = []
+    private var batcher: WatchBatcher<ContinuousClock.Instant, JSONObject>
+    private var reader: JournalReader?
+    /// The cursor of the last entry read.
+    private var position: JournalCursor?
+    /// The reader stands on an entry not yet read for the watches (after a seek whose position was gone).
+    private var standsOnUnread = false
+    private var rewindWanted = false
+    private var recipients: [WatchName: [AppName]] = [:]
+    private var lastIdleWrite = ContinuousClock.now
+
+    init(apps: AppManager, store: Store, settings: JournalSettings, logger: Logger) throws(SystemdError) {
+        self.apps = apps
+        self.store = store
+        self.logger = logger
+        self.wakeup = try Wakeup()
+        self.interval = settings.interval
+        self.burst = settings.queueBurst
+        self.batcher = WatchBatcher(interval: settings.interval, burst: settings.queueBurst)
+    }
+
+    // MARK: The interface to other threads
+
+    /// Starts the thread, following `watches` (their positions from the store, a new one's from the journal's
+    /// tail).
+    func start(_ watches: [ConfiguredWatch]) {
+        self.shared.withLock { $0.commands.append(.watches(watches, starts: [:])) }
+        let thread = Thread { [self] in
+            self.run()
+            self.ended.signal()
+        }
+        thread.name = Self.threadName
+        self.threadRuns.withLock { $0 = true }
+        thread.start()
+    }
+
+    /// Stops the thread and waits for it; posts it made are answered by the store as usual. Entries folded and not
+    /// yet posted are read again by the next start.
+    func stop() {
+        guard self.threadRuns.withLock({ runs in defer { runs = false }; return runs }) else { return }
+        self.shared.withLock { $0.stopping = true }
+        self.wakeup.set()
+        self.ended.wait()
+    }
+
+    /// Follows `watches` from now on; a new one starts where `starts` says (the tail by default).
+    func follow(_ watches: [ConfiguredWatch], starts: [WatchName: WatchStart] = [:]) {
+        self.shared.withLock { $0.commands.append(.watches(watches, starts: starts)) }
+        self.wakeup.set()
+    }
+
+    var figures: (reader: ReaderFigures, watches: [WatchName: WatchFigures]) {
+        self.shared.withLock { ($0.reader, $0.figures) }
+    }
+
+    // MARK: The thread
+
+    private func run() {
+        do {
+            let reader = try JournalReader()
+            _ = try reader.descriptor()  // sd-journal watches its files from now on
+            self.reader = reader
+        } catch {
+            self.logger.error("Cannot read the journal: \(error); journal watches post nothing", metadata: ["reason": "\(error)"])
+            self.shared.withLock {
+                $0.reader.running = false
+                $0.reader.reason = "\(error)"
+            }
+            while !self.shared.withLock({ $0.stopping }) { self.pause(.seconds(3600)) }
+            return
+        }
+        self.shared.withLock { $0.reader.running = true }
+        while true {
+            let (commands, answered, stopping) = self.shared.withLock { shared in
+                defer {
+                    shared.commands.removeAll()
+                    shared.answered.removeAll()
+                }
+                return (shared.commands, shared.answered, shared.stopping)
+            }
+            if stopping { return }
+            self.wakeup.clear()
+            for (watch, outcome) in answered { self.answered(watch, outcome) }
+            for case .watches(let watches, let starts) in commands { self.change(to: watches, starts: starts) }
+            if self.rewindWanted, self.followed.values.allSatisfy({ $0.inFlight == 0 }) { self.rewind() }
+            let more = self.pass()
+            self.postDue()
+            self.writeIdlePositions()
+            guard !more else { continue }
+            let now = ContinuousClock.now
+            var timeout = Duration.seconds(1)
+            if let due = self.batcher.nextDue { timeout = min(timeout, max(.zero, now.duration(to: due))) }
+            do {
+                _ = try self.reader?.wait(timeout: timeout, wake: self.wakeup.descriptor)
+            } catch {
+                self.readFailed(error)
+            }
+        }
+    }
+
+    /// Reads up to a pass of entries; true when more may be waiting.
+    private func pass() -> Bool {
+        guard let reader = self.reader, !self.followed.isEmpty else { return false }
+        self.recipients = self.followed.mapValues { self.apps.journalRecipients($0.watch.target, poster: $0.poster) }
+        var read = 0
+        var more = false
+        do {
+            while read < Self.passSize {
+                if self.standsOnUnread {
+                    self.standsOnUnread = false
+                } else {
+                    guard try reader.next() else { break }
+                }
+                read += 1
+                try self.evaluate(reader)
+            }
+            more = read == Self.passSize
+            if read > 0, let cursor = JournalCursor(try reader.cursor()) {
+                self.position = cursor
+                let age = more ? max(0, Date().timeIntervalSince1970 - Double(cursor.realtime) / 1e6) : 0
+                self.shared.withLock {
+                    $0.reader.entriesRead += read
+                    $0.reader.lagSeconds = age
+                }
+            } else if read == 0 {
+                self.shared.withLock { $0.reader.lagSeconds = 0 }
+            }
+        } catch {
+            self.readFailed(error)
+        }
+        return more
+    }
+
+    /// Tests the entry the reader stands on against each watch, and hands what matched to the batcher.
+    private func evaluate(_ reader: JournalReader) throws(SystemdError) {
+        var fields: [String: String?] = [:]
+        func field(_ name: String) -> String? {
+            if let known = fields[name] { return known }
+            let value = try? reader.field(name)
+            fields[name] = .some(value)
+            return value
+        }
+        var cursor: JournalCursor?
+        func current() throws(SystemdError) -> JournalCursor? {
+            if cursor == nil { cursor = JournalCursor(try reader.cursor()) }
+            return cursor
+        }
+        let now = ContinuousClock.now
+        for name in self.order {
+            guard var followed = self.followed[name] else { continue }
+            if let skip = followed.skip {
+                guard let entry = try current(), entry.isAfter(skip) else { continue }
+                followed.skip = nil
+                self.followed[name] = followed
+            }
+            guard followed.watch.selection.admits(field) else { continue }
+            if let matcher = followed.matcher {
+                guard let message = field("MESSAGE"), matcher.matches(message) else { continue }
+            }
+            guard let entry = try current() else { continue }
+            let realtime = try reader.realtimeMicroseconds()
+            self.shared.withLock {
+                $0.figures[name, default: WatchFigures()].matched += 1
+                $0.figures[name, default: WatchFigures()].lastMatched = Double(realtime) / 1e6
+            }
+            var payload: JSONObject = [:]
+            for name in followed.watch.fields {
+                let value: String?
+                switch name {
+                case "__CURSOR": value = entry.text
+                case "__REALTIME_TIMESTAMP": value = String(realtime)
+                case "__MONOTONIC_TIMESTAMP": value = String(entry.monotonic)
+                default: value = field(name)
+                }
+                if let value { payload[name] = .string(Self.bounded(value)) }
+            }
+            let queue: Bool
+            if case .queue = followed.watch.policy { queue = true } else { queue = false }
+            for app in self.recipients[name] ?? [] {
+                if let skip = followed.appSkips[app] {
+                    guard entry.isAfter(skip) else { continue }
+                    self.followed[name]?.appSkips[app] = nil
+                }
+                let key = WatchBatcher<ContinuousClock.Instant, JSONObject>.Key(watch: name, app: app)
+                for batch in self.batcher.add(key, payload, cursor: entry, queue: queue, at: now) { self.post(batch) }
+            }
+        }
+    }
+
+    /// A field's value as an event carries it: at most ``JournalWatch/maximumFieldBytes`` bytes, cut at a
+    /// character.
+    static func bounded(_ value: String) -> String {
+        guard value.utf8.count > JournalWatch.maximumFieldBytes else { return value }
+        var end = value.utf8.index(value.utf8.startIndex, offsetBy: JournalWatch.maximumFieldBytes)
+        while end > value.startIndex, !value.unicodeScalars.indices.contains(end) { end = value.utf8.index(before: end) }
+        return String(value[..<end])
+    }
+
+    private func postDue() {
+        for batch in self.batcher.due(at: .now) { self.post(batch) }
+    }
+
+    private func post(_ batch: WatchBatcher<ContinuousClock.Instant, JSONObject>.Batch) {
+        guard let followed = self.followed[batch.key.watch] else { return }
+        var payload = batch.last
+        payload["watch"] = .string(batch.key.watch.value)
+        payload["entries"] = .int(Int64(batch.entries))
+        let queue: Bool
+        if case .queue = followed.watch.policy { queue = true } else { queue = false }
+        let watch = batch.key.watch
+        let posted = self.apps.postJournal(
+            batch.key.app,
+            kind: followed.watch.kind,
+            payload: .object(payload),
+            policy: followed.watch.policy,
+            weight: queue ? 1 : batch.entries,
+            poster: followed.configured.owner,
+            mark: JournalMark(watch: watch, cursor: batch.cursor.text)
+        ) { [self] _, failure in
+            let outcome: Outcome
+            switch failure {
+            case nil: outcome = .kept
+            case is PostRefusal: outcome = .refused
+            default: outcome = .failed
+            }
+            self.shared.withLock { $0.answered.append((watch, outcome)) }
+            self.wakeup.set()
+        }
+        guard posted else { return }  // the app went: the next pass finds who receives now
+        self.followed[watch]?.inFlight += 1
+        self.shared.withLock { $0.figures[watch, default: WatchFigures()].posts += 1 }
+    }
+
+    private func answered(_ watch: WatchName, _ outcome: Outcome) {
+        self.followed[watch]?.inFlight -= 1
+        switch outcome {
+        case .kept: break
+        case .refused:
+            self.shared.withLock { $0.figures[watch, default: WatchFigures()].refused += 1 }
+        case .failed:
+            // Not kept, nor its position: read again from the positions on disk once nothing else is in flight.
+            self.rewindWanted = true
+        }
+    }
+
+    /// Once a second, each watch with nothing in flight and nothing folded writes its own position: the last entry
+    /// read. (A watch that posts all the time keeps its per-app positions, written with its posts.)
+    private func writeIdlePositions() {
+        let now = ContinuousClock.now
+        guard now - self.lastIdleWrite >= .seconds(1), let position = self.position, !self.rewindWanted else { return }
+        self.lastIdleWrite = now
+        for name in self.order {
+            guard let followed = self.followed[name], followed.inFlight == 0, followed.skip == nil,
+                !self.batcher.hasPending(name), followed.written != position.text
+            else { continue }
+            self.store.setJournalPosition(watch: name.value, cursor: position.text)
+            self.followed[name]?.written = position.text
+        }
+    }
+
+    // MARK: Watches and seeking
+
+    /// Follows `watches`: matches rebuilt from their union, and the reader placed at the earliest position any of
+    /// them needs.
+    private func change(to watches: [ConfiguredWatch], starts: [WatchName: WatchStart]) {
+        guard let reader = self.reader else { return }
+        let stored = (try? self.store.journalPositions()) ?? [:]
+        var next: [WatchName: Followed] = [:]
+        var tail: JournalCursor?
+        for configured in watches {
+            let name = configured.name
+            if var kept = self.followed[name], kept.configured.watch == configured.watch {
+                kept.configured = configured
+                // Everything up to where the reader is was read for it.
+                if kept.skip == nil || (self.position.map { kept.skip!.isAfter($0) } == false) { kept.skip = self.position }
+                next[name] = kept
+                continue
+            }
+            var matcher: MessageMatcher?
+            if let pattern = configured.watch.pattern { matcher = try? MessageMatcher(pattern) }
+            var followed = Followed(configured: configured, matcher: matcher, poster: Self.peer(configured.owner))
+            if starts[name] == nil, let positions = stored[name.value] {
+                // Where it was: its own position, and past it each app's.
+                followed.skip = positions[""].flatMap(JournalCursor.init)
+                for (app, text) in positions where !app.isEmpty {
+                    if let app = try? AppName(app), let cursor = JournalCursor(text) { followed.appSkips[app] = cursor }
+                }
+                if followed.skip == nil {
+                    // Only per-app positions: the earliest of them is where it reads from.
+                    followed.skip = followed.appSkips.values.reduce(nil) { earliest, cursor in
+                        earliest.map { cursor.isAfter($0) ? $0 : cursor } ?? cursor
+                    }
+                }
+                followed.fromHead = followed.skip == nil
+            } else {
+                switch starts[name] ?? .tail {
+                case .tail:
+                    if tail == nil { tail = Self.tail(of: reader) }
+                    followed.skip = tail
+                    followed.fromHead = tail == nil
+                case .head:
+                    followed.fromHead = true
+                case .cursor(let text):
+                    followed.skip = JournalCursor(text)
+                    followed.fromHead = followed.skip == nil
+                case .time(let microseconds):
+                    followed.skip = Self.entryBefore(microseconds, in: reader)
+                    followed.fromHead = followed.skip == nil
+                }
+                if let skip = followed.skip {
+                    self.store.setJournalPosition(watch: name.value, cursor: skip.text)
+                    followed.written = skip.text
+                }
+            }
+            next[name] = followed
+        }
+        for name in self.followed.keys where next[name] == nil { self.batcher.forget(name) }
+        self.followed = next
+        self.order = watches.map(\.name)
+        self.shared.withLock { shared in
+            shared.figures = shared.figures.filter { next[$0.key] != nil }
+            for name in next.keys where shared.figures[name] == nil { shared.figures[name] = WatchFigures() }
+        }
+        self.applyMatches(reader)
+        self.seekToEarliest(reader)
+    }
+
+    /// The union of the watches' matches: any watch with none reads every entry.
+    private func applyMatches(_ reader: JournalReader) {
+        reader.flushMatches()
+        guard !self.followed.values.contains(where: { $0.watch.selection.isEverything }) else { return }
+        do {
+            for followed in self.followed.values {
+                for group in followed.watch.selection.matchGroups {
+                    for term in group { try reader.addMatch(term) }
+                    try reader.addDisjunction()
+                }
+            }
+        } catch {
+            self.logger.warning("Cannot narrow the journal reader to the watches' matches (\(error)): it reads every entry")
+            reader.flushMatches()
+        }
+    }
+
+    /// Places the reader after the earliest position a watch needs (at the head if one reads from there).
+    private func seekToEarliest(_ reader: JournalReader) {
+        self.standsOnUnread = false
+        guard !self.followed.isEmpty else { return }
+        var earliest: JournalCursor?
+        var fromHead = false
+        for followed in self.followed.values {
+            // A watch without a position has read up to the reader's position, unless it reads from the head.
+            guard let skip = followed.skip ?? (followed.fromHead ? nil : self.position) else {
+                fromHead = true
+                break
+            }
+            earliest = earliest.map { skip.isAfter($0) ? $0 : skip } ?? skip
+        }
+        do {
+            guard !fromHead, let earliest else {
+                try reader.seekHead()
+                return
+            }
+            try reader.seek(cursor: earliest.text)
+            guard try reader.next() else { return }  // nothing after it yet
+            if try !reader.isAt(cursor: earliest.text) {
+                self.standsOnUnread = true
+                self.logger.notice(
+                    "The journal entry a watch read last is gone (vacuumed, rotated away, or of another boot): reading on from the closest entry after it",
+                    metadata: ["cursor": "\(earliest.text)"]
+                )
+            }
+        } catch {
+            self.logger.warning("Cannot seek in the journal (\(error)): reading from its head", metadata: ["reason": "\(error)"])
+            try? reader.seekHead()
+        }
+    }
+
+    /// Reads again from the positions on disk: a post of some watch was not kept.
+    private func rewind() {
+        guard let reader = self.reader else { return }
+        self.rewindWanted = false
+        self.batcher.forget()
+        let watches = self.order.compactMap { self.followed[$0]?.configured }
+        self.followed = [:]
+        self.position = nil
+        self.shared.withLock { $0.reader.rewinds += 1 }
+        self.logger.warning("A journal watch's post was not kept: reading again from the positions on disk")
+        self.change(to: watches, starts: [:])
+        _ = reader
+    }
+
+    /// EBADMSG or EADDRNOTAVAIL while reading (a file damaged or changed under the reader): seek again from the
+    /// last entry read rather than stop or loop; anything else is logged and tried again on the next wake.
+    private func readFailed(_ error: SystemdError) {
+        guard let reader = self.reader else { return }
+        self.logger.warning("Reading the journal failed (\(error)): seeking again", metadata: ["reason": "\(error)"])
+        if let position = self.position {
+            for name in self.order {
+                let skip = self.followed[name]?.skip
+                self.followed[name]?.skip = JournalCursor.later(skip, position)
+            }
+        }
+        self.seekToEarliest(reader)
+        if !JournalReader.needsSeek(error) { self.pause(.seconds(1)) }
+    }
+
+    /// Waits `duration`, or until another thread wakes the thread (a stop, a command).
+    private func pause(_ duration: Duration) {
+        var descriptor = pollfd(fd: self.wakeup.descriptor, events: Int16(POLLIN), revents: 0)
+        _ = poll(&descriptor, 1, Int32(clamping: duration.components.seconds * 1000))
+        self.wakeup.clear()
+    }
+
+    /// The newest entry's cursor, leaving the reader where the next seek puts it.
+    private static func tail(of reader: JournalReader) -> JournalCursor? {
+        try? reader.seekTail()
+        guard (try? reader.previous()) == true, let text = try? reader.cursor() else { return nil }
+        return JournalCursor(text)
+    }
+
+    /// The cursor of the last entry written before `microseconds`, or `nil` if none was.
+    private static func entryBefore(_ microseconds: UInt64, in reader: JournalReader) -> JournalCursor? {
+        try? reader.seek(realtimeMicroseconds: microseconds)
+        guard (try? reader.previous()) == true, let text = try? reader.cursor() else { return nil }
+        return JournalCursor(text)
+    }
+
+    /// The watch's owner as a poster: its groups looked up, for apps whose posters rules name groups.
+    private static func peer(_ uid: UInt32) -> VarlinkPeer {
+        guard uid != 0, let groups = QuotaLedger.groups(of: uid) else { return VarlinkPeer(pid: 0, uid: uid, gid: 0, groups: []) }
+        return VarlinkPeer(pid: 0, uid: uid, gid: groups.primary, groups: groups.all)
+    }
+}

@@ -1,0 +1,219 @@
+import CoalesceCore
+import CoalesceStore
+import Foundation
+import Logging
+import Synchronization
+import Varlink
+
+/// The journal watches: the configuration's and those an administrator added at run time (kept in the store),
+/// and the follower that reads the journal for them. The one place a watch is added, removed or listed.
+final class JournalWatches: Sendable {
+    private struct State {
+        var settings: JournalSettings
+        /// Added at run time, by name.
+        var runtime: [WatchName: ConfiguredWatch] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let follower: JournalFollower?
+    private let apps: AppManager
+    private let store: Store
+    private let logger: Logger
+
+    /// Loads the watches added at run time from the store; a definition the daemon can no longer use is logged
+    /// and left out (and left in the store, for a later version or RemoveWatch).
+    init(settings: JournalSettings, apps: AppManager, store: Store, logger: Logger) {
+        self.apps = apps
+        self.store = store
+        self.logger = logger
+        var runtime: [WatchName: ConfiguredWatch] = [:]
+        do {
+            for row in try store.watchRows() {
+                do {
+                    guard case .object(let object)? = try? JSONParser.parse(Array(row.definition.utf8)) else {
+                        throw WatchProblem(watch: row.name, reason: "its stored definition is not a JSON object")
+                    }
+                    let watch = try WatchDefinition.watch(from: object)
+                    runtime[watch.name] = ConfiguredWatch(watch: watch, owner: row.owner, origin: .runtime)
+                } catch {
+                    logger.error("Journal watch left out: \(error)", metadata: ["watch": "\(row.name)"])
+                }
+            }
+        } catch {
+            logger.error("Cannot read the journal watches added at run time: \(error)")
+        }
+        self.state = Mutex(State(settings: settings, runtime: runtime))
+        var follower: JournalFollower?
+        if settings.follows {
+            do {
+                follower = try JournalFollower(apps: apps, store: store, settings: settings, logger: logger)
+            } catch {
+                logger.error("Journal watches are not followed: \(error)")
+            }
+        }
+        self.follower = follower
+    }
+
+    /// Every watch followed: the configuration's, then those added at run time (one of a name the configuration
+    /// took is left out).
+    private static func all(_ state: State) -> [ConfiguredWatch] {
+        let configured = state.settings.watches.map { ConfiguredWatch(watch: $0, owner: 0, origin: .configuration) }
+        let names = Set(configured.map(\.name))
+        return configured + state.runtime.values.filter { !names.contains($0.name) }.sorted { $0.name < $1.name }
+    }
+
+    func start() {
+        let watches = self.state.withLock { Self.all($0) }
+        self.warnOfUnknownTargets(watches)
+        self.follower?.start(watches)
+        // A watch no longer configured nor stored starts afresh if it comes back.
+        self.store.forgetPositions(except: Set(watches.map(\.name.value)))
+    }
+
+    func stop() {
+        self.follower?.stop()
+    }
+
+    /// Why the configuration's watches cannot be taken (a target no app answers to), or `nil`.
+    func problem(with settings: JournalSettings) -> String? {
+        for watch in settings.watches where self.apps.journalRecipients(watch.target, poster: VarlinkPeer(pid: 0, uid: 0, gid: 0)).isEmpty {
+            return "[JournalWatch \(watch.name)]: \(Self.noTarget(watch.target))"
+        }
+        return nil
+    }
+
+    /// Follows the reloaded configuration's watches (checked with ``problem(with:)``).
+    func reload(_ settings: JournalSettings) {
+        let watches = self.state.withLock { state in
+            state.settings = settings
+            return Self.all(state)
+        }
+        self.follower?.follow(watches)
+    }
+
+    /// Adds a watch for `owner`, stored and followed from `start`.
+    func add(_ definition: JSONObject, start: WatchStart, owner: VarlinkPeer) async throws(SystemError) {
+        let watch: JournalWatch
+        do {
+            watch = try WatchDefinition.watch(from: definition)
+        } catch {
+            throw .invalidWatch(watch: error.watch, reason: error.reason)
+        }
+        if self.apps.journalRecipients(watch.target, poster: owner).isEmpty {
+            throw .invalidWatch(watch: watch.name.value, reason: Self.noTarget(watch.target) + " (or its posters rules do not let uid \(owner.uid) post to it)")
+        }
+        let configured = ConfiguredWatch(watch: watch, owner: owner.uid, origin: .runtime)
+        let refusal = self.state.withLock { state -> SystemError? in
+            if state.settings.watches.contains(where: { $0.name == watch.name }) || state.runtime[watch.name] != nil {
+                return .watchExists(watch: watch.name.value)
+            }
+            if state.settings.watches.count + state.runtime.count >= state.settings.maxWatches {
+                return .invalidWatch(watch: watch.name.value, reason: "there are MaxWatches=\(state.settings.maxWatches) watches already")
+            }
+            state.runtime[watch.name] = configured  // taken now, so that a second add of the name is refused
+            return nil
+        }
+        if let refusal { throw refusal }
+        do {
+            let row = Store.WatchRow(name: watch.name.value, definition: JSONValue.object(WatchDefinition.object(watch)).jsonText, owner: owner.uid)
+            try await self.store.addWatch(row, from: nil)
+        } catch {
+            _ = self.state.withLock { $0.runtime.removeValue(forKey: watch.name) }
+            throw .storageFailed(reason: "\(error)")
+        }
+        let watches = self.state.withLock { Self.all($0) }
+        self.follower?.follow(watches, starts: [watch.name: start])
+        self.logger.notice(
+            "Journal watch \(watch.name) added by uid \(owner.uid): \(Self.summary(watch))",
+            metadata: ["watch": "\(watch.name)", "uid": "\(owner.uid)"]
+        )
+    }
+
+    /// Removes a watch added at run time.
+    func remove(_ name: String) async throws(SystemError) {
+        guard let watchName = try? WatchName(name) else { throw .noSuchWatch(watch: name, reason: "no watch has that name") }
+        let origin = self.state.withLock { state -> ConfiguredWatch.Origin? in
+            if state.runtime[watchName] != nil { return .runtime }
+            return state.settings.watches.contains { $0.name == watchName } ? .configuration : nil
+        }
+        switch origin {
+        case nil: throw .noSuchWatch(watch: name, reason: "no watch has that name")
+        case .configuration?:
+            throw .noSuchWatch(watch: name, reason: "it is the configuration's: remove its [JournalWatch \(name)] section and reload")
+        case .runtime?: break
+        }
+        do {
+            try await self.store.removeWatch(name)
+        } catch {
+            throw .storageFailed(reason: error.description)
+        }
+        let watches = self.state.withLock { state in
+            state.runtime[watchName] = nil
+            return Self.all(state)
+        }
+        self.follower?.follow(watches)
+        self.logger.notice("Journal watch \(name) removed", metadata: ["watch": "\(name)"])
+    }
+
+    /// Every watch with its figures, as ListWatches returns them.
+    func list() -> [JSONValue] {
+        let watches = self.state.withLock { Self.all($0) }
+        let figures = self.follower?.figures.watches ?? [:]
+        return watches.map { configured in
+            var object = WatchDefinition.object(configured.watch)
+            object["origin"] = .string(configured.origin.rawValue)
+            object["owner"] = .int(Int64(configured.owner))
+            let counts = figures[configured.name] ?? JournalFollower.WatchFigures()
+            object["matched"] = .int(Int64(counts.matched))
+            object["posts"] = .int(Int64(counts.posts))
+            object["refused"] = .int(Int64(counts.refused))
+            if let last = counts.lastMatched { object["lastMatched"] = .double(last) }
+            return .object(object)
+        }
+    }
+
+    /// What Stats shows of the journal.
+    var statsJSON: JSONValue {
+        let count = self.state.withLock { Self.all($0).count }
+        guard let follower = self.follower else { return ["followed": false, "watches": .int(Int64(count))] }
+        let (reader, figures) = follower.figures
+        var stats: JSONObject = [
+            "followed": .bool(reader.running),
+            "watches": .int(Int64(count)),
+            "entriesRead": .int(Int64(reader.entriesRead)),
+            "lagSec": .double(reader.lagSeconds),
+            "rewinds": .int(Int64(reader.rewinds)),
+            "matched": .int(Int64(figures.values.reduce(0) { $0 + $1.matched })),
+            "posts": .int(Int64(figures.values.reduce(0) { $0 + $1.posts })),
+        ]
+        if let reason = reader.reason { stats["reason"] = .string(reason) }
+        return .object(stats)
+    }
+
+    private func warnOfUnknownTargets(_ watches: [ConfiguredWatch]) {
+        for configured in watches where self.apps.journalRecipients(configured.watch.target, poster: VarlinkPeer(pid: 0, uid: configured.owner, gid: 0)).isEmpty {
+            self.logger.warning(
+                "Journal watch \(configured.name): \(Self.noTarget(configured.watch.target)); its entries are posted once one registers",
+                metadata: ["watch": "\(configured.name)"]
+            )
+        }
+    }
+
+    private static func noTarget(_ target: WatchTarget) -> String {
+        switch target {
+        case .app(let app): "no app \(app) is registered"
+        case .topic(let topic): "no app subscribes to topic:\(topic)"
+        }
+    }
+
+    static func summary(_ watch: JournalWatch) -> String {
+        var parts: [String] = []
+        if !watch.selection.units.isEmpty { parts.append("unit \(watch.selection.units.joined(separator: ","))") }
+        if !watch.selection.userUnits.isEmpty { parts.append("user unit \(watch.selection.userUnits.joined(separator: ","))") }
+        if !watch.selection.identifiers.isEmpty { parts.append("identifier \(watch.selection.identifiers.joined(separator: ","))") }
+        if let priority = watch.selection.priority { parts.append("priority \(JournalSelection.priorityNames[priority]) or more urgent") }
+        for field in watch.selection.fields.keys.sorted() { parts.append("\(field)=\(watch.selection.fields[field]!.joined(separator: "|"))") }
+        if let pattern = watch.pattern { parts.append("message \(pattern)") }
+        return (parts.isEmpty ? "every entry" : parts.joined(separator: ", ")) + " → \(watch.kind) to \(watch.target) (\(watch.policy.text))"
+    }
+}
