@@ -51,12 +51,14 @@ public enum MessageID {
     public static let localeChanged = "c13aabaff19e47a8a4ede1c4a93ad1ef"
     /// The seat's screen was locked or unlocked, and running apps were told.
     public static let lockChanged = "b8a27dfd229b4272b6e884b7ec4e0975"
+    /// The journal entry at a watch's read position is gone: reading goes on from the closest entry after it.
+    public static let journalPositionLost = "f3252ac6e7c34a55bb6a24bd855aee14"
 
     /// Every MESSAGE_ID, for checking the catalog.
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
         taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
-        sleep, wake, timeChanged, localeChanged, lockChanged,
+        sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost,
     ]
 }
 

@@ -454,14 +454,19 @@ final class JournalFollower: @unchecked Sendable {
                 return
             }
             try reader.seek(cursor: earliest.text)
-            guard try reader.next() else { return }  // nothing after it yet
-            if try !reader.isAt(cursor: earliest.text) {
+            if try reader.next() {
+                // On the entry itself (read before: the next pass goes past it), or past where it was.
+                guard try !reader.isAt(cursor: earliest.text) else { return }
                 self.standsOnUnread = true
-                self.logger.notice(
-                    "The journal entry a watch read last is gone (vacuumed, rotated away, or of another boot): reading on from the closest entry after it",
-                    metadata: ["cursor": "\(earliest.text)"]
-                )
+            } else {
+                // sd-journal found nothing to stand on from there: the entry's file is gone. The closest entry
+                // after it by time is where reading goes on; entries read before are skipped by position.
+                try reader.seek(realtimeMicroseconds: earliest.realtime)
             }
+            self.logger.notice(
+                "The journal entry a watch read last is gone (vacuumed, rotated away, or no longer matched): reading on from the closest entry after it",
+                metadata: ["cursor": "\(earliest.text)", "message_id": "\(MessageID.journalPositionLost)"]
+            )
         } catch {
             self.logger.warning("Cannot seek in the journal (\(error)): reading from its head", metadata: ["reason": "\(error)"])
             try? reader.seekHead()
