@@ -179,6 +179,13 @@ import Varlink
         #expect(json?["watches"] == 2, "\(String(describing: json))")
         #expect(json?["followed"]?.boolValue != nil)
         daemon.signal(SIGKILL)
+
+        // With Follow=no the watches are kept, and not read.
+        let unfollowed = try DaemonProcess(configuration: "[Journal]\nFollow=no\n" + Self.configuration)
+        try await onThread { try unfollowed.waitUntilReady() }
+        let off = try await self.ctl(unfollowed, ["status"])
+        #expect(off.stdout.split(separator: "\n").contains("        Journal: not followed, 1 watch"), "\(off.stdout)")
+        unfollowed.signal(SIGKILL)
     }
 
     /// coalescectl copied where nobody can run it, talking to `daemon` as nobody, who is no administrator.
