@@ -35,6 +35,7 @@ struct Status: ParsableCommand {
                 ("Deadlines", Self.deadlines(limits)),
                 ("Memory pressure", Self.memoryPressure(stats["memoryPressure"] ?? .null)),
                 ("System", Self.system(stats["system"] ?? .null)),
+                ("Journal", Self.journal(stats["journal"] ?? .null)),
             ])
         )
     }
@@ -61,6 +62,25 @@ struct Status: ParsableCommand {
         }
         if let bus = system["bus"]?.stringValue, bus != "connected" { parts.append("no bus: \(bus)") }
         return parts.joined(separator: "; ")
+    }
+
+    /// "followed, 2 watches; 1200 entries read, 3 matched, 2 posts; lag 0s", or why the reader does not run: the
+    /// journal watches' reader and what they did since start.
+    static func journal(_ journal: JSONValue) -> String {
+        guard let followed = journal["followed"]?.boolValue else { return "?" }
+        func int(_ key: String) -> Int64 { journal[key]?.intValue ?? 0 }
+        func counted(_ count: Int64, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+        let watches = "\(int("watches")) \(int("watches") == 1 ? "watch" : "watches")"
+        guard followed else {
+            let reason = journal["reason"]?.stringValue.map { " (\($0))" } ?? ""
+            return "not followed\(reason), \(watches)"
+        }
+        var text = "followed, \(watches); \(int("entriesRead")) entries read, \(int("matched")) matched, "
+            + counted(int("posts"), "post")
+        let rewinds = int("rewinds")
+        if rewinds > 0 { text += ", read again \(counted(rewinds, "time")) after a store write failed" }
+        let lag = journal["lagSec"]?.doubleValue ?? 0
+        return text + "; lag " + (lag < 1 ? CtlOutput.seconds(lag) : Self.format(seconds: lag))
     }
 
     /// "acknowledge 5s, background tasks 30s, launch 10s"; a span the daemon has none of (null) is `infinity`.

@@ -1,0 +1,249 @@
+import CoalesceTestSupport
+import Foundation
+import Testing
+import Varlink
+
+/// `coalescectl watch add|list|remove` and the journal's line in `coalescectl status`, against the real daemon. The
+/// host has no journald: the watches are added, listed, kept and removed; the reader finds no entries.
+@Suite struct WatchCtlTests {
+    /// A configured watch, which RemoveWatch refuses to remove.
+    static let configuration = "[JournalWatch cfg]\nUnit=cron.service\nKind=cron.log\nTo=org.example.mail\n"
+
+    func ctl(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> Run {
+        let socket = daemon.socketPath
+        return try await onThread { try runProcess(BuildProducts.path(of: "coalescectl"), ["--socket", socket] + arguments) }
+    }
+
+    /// A daemon with the configured watch and org.example.mail registered.
+    func daemonWithApp() async throws -> DaemonProcess {
+        let daemon = try DaemonProcess(configuration: Self.configuration)
+        try await onThread { try daemon.waitUntilReady() }
+        let registered = try await self.ctl(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.mail"}"#])
+        #expect(registered.status == 0, "\(registered.stderr)")
+        return daemon
+    }
+
+    static let added = [
+        "watch", "add", "nginx-errors", "--unit", "nginx.service", "--unit", "php-fpm.service", "--user-unit", "web.service",
+        "--identifier", "nginx", "--priority", "err", "--match", "_TRANSPORT=journal", "--match", "_TRANSPORT=syslog",
+        "--grep", "fail(ed|ure)", "--kind", "server.error", "--to", "org.example.mail", "--policy", "count",
+        "--field", "MESSAGE", "--field", "_PID", "--start", "head",
+    ]
+
+    /// The definition `added` makes, as ListWatches returns it.
+    func expectAddedDefinition(_ watch: JSONValue?) {
+        #expect(watch?["name"] == "nginx-errors")
+        #expect(watch?["units"] == ["nginx.service", "php-fpm.service"])
+        #expect(watch?["userUnits"] == ["web.service"])
+        #expect(watch?["identifiers"] == ["nginx"])
+        #expect(watch?["priority"] == "err")
+        #expect(watch?["matches"] == ["_TRANSPORT=journal", "_TRANSPORT=syslog"])
+        #expect(watch?["grep"] == "fail(ed|ure)")
+        #expect(watch?["contains"] == nil)
+        #expect(watch?["kind"] == "server.error")
+        #expect(watch?["to"] == "org.example.mail")
+        #expect(watch?["policy"] == "count")
+        #expect(watch?["fields"] == ["MESSAGE", "_PID"])
+        #expect(watch?["origin"] == "runtime")
+        #expect(watch?["owner"] == 0)
+        #expect(watch?["matched"] == 0 && watch?["posts"] == 0 && watch?["refused"] == 0)
+    }
+
+    @Test func aWatchAddedIsListedKeptAcrossARestartAndRemoved() async throws {
+        var daemon = try await self.daemonWithApp()
+        let added = try await self.ctl(daemon, Self.added)
+        #expect(added.status == 0 && added.stdout == "added\n" && added.stderr.isEmpty, "\(added.stderr)")
+
+        let table = try await self.ctl(daemon, ["watch", "list"])
+        #expect(table.status == 0, "\(table.stderr)")
+        let lines = table.stdout.split(separator: "\n", omittingEmptySubsequences: false).map { $0.split(separator: " ").map(String.init) }
+        #expect(lines.first == ["NAME", "ORIGIN", "TARGET", "KIND", "POLICY", "MATCHED", "POSTS", "REFUSED", "LAST"], "\(table.stdout)")
+        #expect(lines.count == 6, "header, two rows, a blank line, the summary: \(table.stdout)")
+        #expect(lines.dropFirst().first == ["cfg", "configuration", "org.example.mail", "cron.log", "latest", "0", "0", "0", "-"], "the configuration's first")
+        #expect(lines.dropFirst(2).first == ["nginx-errors", "runtime", "org.example.mail", "server.error", "count", "0", "0", "0", "-"])
+        #expect(table.stdout.hasSuffix("\n\n2 watches listed.\n"), "\(table.stdout)")
+
+        let rows = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(rows.stdout.split(separator: "\n").map { $0.split(separator: " ").first } == ["cfg", "nginx-errors"], "\(rows.stdout)")
+
+        let json = try await self.ctl(daemon, ["watch", "list", "--json"])
+        #expect(json.status == 0 && json.stdout.split(separator: "\n").count == 1, "one line: \(json.stdout)")
+        let watches = try JSONParser.parse(json.stdout)["watches"]?.arrayValue ?? []
+        #expect(watches.count == 2)
+        #expect(watches.first?["name"] == "cfg" && watches.first?["origin"] == "configuration" && watches.first?["units"] == ["cron.service"])
+        self.expectAddedDefinition(watches.last)
+
+        // Kept in the store: a daemon that takes over has it, from the start.
+        daemon = try await onThread { [daemon] in try daemon.restartedWhenReady(configuration: Self.configuration) }
+        let kept = try JSONParser.parse(try await self.ctl(daemon, ["-o", "json", "watch", "list"]).stdout)["watches"]?.arrayValue ?? []
+        #expect(kept.map { $0["name"] } == ["cfg", "nginx-errors"])
+        self.expectAddedDefinition(kept.last)
+
+        let removed = try await self.ctl(daemon, ["watch", "remove", "nginx-errors"])
+        #expect(removed.status == 0 && removed.stdout == "removed\n", "\(removed.stderr)")
+        let left = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(left.stdout.split(separator: "\n").map { $0.split(separator: " ").first } == ["cfg"], "\(left.stdout)")
+
+        let again = try await self.ctl(daemon, ["watch", "remove", "nginx-errors"])
+        #expect(again.status == 1)
+        #expect(
+            again.stderr == "coalescectl: the daemon answered with an error: io.coalesced.System.NoSuchWatch "
+                + #"{"reason":"no watch has that name","watch":"nginx-errors"}"# + "\n",
+            "\(again.stderr)"
+        )
+        // Removed for good: not back after a restart.
+        daemon = try await onThread { [daemon] in try daemon.restartedWhenReady(configuration: Self.configuration) }
+        let afterRestart = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(afterRestart.stdout.split(separator: "\n").map { $0.split(separator: " ").first } == ["cfg"], "\(afterRestart.stdout)")
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func refusalsAreOneLineSayingWhatIsWrong() async throws {
+        let daemon = try await self.daemonWithApp()
+        func refusal(_ arguments: [String]) async throws -> String {
+            let run = try await self.ctl(daemon, ["watch", "add", "w"] + arguments)
+            #expect(run.status == 1, "\(arguments): \(run.stdout)")
+            #expect(run.stdout.isEmpty && run.stderr.split(separator: "\n").count == 1, "one line: \(run.stderr)")
+            #expect(run.stderr.hasPrefix("coalescectl: the daemon answered with an error: "), "\(run.stderr)")
+            return run.stderr
+        }
+        let unknownTarget = try await refusal(["--kind", "k", "--to", "org.example.absent"])
+        #expect(unknownTarget.contains("io.coalesced.System.InvalidWatch"), "\(unknownTarget)")
+        #expect(unknownTarget.contains("no app org.example.absent is registered"), "\(unknownTarget)")
+        #expect(unknownTarget.contains(#""watch":"w""#), "\(unknownTarget)")
+
+        let noTopic = try await refusal(["--kind", "k", "--to", "topic:nobody-subscribes"])
+        #expect(noTopic.contains("no app subscribes to topic:nobody-subscribes"), "\(noTopic)")
+
+        let badRegex = try await refusal(["--kind", "k", "--to", "org.example.mail", "--grep", "("])
+        #expect(badRegex.contains("io.coalesced.System.InvalidWatch") && badRegex.contains("the regular expression /(/ cannot be used"), "\(badRegex)")
+
+        let priority = try await refusal(["--kind", "k", "--to", "org.example.mail", "--priority", "loud"])
+        #expect(priority.contains("priority 'loud' is not one of emerg, alert, crit, err, warning, notice, info, debug or 0-7"), "\(priority)")
+
+        let policy = try await refusal(["--kind", "k", "--to", "org.example.mail", "--policy", "lastest"])
+        #expect(policy.contains("io.coalesced.System.InvalidWatch") && policy.contains("policy: 'lastest' is not a policy"), "\(policy)")
+
+        let match = try await refusal(["--kind", "k", "--to", "org.example.mail", "--match", "=x"])
+        #expect(match.contains("the match '=x' is not FIELD=value"), "\(match)")
+
+        let badName = try await self.ctl(daemon, ["watch", "add", "bad name", "--kind", "k", "--to", "org.example.mail"])
+        #expect(badName.status == 1 && badName.stderr.contains("a watch's name is 1 to 64 letters, digits"), "\(badName.stderr)")
+
+        let start = try await refusal(["--kind", "k", "--to", "org.example.mail", "--start", "yesterday"])
+        #expect(start.contains("org.varlink.service.InvalidParameter") && start.contains("expected tail, head, cursor=CURSOR"), "\(start)")
+
+        // None of those was taken.
+        let none = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(none.stdout.split(separator: "\n").map { $0.split(separator: " ").first } == ["cfg"], "\(none.stdout)")
+
+        let first = try await self.ctl(daemon, ["watch", "add", "w", "--kind", "k", "--to", "org.example.mail", "--contains", "oops"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let taken = try await refusal(["--kind", "other", "--to", "org.example.mail"])
+        #expect(taken == "coalescectl: the daemon answered with an error: io.coalesced.System.WatchExists {\"watch\":\"w\"}\n", "\(taken)")
+        let configuredName = try await self.ctl(daemon, ["watch", "add", "cfg", "--kind", "k", "--to", "org.example.mail"])
+        #expect(configuredName.status == 1 && configuredName.stderr.contains(#"io.coalesced.System.WatchExists {"watch":"cfg"}"#))
+
+        let configured = try await self.ctl(daemon, ["watch", "remove", "cfg"])
+        #expect(configured.status == 1 && configured.stderr.split(separator: "\n").count == 1)
+        #expect(
+            configured.stderr.contains("io.coalesced.System.NoSuchWatch")
+                && configured.stderr.contains("it is the configuration's: remove its [JournalWatch cfg] section and reload"),
+            "\(configured.stderr)"
+        )
+
+        // Usage errors are coalescectl's own, before any call.
+        let both = try await self.ctl(daemon, ["watch", "add", "x", "--kind", "k", "--to", "org.example.mail", "--grep", "a", "--contains", "b"])
+        #expect(both.status == 64 && both.stderr.contains("--grep and --contains exclude each other: give one"), "\(both.stderr)")
+        let noTarget = try await self.ctl(daemon, ["watch", "add", "x", "--kind", "k"])
+        #expect(noTarget.status == 64 && noTarget.stderr.contains("Missing expected argument '--to <target>'"), "\(noTarget.stderr)")
+        daemon.signal(SIGKILL)
+    }
+
+    @Test func statusShowsTheJournalAlignedAndInJSON() async throws {
+        let daemon = try await self.daemonWithApp()
+        #expect(try await self.ctl(daemon, ["watch", "add", "w", "--kind", "k", "--to", "org.example.mail"]).status == 0)
+        let human = try await self.ctl(daemon, ["status"])
+        #expect(human.status == 0, "\(human.stderr)")
+        let lines = human.stdout.split(separator: "\n")
+        let journal = lines.first { $0.hasPrefix("        Journal: ") }
+        #expect(journal?.contains(", 2 watches") == true, "\(human.stdout)")
+        #expect(
+            journal?.hasPrefix("        Journal: followed, 2 watches; 0 entries read, 0 matched, 0 posts; lag ") == true
+                || journal?.hasPrefix("        Journal: not followed") == true,
+            "\(human.stdout)"
+        )
+        #expect(Set(lines.map { line in line.firstIndex(of: ":").map { line.distance(from: line.startIndex, to: $0) } }).count == 1, "colons align")
+
+        let json = try JSONParser.parse(try await self.ctl(daemon, ["status", "--json"]).stdout)["stats"]?["journal"]
+        #expect(json?["watches"] == 2, "\(String(describing: json))")
+        #expect(json?["followed"]?.boolValue != nil)
+        daemon.signal(SIGKILL)
+
+        // With Follow=no the watches are kept, and not read.
+        let unfollowed = try DaemonProcess(configuration: "[Journal]\nFollow=no\n" + Self.configuration)
+        try await onThread { try unfollowed.waitUntilReady() }
+        let off = try await self.ctl(unfollowed, ["status"])
+        #expect(off.stdout.split(separator: "\n").contains("        Journal: not followed, 1 watch"), "\(off.stdout)")
+        unfollowed.signal(SIGKILL)
+    }
+
+    /// coalescectl copied where nobody can run it, talking to `daemon` as nobody, who is no administrator.
+    func asNobody(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> Run {
+        try await onThread {
+            let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+            return try runProcess(
+                "/usr/bin/setpriv",
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath] + arguments
+            )
+        }
+    }
+
+    @Test func watchesAreForAdministratorsOnly() async throws {
+        let daemon = try await self.daemonWithApp()
+        let permission = "coalescectl: the daemon answered with an error: org.varlink.service.PermissionDenied: this is for root, "
+            + "the daemon's own user and members of the group set by AdminGroup= in coalesced.conf\n"
+        for arguments in [
+            ["watch", "add", "w", "--kind", "k", "--to", "org.example.mail"], ["watch", "list"], ["watch", "remove", "cfg"],
+        ] {
+            let run = try await self.asNobody(daemon, arguments)
+            #expect(run.status == 1 && run.stderr == permission, "\(arguments): \(run.stderr)")
+        }
+        let listed = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(listed.stdout.split(separator: "\n").map { $0.split(separator: " ").first } == ["cfg"], "nothing added: \(listed.stdout)")
+        daemon.signal(SIGKILL)
+    }
+
+    /// The bash completion completes `watch remove` with the daemon's watch names.
+    @Test func bashCompletionCompletesWatchNamesFromTheDaemon() async throws {
+        let daemon = try await self.daemonWithApp()
+        for name in ["mail-errors", "mail-warnings", "disk"] {
+            #expect(try await self.ctl(daemon, ["watch", "add", name, "--kind", "k", "--to", "org.example.mail"]).status == 0)
+        }
+        let ctl = BuildProducts.path(of: "coalescectl")
+        let script = try await onThread { try runProcess(ctl, ["--generate-completion-script", "bash"]) }
+        #expect(script.status == 0)
+        let directory = try TemporaryDirectory()
+        try directory.write("coalescectl.bash", script.stdout)
+        func complete(_ words: [String]) async throws -> [String] {
+            let line = words.joined(separator: " ")
+            let program = """
+                source \(directory.file("coalescectl.bash"))
+                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
+                COMP_CWORD=\(words.count - 1)
+                COMP_LINE='\(line)'
+                COMP_POINT=\(line.utf8.count)
+                _coalescectl "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+                printf '%s\\n' "${COMPREPLY[@]}"
+                """
+            let run = try await onThread { try runProcess("/bin/bash", ["-c", program]) }
+            #expect(run.status == 0, "\(run.stderr)")
+            return run.stdout.split(separator: "\n").map(String.init).sorted()
+        }
+        let socket = daemon.socketPath
+        #expect(try await complete([ctl, "watch", "remove", "--socket", socket, "mail-"]) == ["mail-errors", "mail-warnings"])
+        #expect(try await complete([ctl, "--socket", socket, "watch", "remove", ""]) == ["cfg", "disk", "mail-errors", "mail-warnings"])
+        #expect(try await complete([ctl, "--socket", socket, "watch", "add", "w", "--to", "org.example.m"]) == ["org.example.mail"])
+        daemon.signal(SIGKILL)
+    }
+}
