@@ -1,4 +1,3 @@
-public import CoalesceCore
 import GRDB
 
 /// What the store keeps of journal watches: the ones added at run time, and how far each has read.

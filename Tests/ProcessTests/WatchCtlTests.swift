@@ -132,6 +132,13 @@ import Varlink
 
         let start = try await refusal(["--kind", "k", "--to", "org.example.mail", "--start", "yesterday"])
         #expect(start.contains("org.varlink.service.InvalidParameter") && start.contains("expected tail, head, cursor=CURSOR"), "\(start)")
+        // A time past what microseconds since the epoch hold is refused, not the daemon's end.
+        for far in ["since=1e300", "since=inf", "since=-1"] {
+            let refused = try await refusal(["--kind", "k", "--to", "org.example.mail", "--start", far])
+            #expect(refused.contains("org.varlink.service.InvalidParameter") && refused.contains("before 1e11"), "\(refused)")
+        }
+        let fields = try await refusal(["--kind", "k", "--to", "org.example.mail", "--field", "MESSAGE", "--field", "MESSAGE"])
+        #expect(fields.contains("a field is named twice"), "\(fields)")
 
         // None of those was taken.
         let none = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
@@ -184,7 +191,7 @@ import Varlink
         let unfollowed = try DaemonProcess(configuration: "[Journal]\nFollow=no\n" + Self.configuration)
         try await onThread { try unfollowed.waitUntilReady() }
         let off = try await self.ctl(unfollowed, ["status"])
-        #expect(off.stdout.split(separator: "\n").contains("        Journal: not followed, 1 watch"), "\(off.stdout)")
+        #expect(off.stdout.split(separator: "\n").contains("        Journal: not followed ([Journal] Follow=no), 1 watch"), "\(off.stdout)")
         unfollowed.signal(SIGKILL)
     }
 

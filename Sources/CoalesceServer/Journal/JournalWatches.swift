@@ -100,7 +100,8 @@ final class JournalWatches: Sendable {
             throw .invalidWatch(watch: error.watch, reason: error.reason)
         }
         if self.apps.journalRecipients(watch.target, poster: owner).isEmpty {
-            throw .invalidWatch(watch: watch.name.value, reason: Self.noTarget(watch.target) + " (or its posters rules do not let uid \(owner.uid) post to it)")
+            let rules = owner.uid == 0 ? "" : " (or its posters rules do not let uid \(owner.uid) post to it)"
+            throw .invalidWatch(watch: watch.name.value, reason: Self.noTarget(watch.target) + rules)
         }
         let configured = ConfiguredWatch(watch: watch, owner: owner.uid, origin: .runtime)
         let refusal = self.state.withLock { state -> SystemError? in
@@ -174,9 +175,11 @@ final class JournalWatches: Sendable {
 
     /// What Stats shows of the journal.
     var statsJSON: JSONValue {
-        let count = self.state.withLock { Self.all($0).count }
-        guard let follower = self.follower else { return ["followed": false, "watches": .int(Int64(count))] }
-        let (reader, figures) = follower.figures
+        let (count, follows) = self.state.withLock { (Self.all($0).count, $0.settings.follows) }
+        var (reader, figures) = self.follower?.figures ?? (JournalFollower.ReaderFigures(), [:])
+        if self.follower == nil {
+            reader.reason = follows ? "the journal reader could not start (see the daemon's log)" : "[Journal] Follow=no"
+        }
         var stats: JSONObject = [
             "followed": .bool(reader.running),
             "watches": .int(Int64(count)),
