@@ -54,6 +54,10 @@ public final class SystemdSandbox: @unchecked Sendable {
     /// Runs a command inside the sandbox (its mount and pid namespaces).
     @discardableResult
     public func run(_ arguments: String...) throws -> Run {
+        try self.run(arguments)
+    }
+
+    public func run(_ arguments: [String]) throws -> Run {
         try Self.script(["exec", self.directory.path, "--"] + arguments)
     }
 

@@ -197,4 +197,157 @@ import Varlink
             #expect(delivered.count == written.count)
         }
     }
+
+    /// Each kind of match, through watches added at run time with coalescectl, to a running app (a queue policy:
+    /// each entry its own event): a unit, a user unit, an identifier, a priority ceiling, fields ORed within a
+    /// field and ANDed across, a regular expression and a substring on the message, and the payload's fields. A
+    /// watch to another app reaches that app only.
+    @Test func watchesMatchByUnitIdentifierPriorityFieldsAndMessageAndReachOnlyTheirTarget() async throws {
+        guard SystemdUnitTests.requireSandbox() else { return }
+        try await withSystemdSandbox(binaries: Self.binaries) { sandbox in
+            try sandbox.installUnits()
+            try sandbox.writeExampleAppUnit("example-mail.service", app: "org.example.mail")
+            try sandbox.writeExampleAppUnit("example-news.service", app: "org.example.news")
+            try sandbox.run("systemctl", "daemon-reload")
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            // The news app launched first and sent to the background by the mail app, which stays in front.
+            for app in ["news", "mail"] {
+                try sandbox.registerApp("org.example.\(app)", launchUnit: "example-\(app).service")
+                #expect(try sandbox.run("coalescectl", "launch", "org.example.\(app)").status == 0)
+            }
+            func add(_ name: String, _ arguments: String...) throws {
+                let run = try sandbox.run(
+                    ["coalescectl", "watch", "add", name, "--kind", "t.\(name)", "--to", "org.example.mail", "--policy", "queue:1000"] + arguments
+                )
+                #expect(run.status == 0, "\(name): \(run.stderr)")
+            }
+            try add("unit", "--unit", "m-unit.service")
+            try add("userunit", "--user-unit", "m-user.service")
+            try add("ident", "--identifier", "m-ident")
+            try add("prio", "--identifier", "m-prio", "--priority", "warning")
+            try add("fields", "--match", "TESTFIELD=a", "--match", "TESTFIELD=b", "--match", "OTHER=x")
+            try add("grep", "--identifier", "m-text", "--grep", "fail(ed|ure) [0-9]+")
+            try add("contains", "--identifier", "m-text", "--contains", "needle")
+            try add("payload", "--identifier", "m-payload", "--field", "MESSAGE", "--field", "SYSLOG_IDENTIFIER")
+            let news = try sandbox.run(
+                "coalescectl", "watch", "add", "news", "--identifier", "m-news", "--kind", "t.news", "--to", "org.example.news"
+            )
+            #expect(news.status == 0, "\(news.stderr)")
+
+            try Self.runService(sandbox, "m-unit", "echo unit one; echo unit two")
+            try Self.runService(sandbox, "m-other", "echo not the unit")
+            for (priority, text) in [("err", "p err"), ("warning", "p warning"), ("notice", "p notice"), ("info", "p info")] {
+                #expect(try sandbox.run("logger", "-t", "m-prio", "-p", "user.\(priority)", text).status == 0)
+            }
+            for (fields, text) in [("TESTFIELD=a\nOTHER=x", "f a x"), ("TESTFIELD=b\nOTHER=x", "f b x"), ("TESTFIELD=c\nOTHER=x", "f c x"), ("TESTFIELD=a\nOTHER=y", "f a y")] {
+                try sandbox.write("/run/fields.txt", "MESSAGE=\(text)\n\(fields)\n")
+                #expect(try sandbox.run("logger", "--journald=/run/fields.txt").status == 0)
+            }
+            for text in ["the job failed 12 times", "failure 7", "fail x", "a needle here", "hay"] {
+                #expect(try sandbox.run("logger", "-t", "m-text", text).status == 0)
+            }
+            #expect(try sandbox.run("logger", "-t", "m-ident", "ident line").status == 0)
+            #expect(try sandbox.run("logger", "-t", "m-payload", "payload line").status == 0)
+            #expect(try sandbox.run("logger", "-t", "m-news", "news line").status == 0)
+            // A user unit: the user manager of root, and a transient unit of its own.
+            #expect(try sandbox.run("systemctl", "start", "user@0.service").status == 0)
+            let user = try sandbox.run(
+                "env", "XDG_RUNTIME_DIR=/run/user/0", "systemd-run", "--user", "--unit=m-user", "--wait", "--quiet", "/bin/echo", "user line"
+            )
+            #expect(user.status == 0, "\(user.stderr)")
+
+            let expected: [String: [String]] = [
+                "t.unit": ["unit one", "unit two"], "t.userunit": ["user line"], "t.ident": ["ident line"],
+                "t.prio": ["p err", "p warning"], "t.fields": ["f a x", "f b x"],
+                "t.grep": ["the job failed 12 times", "failure 7"], "t.contains": ["a needle here"], "t.payload": ["payload line"],
+            ]
+            func received() throws -> [String: [String]] {
+                var byKind: [String: [String]] = [:]
+                for line in try sandbox.output(ofUnit: "example-mail.service") where line.hasPrefix("event t.") {
+                    let kind = String(line.dropFirst("event ".count).prefix { $0 != " " })
+                    let message = try Self.events(sandbox, unit: "example-mail.service", kind: kind)
+                    byKind[kind] = message.compactMap { $0.payload["MESSAGE"]?.stringValue }
+                }
+                return byKind
+            }
+            // Waited for, then compared: a difference shows kind by kind.
+            try? waitUntil("every expected event", timeout: .seconds(30), poll: .milliseconds(200)) {
+                try received() == expected
+            }
+            let got = try received()
+            #expect(got == expected, "\(got.sorted { $0.key < $1.key })")
+            let payload = try Self.events(sandbox, unit: "example-mail.service", kind: "t.payload").first?.payload.objectValue
+            #expect(payload?.keys.sorted() == ["MESSAGE", "SYSLOG_IDENTIFIER", "entries", "watch"], "\(String(describing: payload))")
+            // The other app's watch went to it alone, held until it came back to the front.
+            #expect(try sandbox.run("coalescectl", "activate", "org.example.news").status == 0)
+            try waitUntil("the news app's event", timeout: .seconds(20), poll: .milliseconds(200)) {
+                try Self.events(sandbox, unit: "example-news.service", kind: "t.news").map { $0.payload["MESSAGE"] } == ["news line"]
+            }
+            #expect(try !sandbox.output(ofUnit: "example-mail.service").contains { $0.contains("t.news") })
+            #expect(try !sandbox.output(ofUnit: "example-news.service").contains { $0.hasPrefix("event t.") && !$0.hasPrefix("event t.news") })
+        }
+    }
+
+    /// Stats round trips on `client`, in seconds, until `done` says to stop (at least `minimum` of them).
+    static func statsRoundTrips(_ client: VarlinkClient, minimum: Int, until done: () throws -> Bool) throws -> [Double] {
+        var times: [Double] = []
+        while try times.count < minimum || !done() {
+            let start = ContinuousClock.now
+            _ = try client.call("io.coalesced.System.Stats")
+            let elapsed = start.duration(to: .now)
+            times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+        return times.sorted()
+    }
+
+    /// A service floods the journal (journald's rate limit lifted) while the watch's app runs: the app gets one
+    /// event per batch interval at most, whose counts add up to every line; the daemon answers Stats meanwhile
+    /// about as fast as it does at rest; the watch's figures are right.
+    @Test func aFloodReachesARunningAppInBoundedBatchesAndTheDaemonStaysResponsive() async throws {
+        guard SystemdUnitTests.requireSandbox() else { return }
+        try await withSystemdSandbox(binaries: Self.binaries) { sandbox in
+            try sandbox.write("/run/systemd/journald.conf.d/flood.conf", "[Journal]\nRateLimitIntervalSec=0\n")
+            #expect(try sandbox.run("systemctl", "restart", "systemd-journald.service").status == 0)
+            try sandbox.write(
+                "/etc/coalesced/coalesced.conf",
+                "[Memory]\nPressure=no\n[JournalWatch flood]\nUnit=flood.service\nKind=log.flood\nTo=org.example.mail\n"
+            )
+            try sandbox.installUnits()
+            try sandbox.writeExampleAppUnit("example-mail.service", app: "org.example.mail")
+            try sandbox.run("systemctl", "daemon-reload")
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            try sandbox.registerApp("org.example.mail", launchUnit: "example-mail.service")
+            #expect(try sandbox.run("coalescectl", "launch", "org.example.mail").status == 0)
+
+            // Stats at rest, on a connection from outside the sandbox through its root.
+            let client = try testClient("/proc/\(sandbox.pid)/root/run/coalesced/io.coalesced")
+            let rest = try Self.statsRoundTrips(client, minimum: 50) { true }
+            let lines = 150_000
+            let started = ContinuousClock.now
+            let writer = try sandbox.run("systemd-run", "--unit=flood", "/bin/sh", "-c", "seq -f 'flood %g' 1 \(lines)")
+            #expect(writer.status == 0, "\(writer.stderr)")
+            let flooded = try Self.statsRoundTrips(client, minimum: 50) {
+                try Self.journalStats(sandbox)?["matched"]?.intValue ?? 0 >= Int64(lines)
+            }
+            let elapsed = started.duration(to: .now)
+            let p99 = { (times: [Double]) in times[min(times.count - 1, times.count * 99 / 100)] }
+            print("journal flood: \(lines) lines matched in \(elapsed); Stats p99 \(p99(rest)) s at rest, \(p99(flooded)) s in the flood")
+            #expect(p99(flooded) < p99(rest) + 0.5, "Stats p99 \(p99(flooded)) s in the flood, \(p99(rest)) s at rest")
+
+            try waitUntil("the last batch to reach the app", timeout: .seconds(30), poll: .milliseconds(200)) {
+                try Self.events(sandbox, unit: "example-mail.service", kind: "log.flood").reduce(0) { $0 + $1.count } >= lines
+            }
+            let events = try Self.events(sandbox, unit: "example-mail.service", kind: "log.flood")
+            #expect(events.reduce(0) { $0 + $1.count } == lines, "every line counted once")
+            #expect(events.last?.payload["MESSAGE"] == .string("flood \(lines)"), "the last batch ends with the last line")
+            // One post per interval (100ms) at most, and one at its start.
+            let intervals = Int(elapsed.components.seconds * 10) + 1
+            #expect(events.count <= intervals + 1, "\(events.count) events over \(elapsed)")
+            let stats = try Self.journalStats(sandbox)
+            #expect(stats?["matched"]?.intValue == Int64(lines))
+            #expect(stats?["posts"]?.intValue == Int64(events.count), "a post per event: \(String(describing: stats))")
+            let watch = try JSONParser.parse(try sandbox.run("coalescectl", "call", "io.coalesced.System.ListWatches", "{}").stdout)["watches"]?.arrayValue?.first
+            #expect(watch?["matched"]?.intValue == Int64(lines) && watch?["posts"]?.intValue == Int64(events.count))
+        }
+    }
 }
