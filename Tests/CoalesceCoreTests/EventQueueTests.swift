@@ -121,6 +121,26 @@ typealias Event = CoalescedEvent<Fields, Int>
         #expect(queue.drain().map(\.dropped) == [nil, nil])
     }
 
+    @Test(arguments: [CoalescingPolicy.latest, .count, .first, .merge, .sum(field: "id")])
+    func aPostsWeightIsCountedInItsKindsCount(_ policy: CoalescingPolicy) throws {
+        var queue = Queue()
+        try queue.post(self.mail, Fields(["id": 1]), policy: policy, at: 1, weight: 5)
+        try queue.post(self.mail, Fields(["id": 2]), policy: policy, at: 2, weight: 3)
+        try queue.post(self.mail, Fields(["id": 3]), policy: policy, at: 3)
+        let events = queue.drain()
+        #expect(events.map(\.count) == [9], "5 + 3 + 1 occurrences")
+        #expect(events.map(\.firstPosted) == [1] && events.map(\.lastPosted) == [3])
+        if case .sum = policy { #expect(events.map(\.payload) == [Fields(["id": 6])], "a weight counts, it does not multiply") }
+    }
+
+    @Test func aQueueKindKeepsEachPostAsOneEntryWhateverItsWeight() throws {
+        var queue = Queue()
+        for index in 0..<3 { try queue.post(self.chat, Fields(["n": Double(index)]), policy: .queue(bound: 10), at: index, weight: 7) }
+        #expect(queue.entries(of: self.chat).map(\.serial) == [1, 2, 3])
+        #expect(queue.count(of: self.chat) == 3)
+        #expect(queue.drain().map(\.count) == [1, 1, 1])
+    }
+
     @Test func oneEventPerKindInOrderOfEachKindsFirstPost() throws {
         var queue = Queue()
         try queue.post(self.mail, Fields(["id": 1]), policy: .latest, at: 1)

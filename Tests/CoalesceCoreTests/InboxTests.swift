@@ -29,7 +29,8 @@ struct InboxHarness {
         _ kind: String,
         _ value: Double = 0,
         _ policy: CoalescingPolicy = .count,
-        durable: Bool = true
+        durable: Bool = true,
+        weight: Int = 1
     ) -> [String] {
         self.clock += 1
         let post = TestInbox.Post(
@@ -38,7 +39,8 @@ struct InboxHarness {
             policy: policy,
             durable: durable,
             posted: self.clock,
-            ticket: ticket
+            ticket: ticket,
+            weight: weight
         )
         switch self.inbox.posted(post, self.reception, next: &self.next) {
         case .waits: return []
@@ -146,6 +148,24 @@ struct InboxHarness {
         #expect(app.flush() == ["write[deliver mail×1]"])
         #expect(app.written() == ["p1 sent", "send[1:mail×1]"])
         #expect(app.inbox.outstanding == 1, "sent and not acknowledged")
+    }
+
+    @Test func aWeightedPostSentAtOnceIsAnEventOfThatCount() {
+        var app = InboxHarness()
+        _ = app.post("p1", "log", weight: 40)
+        #expect(app.flush() == ["write[deliver log×40]"])
+        #expect(app.written() == ["p1 sent", "send[1:log×40]"], "one event standing for 40 occurrences")
+        #expect(app.post("p2", "cursor", durable: false, weight: 3) == ["p2 sent", "send[2:cursor×3v]"])
+    }
+
+    @Test func weightedPostsToASuspendedAppAddUpInTheHeldCount() {
+        var app = InboxHarness()
+        app.reception = InboxHarness.suspended
+        _ = app.post("p1", "log", 0, .latest, weight: 40)
+        _ = app.post("p2", "log", 0, .latest, weight: 2)
+        #expect(app.flush() == ["write[hold log×42@0]"])
+        #expect(app.written() == ["p1 held", "p2 held"])
+        #expect(app.held == ["log×42"])
     }
 
     @Test func aPostToASuspendedAppIsHeldAndCoalescedByItsPolicy() {
