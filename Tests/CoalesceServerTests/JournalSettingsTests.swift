@@ -66,7 +66,7 @@ import Glibc
             Unit=nginx.service php-fpm.service
             Unit=extra.service
             UserUnit=app.service
-            Identifier=nginx
+            Identifier=nginx\tnginx-extra
             Priority=err
             Match=_UID=0
             Match=CODE_FILE=a.c
@@ -89,7 +89,7 @@ import Glibc
         var selection = JournalSelection()
         selection.units = ["nginx.service", "php-fpm.service", "extra.service"]
         selection.userUnits = ["app.service"]
-        selection.identifiers = ["nginx"]
+        selection.identifiers = ["nginx", "nginx-extra"]  // a tab separates as a space does
         selection.priority = 3
         selection.fields = ["_UID": ["0", "33"], "CODE_FILE": ["a.c"], "MESSAGE_ID": ["x=y"]]
         let nginx = try JournalWatch(
@@ -136,8 +136,12 @@ import Glibc
         ("[JournalWatch w]\nLogLevel=debug\n", "f0.conf:2: unknown key 'LogLevel' in [JournalWatch w]; known keys: \(known)"),
         ("# c\n[JournalWatch -w]\n", "f0.conf:2: [JournalWatch -w]: a watch's name is 1 to 64 letters, digits, '-', '_', '.' or '@', starting with a letter or digit"),
         ("[JournalWatch a b]\n", "f0.conf:1: [JournalWatch a b]: a watch's name is 1 to 64 letters, digits, '-', '_', '.' or '@', starting with a letter or digit"),
-        ("[Daemon]\n\n[JournalWatch w]\nTo=org.example.monitor\n", "f0.conf:3: [JournalWatch w]: kind is missing: the kind its events are posted as"),
-        ("[JournalWatch w]\nKind=log.x\nUnit=a.service\n", "f0.conf:1: [JournalWatch w]: to is missing: an app, or topic:NAME"),
+        ("[Daemon]\n\n[JournalWatch w]\nTo=org.example.monitor\n", "f0.conf:3: [JournalWatch w]: Kind= is missing: the kind its events are posted as"),
+        ("[JournalWatch w]\nKind=log.x\nUnit=a.service\n", "f0.conf:1: [JournalWatch w]: To= is missing: an app, or topic:NAME"),
+        (
+            "[JournalWatch w]\nKind=log.x\nTo=org.example.monitor\nPolicy=sum:PRIORITY\n",
+            "f0.conf:1: [JournalWatch w]: sum adds up a number, and journal fields are text: sum:entries adds up the entries the posts stand for"
+        ),
         ("[JournalWatch w]\n\(minimal)Grep=x\nContains=y\n", "f0.conf:1: [JournalWatch w]: grep and contains are alternatives: give one"),
         ("[JournalWatch w]\n\(minimal)Priority=loud\n", "f0.conf:1: [JournalWatch w]: priority 'loud' is not one of emerg, alert, crit, err, warning, notice, info, debug or 0-7"),
         ("[JournalWatch w]\n\(minimal)Match=_UID\n", "f0.conf:1: [JournalWatch w]: the match '_UID' is not FIELD=value"),
@@ -176,7 +180,7 @@ import Glibc
             self.error("[JournalWatch w]\nKind=log.x\n", "\n[JournalWatch w]\nPriority=loud\nTo=org.example.monitor\n")
                 == "f0.conf:1: [JournalWatch w]: priority 'loud' is not one of emerg, alert, crit, err, warning, notice, info, debug or 0-7"
         )
-        #expect(self.error("[Daemon]\n", "\n[JournalWatch w]\nKind=log.x\n") == "f1.conf:2: [JournalWatch w]: to is missing: an app, or topic:NAME")
+        #expect(self.error("[Daemon]\n", "\n[JournalWatch w]\nKind=log.x\n") == "f1.conf:2: [JournalWatch w]: To= is missing: an app, or topic:NAME")
     }
 
     @Test func anUnknownSectionNamesTheWatchSections() {

@@ -256,6 +256,10 @@ public struct JournalWatch: Sendable, Hashable {
         guard !self.fields.isEmpty, self.fields.count <= Self.maximumFields else {
             throw fail("a watch's events carry 1 to \(Self.maximumFields) fields; \(self.fields.count) were named")
         }
+        // Journal fields are text: of a watch's payload, only its entries can be added up.
+        if case .sum(let field) = self.policy, field != "entries" {
+            throw fail("sum adds up a number, and journal fields are text: sum:entries adds up the entries the posts stand for")
+        }
         if Set(self.fields).count != self.fields.count { throw fail("a field is named twice among the fields its events carry") }
         for field in self.fields where !Self.addressFields.contains(field) {
             if let reason = Self.fieldNameProblem(field) { throw fail("field '\(field)': \(reason)") }

@@ -50,7 +50,7 @@ struct WatchSection: Sendable, Hashable {
         var matches: [String] = []
         for assignment in self.assignments {
             if let member = Self.listKeys[assignment.key] {
-                lists[member] = assignment.value.isEmpty ? [] : (lists[member] ?? []) + assignment.value.split(separator: " ").map(String.init)
+                lists[member] = assignment.value.isEmpty ? [] : (lists[member] ?? []) + assignment.value.split { $0 == " " || $0 == "\t" }.map(String.init)
             } else if assignment.key == "Match" {
                 matches = assignment.value.isEmpty ? [] : matches + [assignment.value]
             } else if let member = Self.singleKeys[assignment.key] {
@@ -59,6 +59,11 @@ struct WatchSection: Sendable, Hashable {
         }
         for (member, values) in lists where !values.isEmpty { object[member] = .array(values.map { .string($0) }) }
         if !matches.isEmpty { object["matches"] = .array(matches.map { .string($0) }) }
+        // Named as this file names them, not as the interface's members.
+        for (key, member) in [("Kind", "kind"), ("To", "to")] where object[member] == nil {
+            let what = key == "Kind" ? "the kind its events are posted as" : "an app, or topic:NAME"
+            throw ConfigurationError(path: self.path, line: self.line, reason: "[JournalWatch \(self.name)]: \(key)= is missing: \(what)")
+        }
         do {
             return try WatchDefinition.watch(from: object)
         } catch {

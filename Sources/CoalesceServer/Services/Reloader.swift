@@ -37,6 +37,14 @@ struct Reloader: Service {
                     metadata: ["running": "\(self.state.configuration.eventLoops)", "configured": "\(configuration.eventLoops)"]
                 )
             }
+            let journal = configuration.journal
+            let running = self.state.configuration.journal
+            if journal.follows != running.follows || journal.interval != running.interval || journal.queueBurst != running.queueBurst {
+                self.logger.notice(
+                    "[Journal] Follow=, BatchIntervalSec= and QueueBurst= take effect at the next start (the watches themselves are reloaded)",
+                    metadata: ["config": "\(self.options.configPath)"]
+                )
+            }
             if configuration.memory != self.state.configuration.memory {
                 self.logger.notice("[Memory] takes effect at the next start", metadata: ["config": "\(self.options.configPath)"])
             }
