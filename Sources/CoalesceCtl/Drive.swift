@@ -251,7 +251,8 @@ struct Monitor: ParsableCommand {
             } else {
                 outcome = "held"
             }
-            what = "post \(text("kind")) from uid \(text("uid"))\(via): \(outcome)"
+            let poster = record["watch"]?.stringValue.map { "watch \($0) (uid \(text("uid")))" } ?? "uid \(text("uid"))"
+            what = "post \(text("kind")) from \(poster)\(via): \(outcome)"
         case "delivery":
             let count = record["count"]?.intValue ?? 1
             what = "delivery \(text("kind")) seq \(text("seq"))\(count == 1 ? "" : " (\(count) posts)")"

@@ -253,4 +253,36 @@ import Varlink
         #expect(try await complete([ctl, "--socket", socket, "watch", "add", "w", "--to", "org.example.m"]) == ["org.example.mail"])
         daemon.signal(SIGKILL)
     }
+
+    /// A reload whose watches cannot be taken (an unknown target, a regular expression too long, an unknown field
+    /// form) is refused with the reason, and the watches in force stay; a good one replaces them.
+    @Test func aReloadWithABadWatchIsRefusedAndTheWatchesInForceStay() async throws {
+        let daemon = try await self.daemonWithApp()
+        let client = try testClient(daemon.socketPath)
+        func names() throws -> [String] {
+            (try client.call("io.coalesced.System.ListWatches")["watches"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+        }
+        #expect(try names() == ["cfg"])
+        let rest = "[System]\nFollowTimeZone=no\n[Memory]\nPressure=no\n"
+        let refusals = [
+            ("[JournalWatch gone]\nUnit=a.service\nKind=k.x\nTo=org.example.absent\n", "[JournalWatch gone]: no app org.example.absent is registered"),
+            ("[JournalWatch long]\nKind=k.x\nTo=org.example.mail\nGrep=\(String(repeating: "a", count: 300))\n", "a message pattern is 1 to 256 bytes"),
+            ("[JournalWatch form]\nKind=k.x\nTo=org.example.mail\nMatch=lower=x\n", "the match 'lower=x': a journal field name is upper-case letters"),
+        ]
+        for (index, (text, reason)) in refusals.enumerated() {
+            try daemon.directory.write("coalesced.conf", rest + text)
+            daemon.signal(SIGHUP)
+            let ready = try await onThread { daemon.notify.waitFor("READY=1") }
+            #expect(ready?.contains("STATUS=Reload failed") == true, "\(ready ?? "no READY=1")")
+            try await onThread {
+                try waitUntil("the refusal \(index) logged", timeout: .seconds(10)) { daemon.output.contains(reason) }
+            }
+            #expect(try names() == ["cfg"], "the watches in force stay")
+        }
+        try daemon.directory.write("coalesced.conf", rest + "[JournalWatch other]\nIdentifier=cron\nKind=k.y\nTo=org.example.mail\n")
+        daemon.signal(SIGHUP)
+        #expect(try await onThread { daemon.notify.waitFor("READY=1") }?.contains("Reload failed") == false)
+        #expect(try names() == ["other"])
+        daemon.signal(SIGKILL)
+    }
 }

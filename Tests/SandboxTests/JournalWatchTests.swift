@@ -234,6 +234,11 @@ import Varlink
             )
             #expect(news.status == 0, "\(news.stderr)")
 
+            // A monitor of the mail app's traffic sees the watches' posts, each with the watch that made it.
+            #expect(try sandbox.run("systemd-run", "--unit=watch-monitor", "coalescectl", "monitor", "--traffic", "--app", "org.example.mail").status == 0)
+            try waitUntil("the monitor in place", timeout: .seconds(20), poll: .milliseconds(100)) {
+                try sandbox.output(ofUnit: "watch-monitor.service").contains { $0.hasPrefix("Monitoring") }
+            }
             try Self.runService(sandbox, "m-unit", "echo unit one; echo unit two")
             try Self.runService(sandbox, "m-other", "echo not the unit")
             for (priority, text) in [("err", "p err"), ("warning", "p warning"), ("notice", "p notice"), ("info", "p info")] {
@@ -276,6 +281,8 @@ import Varlink
             }
             let got = try received()
             #expect(got == expected, "\(got.sorted { $0.key < $1.key })")
+            let monitored = try sandbox.output(ofUnit: "watch-monitor.service")
+            #expect(monitored.contains { $0.hasSuffix("org.example.mail: post t.ident from watch ident (uid 0): delivered") || $0.contains("post t.ident from watch ident (uid 0): delivered as seq") }, "\(monitored)")
             let payload = try Self.events(sandbox, unit: "example-mail.service", kind: "t.payload").first?.payload.objectValue
             #expect(payload?.keys.sorted() == ["MESSAGE", "SYSLOG_IDENTIFIER", "entries", "watch"], "\(String(describing: payload))")
             // The other app's watch went to it alone, held until it came back to the front.

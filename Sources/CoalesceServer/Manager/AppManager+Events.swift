@@ -255,7 +255,10 @@ extension AppManager {
             if flushes { state.unflushed.append(appName) }
             if let answered { state.count(answered) }
             if watched, case .enqueued = outcome {
-                self.seen(post, poster: posterUID, posted: posted, ticket: ticket, to: appName, answered, sentAtOnce, in: &state)
+                self.seen(
+                    post, poster: posterUID, watch: journalMark?.watch, posted: posted, ticket: ticket, to: appName, answered, sentAtOnce,
+                    in: &state
+                )
             }
             return outcome
         }
@@ -350,6 +353,7 @@ extension AppManager {
     private func seen(
         _ post: Post,
         poster: UInt32,
+        watch: WatchName?,
         posted: Double,
         ticket: PostTicket,
         to app: AppName,
@@ -358,7 +362,7 @@ extension AppManager {
         in state: inout State
     ) {
         state.nextPostSeen = ticket.seen
-        state.postsSeen[ticket.seen] = PostSeen(target: post.target, kind: post.kind, uid: poster, time: posted)
+        state.postsSeen[ticket.seen] = PostSeen(target: post.target, kind: post.kind, uid: poster, time: posted, watch: watch)
         if let answered { self.count([.answer([(ticket, answered)]), .send(sent)], of: app, watched: &state) }
     }
 

@@ -58,12 +58,15 @@ final class PostSeen: Sendable {
     let uid: UInt32
     /// Seconds since the Unix epoch.
     let time: Double
+    /// The journal watch that made the post, if one did.
+    let watch: WatchName?
 
-    init(target: String, kind: EventKind, uid: UInt32, time: Double) {
+    init(target: String, kind: EventKind, uid: UInt32, time: Double, watch: WatchName? = nil) {
         self.target = target
         self.kind = kind
         self.uid = uid
         self.time = time
+        self.watch = watch
     }
 }
 
@@ -173,6 +176,7 @@ extension AppManager {
                     "delivered": .bool(delivered), "uid": .int(Int64(seen.uid)), "time": .double(seen.time),
                 ]
                 if let seq { post["seq"] = .int(Int64(bitPattern: seq)) }
+                if let watch = seen.watch { post["watch"] = .string(watch.value) }
                 return ["post": .object(post)]
             }
         }
