@@ -79,23 +79,25 @@ enum SystemInterface {
                     stats["journal"] = journal.statsJSON
                     return ["stats": .object(stats)]
                 },
+                // An administrator's, or, where [Journal] UserWatches= lets users, a user's of its own entries.
                 "AddWatch": .streaming { request, responder in
-                    try admin(request)
+                    let user = try Self.watchUser(request, journal: journal, admin: admin)
                     guard let definition = request.call.parameters["watch"]?.objectValue else {
                         throw VarlinkError.invalidParameter("watch", reason: "expected a WatchDefinition object")
                     }
                     let start = try Self.watchStart(try self.optionalString(request, "start"))
-                    try await journal.add(definition, start: start, owner: request.peer ?? VarlinkPeer(pid: 0, uid: 0, gid: 0))
+                    let owner = request.peer ?? VarlinkPeer(pid: 0, uid: 0, gid: 0)
+                    try await journal.add(definition, start: start, owner: owner, asUser: user != nil)
                     responder.finish()
                 },
                 "RemoveWatch": .streaming { request, responder in
-                    try admin(request)
-                    try await journal.remove(try request.string("watch"))
+                    let user = try Self.watchUser(request, journal: journal, admin: admin)
+                    try await journal.remove(try request.string("watch"), user: user)
                     responder.finish()
                 },
                 "ListWatches": .immediate { request in
-                    try admin(request)
-                    return ["watches": .array(journal.list())]
+                    let user = try Self.watchUser(request, journal: journal, admin: admin)
+                    return ["watches": .array(journal.list(user: user))]
                 },
                 "ListApps": .immediate { request in
                     try admin(request)
@@ -260,6 +262,22 @@ enum SystemInterface {
         default: throw .invalidParameter(name, reason: "expected a string")
         }
     }
+    /// Who calls a watch method: `nil` for an administrator; a user's uid where users may have watches of their
+    /// own; otherwise PermissionDenied.
+    static func watchUser(
+        _ request: VarlinkRequest,
+        journal: JournalWatches,
+        admin: (VarlinkRequest) throws(VarlinkError) -> Void
+    ) throws(VarlinkError) -> UInt32? {
+        do {
+            try admin(request)
+            return nil
+        } catch {
+            guard journal.userWatches > 0, let peer = request.peer else { throw error }
+            return peer.uid
+        }
+    }
+
     /// AddWatch's `start`: tail (the default), head, cursor=CURSOR or since=SECONDS.
     static func watchStart(_ text: String?) throws(VarlinkError) -> WatchStart {
         guard let text, text != "tail" else { return .tail }

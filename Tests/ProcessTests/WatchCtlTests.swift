@@ -221,6 +221,44 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    /// With `[Journal] UserWatches=`, a user who is no administrator adds watches of its own entries to its own
+    /// apps, up to that many, and sees and removes only those; the watch takes `_UID=` of the user whatever it
+    /// asked.
+    @Test func aUserMayWatchItsOwnEntriesWhereTheConfigurationLetsUsers() async throws {
+        let daemon = try DaemonProcess(configuration: Self.configuration + "[Journal]\nUserWatches=2\n")
+        try await onThread { try daemon.waitUntilReady() }
+        #expect(try await self.ctl(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.mail"}"#]).status == 0)
+        let registered = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody"}"#])
+        #expect(registered.status == 0, "\(registered.stderr)")
+        let uid = try #require(getpwnam("nobody")).pointee.pw_uid
+
+        let added = try await self.asNobody(daemon, ["watch", "add", "mine", "--identifier", "cron", "--kind", "k.mine", "--to", "org.example.nobody"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let listed = try JSONParser.parse(try await self.asNobody(daemon, ["watch", "list", "--json"]).stdout)
+        let watches = listed.arrayValue ?? listed["watches"]?.arrayValue ?? []
+        #expect(watches.compactMap { $0["name"]?.stringValue } == ["mine"], "only its own: \(listed)")
+        #expect(watches.first?["matches"] == .array([.string("_UID=\(uid)")]), "its own entries: \(listed)")
+        #expect(watches.first?["owner"]?.intValue == Int64(uid))
+
+        for (arguments, reason) in [
+            (["watch", "add", "theirs", "--kind", "k", "--to", "org.example.mail"], "is not one of uid \(uid)'s"),
+            (["watch", "add", "topic", "--kind", "k", "--to", "topic:news"], "is not one of uid \(uid)'s"),
+            (["watch", "add", "root", "--match", "_UID=0", "--kind", "k", "--to", "org.example.nobody"], "takes its own entries only"),
+        ] {
+            let refused = try await self.asNobody(daemon, arguments)
+            #expect(refused.status == 1 && refused.stderr.contains(reason), "\(arguments): \(refused.stderr)")
+        }
+        #expect(try await self.asNobody(daemon, ["watch", "add", "second", "--kind", "k", "--to", "org.example.nobody"]).status == 0)
+        let third = try await self.asNobody(daemon, ["watch", "add", "third", "--kind", "k", "--to", "org.example.nobody"])
+        #expect(third.stderr.contains("has UserWatches=2 watches already"), "\(third.stderr)")
+        let others = try await self.asNobody(daemon, ["watch", "remove", "cfg"])
+        #expect(others.stderr.contains("NoSuchWatch"), "\(others.stderr)")
+        #expect(try await self.asNobody(daemon, ["watch", "remove", "second"]).status == 0)
+        let all = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(all.stdout.split(separator: "\n").map { String($0.split(separator: " ").first ?? "") } == ["cfg", "mine"], "\(all.stdout)")
+        daemon.signal(SIGKILL)
+    }
+
     /// The bash completion completes `watch remove` with the daemon's watch names.
     @Test func bashCompletionCompletesWatchNamesFromTheDaemon() async throws {
         let daemon = try await self.daemonWithApp()

@@ -13,6 +13,9 @@ public struct JournalSettings: Sendable, Hashable {
     public var queueBurst = 100
     /// `[Journal] MaxWatches=`: how many watches there may be, configured and added at run time together.
     public var maxWatches = 256
+    /// `[Journal] UserWatches=`: how many watches a user who is not an administrator may add at run time, each
+    /// taking only that user's own entries (`_UID=`) and posting only to an app of theirs; 0: none.
+    public var userWatches = 0
     /// The `[JournalWatch NAME]` sections, checked, in the order they first appeared.
     public var watches: [JournalWatch] = []
 
@@ -117,6 +120,9 @@ extension ConfigurationKey {
         },
         "QueueBurst": { configuration, value throws(ConfigurationValueError) in
             configuration.journal.queueBurst = value.isEmpty ? JournalSettings().queueBurst : try parseInteger(value, in: 1...10_000)
+        },
+        "UserWatches": { configuration, value throws(ConfigurationValueError) in
+            configuration.journal.userWatches = value.isEmpty ? JournalSettings().userWatches : try parseInteger(value, in: 0...64)
         },
         "MaxWatches": { configuration, value throws(ConfigurationValueError) in
             configuration.journal.maxWatches = value.isEmpty ? JournalSettings().maxWatches : try parseInteger(value, in: 1...4096)

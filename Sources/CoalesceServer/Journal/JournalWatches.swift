@@ -91,14 +91,19 @@ final class JournalWatches: Sendable {
         self.follower?.follow(watches)
     }
 
-    /// Adds a watch for `owner`, stored and followed from `start`.
-    func add(_ definition: JSONObject, start: WatchStart, owner: VarlinkPeer) async throws(SystemError) {
-        let watch: JournalWatch
+    /// How many watches a user who is not an administrator may add (``JournalSettings/userWatches``).
+    var userWatches: Int { self.state.withLock { $0.settings.userWatches } }
+
+    /// Adds a watch for `owner`, stored and followed from `start`. A user's watch (`owner` is not an administrator)
+    /// takes only that user's own entries and posts only to an app the user owns.
+    func add(_ definition: JSONObject, start: WatchStart, owner: VarlinkPeer, asUser: Bool = false) async throws(SystemError) {
+        var watch: JournalWatch
         do {
             watch = try WatchDefinition.watch(from: definition)
         } catch {
             throw .invalidWatch(watch: error.watch, reason: error.reason)
         }
+        if asUser { try self.restrictToUser(&watch, uid: owner.uid) }
         if self.apps.journalRecipients(watch.target, poster: owner).isEmpty {
             let rules = owner.uid == 0 ? "" : " (or its posters rules do not let uid \(owner.uid) post to it)"
             throw .invalidWatch(watch: watch.name.value, reason: Self.noTarget(watch.target) + rules)
@@ -110,6 +115,11 @@ final class JournalWatches: Sendable {
             }
             if state.settings.watches.count + state.runtime.count >= state.settings.maxWatches {
                 return .invalidWatch(watch: watch.name.value, reason: "there are MaxWatches=\(state.settings.maxWatches) watches already")
+            }
+            if asUser, state.runtime.values.count(where: { $0.owner == owner.uid }) >= state.settings.userWatches {
+                return .invalidWatch(
+                    watch: watch.name.value, reason: "uid \(owner.uid) has UserWatches=\(state.settings.userWatches) watches already"
+                )
             }
             state.runtime[watch.name] = configured  // taken now, so that a second add of the name is refused
             return nil
@@ -130,11 +140,24 @@ final class JournalWatches: Sendable {
         )
     }
 
-    /// Removes a watch added at run time.
-    func remove(_ name: String) async throws(SystemError) {
+    /// A user's watch: its target must be an app of the user's, and it takes the user's own entries only
+    /// (`_UID=`, whatever else it matches).
+    private func restrictToUser(_ watch: inout JournalWatch, uid: UInt32) throws(SystemError) {
+        guard case .app(let app) = watch.target, self.apps.owner(of: app) == uid else {
+            throw .invalidWatch(watch: watch.name.value, reason: "a user's watch posts to an app of its own, and \(watch.target) is not one of uid \(uid)'s")
+        }
+        if let uids = watch.selection.fields["_UID"], uids != [String(uid)] {
+            throw .invalidWatch(watch: watch.name.value, reason: "a user's watch takes its own entries only: _UID=\(uid)")
+        }
+        watch.selection.fields["_UID"] = [String(uid)]
+    }
+
+    /// Removes a watch added at run time; `user`: only if it is that user's.
+    func remove(_ name: String, user: UInt32? = nil) async throws(SystemError) {
         guard let watchName = try? WatchName(name) else { throw .noSuchWatch(watch: name, reason: "no watch has that name") }
         let origin = self.state.withLock { state -> ConfiguredWatch.Origin? in
-            if state.runtime[watchName] != nil { return .runtime }
+            if let watch = state.runtime[watchName], user == nil || watch.owner == user { return .runtime }
+            if user != nil { return nil }
             return state.settings.watches.contains { $0.name == watchName } ? .configuration : nil
         }
         switch origin {
@@ -156,9 +179,9 @@ final class JournalWatches: Sendable {
         self.logger.notice("Journal watch \(name) removed", metadata: ["watch": "\(name)"])
     }
 
-    /// Every watch with its figures, as ListWatches returns them.
-    func list() -> [JSONValue] {
-        let watches = self.state.withLock { Self.all($0) }
+    /// Every watch with its figures, as ListWatches returns them; `user`: only that user's.
+    func list(user: UInt32? = nil) -> [JSONValue] {
+        let watches = self.state.withLock { Self.all($0) }.filter { user == nil || ($0.origin == .runtime && $0.owner == user) }
         let figures = self.follower?.figures.watches ?? [:]
         return watches.map { configured in
             var object = WatchDefinition.object(configured.watch)

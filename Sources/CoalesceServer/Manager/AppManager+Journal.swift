@@ -17,6 +17,11 @@ extension AppManager {
         return recipients.filter { $0.allows(poster) }.map(\.app)
     }
 
+    /// The uid that owns a registered app.
+    func owner(of app: AppName) -> UInt32? {
+        self.state.withLock { $0.records[app]?.registration.owner }
+    }
+
     /// Posts one batch of a watch's entries to one app, carrying the watch's position, which goes into the same
     /// write as the post (``JournalMarks``). `finished` hears whether it was sent, or why it was not kept.
     /// Returns false when the app is not registered (any more).
