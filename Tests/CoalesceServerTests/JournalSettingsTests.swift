@@ -32,8 +32,10 @@ import Glibc
         let defaults = try self.parse("").journal
         #expect(defaults.follows && defaults.interval == .milliseconds(100) && defaults.queueBurst == 100 && defaults.maxWatches == 256)
         #expect(defaults.watches == [])
-        let journal = try self.parse("[Journal]\nFollow=no\nBatchIntervalSec=250ms\nQueueBurst=20\nMaxWatches=3\n").journal
+        #expect(defaults.userWatches == 0, "users have no watches of their own unless the operator says")
+        let journal = try self.parse("[Journal]\nFollow=no\nBatchIntervalSec=250ms\nQueueBurst=20\nMaxWatches=3\nUserWatches=4\n").journal
         #expect(!journal.follows && journal.interval == .milliseconds(250) && journal.queueBurst == 20 && journal.maxWatches == 3)
+        #expect(journal.userWatches == 4)
         let restored = try self.parse(
             "[Journal]\nFollow=no\nBatchIntervalSec=2s\nQueueBurst=20\nMaxWatches=3\n",
             "[Journal]\nFollow=\nBatchIntervalSec=\nQueueBurst=\nMaxWatches=\n"
@@ -51,7 +53,7 @@ import Glibc
         ("MaxWatches=0", "bad value '0' for MaxWatches=: must be between 1 and 4096"),
         ("MaxWatches=4097", "bad value '4097' for MaxWatches=: must be between 1 and 4096"),
         ("Follow=maybe", "bad value 'maybe' for Follow=: expected yes or no"),
-        ("Watch=x", "unknown key 'Watch' in [Journal]; known keys: BatchIntervalSec, Follow, MaxWatches, QueueBurst"),
+        ("Watch=x", "unknown key 'Watch' in [Journal]; known keys: BatchIntervalSec, Follow, MaxWatches, QueueBurst, UserWatches"),
     ])
     func theJournalSectionsBounds(_ line: String, _ reason: String) {
         #expect(self.error("[Journal]\n\(line)\n") == "f0.conf:2: \(reason)")
