@@ -220,7 +220,8 @@ import Varlink
         let app = device.app(delegate: recorder)
         let group = ServiceGroup(services: [app], logger: Logger(label: "test"))
         let running = Task { try await group.run() }
-        try await Self.eventually("the delegate to be launched") { recorder.deliveries.withLock { $0.count } == 2 }
+        // Waited for, then compared: what arrived shows if it is not the launch's two callbacks.
+        try await Self.eventually("the delegate to be launched", timeout: .seconds(60)) { recorder.deliveries.withLock { $0.count } >= 2 }
         #expect(recorder.deliveries.withLock { $0 } == [.didFinishLaunching(LaunchOptions(destination: .foreground)), .didBecomeActive])
         try await device.waitForState("active")
         await group.triggerGracefulShutdown()

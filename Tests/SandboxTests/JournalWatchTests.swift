@@ -329,7 +329,7 @@ import Varlink
             // Stats at rest, on a connection from outside the sandbox through its root.
             let client = try testClient("/proc/\(sandbox.pid)/root/run/coalesced/io.coalesced")
             let rest = try Self.statsRoundTrips(client, minimum: 50) { true }
-            let lines = 150_000
+            let lines = 60_000
             let started = ContinuousClock.now
             let writer = try sandbox.run("systemd-run", "--unit=flood", "/bin/sh", "-c", "seq -f 'flood %g' 1 \(lines)")
             #expect(writer.status == 0, "\(writer.stderr)")
