@@ -323,4 +323,33 @@ import Varlink
         #expect(try names() == ["other"])
         daemon.signal(SIGKILL)
     }
+
+    /// The inotify instances of a process (its descriptors that are one).
+    static func inotifyInstances(_ pid: Int32) -> Int {
+        let directory = "/proc/\(pid)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.count { (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0)) == "anon_inode:inotify" }
+    }
+
+    /// A daemon without watches opens no journal (no files, no inotify instance: the machine has few of them),
+    /// says so in Stats, and opens it with its first watch.
+    @Test func theJournalIsOpenedWithTheFirstWatchOnly() async throws {
+        let daemon = try DaemonProcess()
+        try await onThread { try daemon.waitUntilReady() }
+        let client = try testClient(daemon.socketPath)
+        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        let journal = try client.call("io.coalesced.System.Stats")["stats"]?["journal"]
+        #expect(journal?["followed"] == false && journal?["reason"] == "no watches", "\(String(describing: journal))")
+        #expect(Self.inotifyInstances(daemon.pid) == 0)
+        #expect(try await self.ctl(daemon, ["watch", "add", "w", "--kind", "k", "--to", "org.example.mail"]).status == 0)
+        let socket = daemon.socketPath
+        try await onThread {
+            let client = try testClient(socket)
+            try waitUntil("the journal opened", timeout: .seconds(10)) {
+                try client.call("io.coalesced.System.Stats")["stats"]?["journal"]?["followed"] == true
+            }
+        }
+        #expect(Self.inotifyInstances(daemon.pid) == 1, "sd-journal's, to follow the files")
+        daemon.signal(SIGKILL)
+    }
 }

@@ -147,21 +147,31 @@ final class JournalFollower: @unchecked Sendable {
 
     // MARK: The thread
 
-    private func run() {
+    /// Opens the journal the first time there is a watch to read it for (a daemon without watches holds no
+    /// journal files and no inotify instance); `nil`, said once in the log and in Stats, if it cannot.
+    private func openReader() -> JournalReader? {
+        if let reader = self.reader { return reader }
         do {
             let reader = try JournalReader()
             _ = try reader.descriptor()  // sd-journal watches its files from now on
             self.reader = reader
-        } catch {
-            self.logger.error("Cannot read the journal: \(error); journal watches post nothing", metadata: ["reason": "\(error)"])
             self.shared.withLock {
-                $0.reader.running = false
-                $0.reader.reason = "\(error)"
+                $0.reader.running = true
+                $0.reader.reason = nil
             }
-            while !self.shared.withLock({ $0.stopping }) { self.pause(.seconds(3600)) }
-            return
+            return reader
+        } catch {
+            let first = self.shared.withLock { shared in
+                defer { shared.reader.reason = "\(error)" }
+                return shared.reader.reason != "\(error)"
+            }
+            if first { self.logger.error("Cannot read the journal: \(error); journal watches post nothing", metadata: ["reason": "\(error)"]) }
+            return nil
         }
-        self.shared.withLock { $0.reader.running = true }
+    }
+
+    private func run() {
+        self.shared.withLock { $0.reader.reason = "no watches" }
         while true {
             let (commands, answered, stopping) = self.shared.withLock { shared in
                 defer {
@@ -175,6 +185,11 @@ final class JournalFollower: @unchecked Sendable {
             for (watch, outcome) in answered { self.answered(watch, outcome) }
             for case .watches(let watches, let starts) in commands { self.change(to: watches, starts: starts) }
             if self.rewindWanted, self.followed.values.allSatisfy({ $0.inFlight == 0 }) { self.rewind() }
+            guard self.reader != nil else {
+                // Nothing to read for yet (no watch, or the journal cannot be opened): the next command wakes it.
+                self.pause(.seconds(3600))
+                continue
+            }
             let more = self.pass()
             self.postDue()
             self.writeIdlePositions()
@@ -355,7 +370,11 @@ final class JournalFollower: @unchecked Sendable {
     /// Follows `watches`: matches rebuilt from their union, and the reader placed at the earliest position any of
     /// them needs.
     private func change(to watches: [ConfiguredWatch], starts: [WatchName: WatchStart]) {
-        guard let reader = self.reader else { return }
+        guard !watches.isEmpty || self.reader != nil, let reader = self.openReader() else {
+            self.followed = [:]
+            self.order = []
+            return
+        }
         let stored = (try? self.store.journalPositions()) ?? [:]
         var next: [WatchName: Followed] = [:]
         var tail: JournalCursor?
