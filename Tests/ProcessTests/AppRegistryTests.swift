@@ -136,15 +136,9 @@ import Varlink
 
 /// Two real uids: root and nobody, the second through coalescectl run with setpriv.
 @Suite struct AppOwnershipTests {
-    /// coalescectl copied where nobody can run it, talking to `daemon`.
+    /// coalescectl talking to `daemon` as nobody.
     func asNobody(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> Run {
-        try await onThread {
-            let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
-            return try runProcess(
-                "/usr/bin/setpriv",
-                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath] + arguments
-            )
-        }
+        try await onThread { try coalescectlAsNobody(daemon, arguments) }
     }
 
     @Test func anotherUserCannotTakeAnAppOrListAppsUnlessAdmin() async throws {

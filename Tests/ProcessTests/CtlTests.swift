@@ -311,25 +311,8 @@ import Varlink
             }
         }
         let ctl = BuildProducts.path(of: "coalescectl")
-        let script = try await self.ctl(["--generate-completion-script", "bash"])
-        #expect(script.status == 0)
-        let directory = try TemporaryDirectory()
-        try directory.write("coalescectl.bash", script.stdout)
-        func complete(_ words: [String]) async throws -> [String] {
-            let line = words.joined(separator: " ")
-            let program = """
-                source \(directory.file("coalescectl.bash"))
-                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
-                COMP_CWORD=\(words.count - 1)
-                COMP_LINE='\(line)'
-                COMP_POINT=\(line.utf8.count)
-                _coalescectl "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
-                printf '%s\\n' "${COMPREPLY[@]}"
-                """
-            let run = try await self.run("/bin/bash", ["-c", program], environment: [:])
-            #expect(run.status == 0, "\(run.stderr)")
-            return run.stdout.split(separator: "\n").map(String.init).sorted()
-        }
+        let completion = try await onThread { try BashCompletion() }
+        func complete(_ words: [String]) async throws -> [String] { try await onThread { try completion.complete(words) } }
         #expect(try await complete([ctl, "app", "--socket", socket, "org.example.ma"]) == ["org.example.mail", "org.example.maps"])
         #expect(try await complete([ctl, "--socket", socket, "queue", "org.example.n"]) == ["org.example.news"])
         #expect(try await complete([ctl, "terminate", "--socket", socket, ""]).count == 3)

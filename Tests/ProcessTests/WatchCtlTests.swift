@@ -195,15 +195,9 @@ import Varlink
         unfollowed.signal(SIGKILL)
     }
 
-    /// coalescectl copied where nobody can run it, talking to `daemon` as nobody, who is no administrator.
+    /// coalescectl talking to `daemon` as nobody, who is no administrator.
     func asNobody(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> Run {
-        try await onThread {
-            let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
-            return try runProcess(
-                "/usr/bin/setpriv",
-                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath] + arguments
-            )
-        }
+        try await onThread { try coalescectlAsNobody(daemon, arguments) }
     }
 
     @Test func watchesAreForAdministratorsOnly() async throws {
@@ -266,25 +260,8 @@ import Varlink
             #expect(try await self.ctl(daemon, ["watch", "add", name, "--kind", "k", "--to", "org.example.mail"]).status == 0)
         }
         let ctl = BuildProducts.path(of: "coalescectl")
-        let script = try await onThread { try runProcess(ctl, ["--generate-completion-script", "bash"]) }
-        #expect(script.status == 0)
-        let directory = try TemporaryDirectory()
-        try directory.write("coalescectl.bash", script.stdout)
-        func complete(_ words: [String]) async throws -> [String] {
-            let line = words.joined(separator: " ")
-            let program = """
-                source \(directory.file("coalescectl.bash"))
-                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
-                COMP_CWORD=\(words.count - 1)
-                COMP_LINE='\(line)'
-                COMP_POINT=\(line.utf8.count)
-                _coalescectl "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
-                printf '%s\\n' "${COMPREPLY[@]}"
-                """
-            let run = try await onThread { try runProcess("/bin/bash", ["-c", program]) }
-            #expect(run.status == 0, "\(run.stderr)")
-            return run.stdout.split(separator: "\n").map(String.init).sorted()
-        }
+        let completion = try await onThread { try BashCompletion() }
+        func complete(_ words: [String]) async throws -> [String] { try await onThread { try completion.complete(words) } }
         let socket = daemon.socketPath
         #expect(try await complete([ctl, "watch", "remove", "--socket", socket, "mail-"]) == ["mail-errors", "mail-warnings"])
         #expect(try await complete([ctl, "--socket", socket, "watch", "remove", ""]) == ["cfg", "disk", "mail-errors", "mail-warnings"])
