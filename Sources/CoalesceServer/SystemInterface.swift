@@ -280,19 +280,14 @@ enum SystemInterface {
 
     /// AddWatch's `start`: tail (the default), head, cursor=CURSOR or since=SECONDS.
     static func watchStart(_ text: String?) throws(VarlinkError) -> WatchStart {
-        guard let text, text != "tail" else { return .tail }
-        if text == "head" { return .head }
-        if text.hasPrefix("cursor="), JournalCursor(String(text.dropFirst("cursor=".count))) != nil {
-            return .cursor(String(text.dropFirst("cursor=".count)))
+        guard let text else { return .tail }
+        guard let start = WatchDefinition.start(parsing: text) else {
+            throw VarlinkError.invalidParameter(
+                "start", reason: "expected tail, head, cursor=CURSOR (a journal cursor) or since=SECONDS, got \(JSONValue.string(text).jsonText)"
+                    + " (since= takes seconds since the epoch, before 1e11)"
+            )
         }
-        // Up to the year 5138: past that a wall-clock time in microseconds leaves 64 bits.
-        if text.hasPrefix("since="), let seconds = Double(text.dropFirst("since=".count)), seconds >= 0, seconds < 1e11 {
-            return .time(realtimeMicroseconds: UInt64(seconds * 1_000_000))
-        }
-        throw VarlinkError.invalidParameter(
-            "start", reason: "expected tail, head, cursor=CURSOR (a journal cursor) or since=SECONDS, got \(JSONValue.string(text).jsonText)"
-                + " (since= takes seconds since the epoch, before 1e11)"
-        )
+        return start
     }
 }
 

@@ -250,4 +250,17 @@ import Glibc
         #expect(reason(with("policy", .string("loudest")))?.hasPrefix("journal watch 'w': policy: 'loudest' is not a policy") == true)
         #expect(reason(with("name", .string("")))?.hasPrefix("journal watch '': a watch's name is") == true)
     }
+
+    /// A message pattern as the reader tests it: a substring anywhere in the message's first 16 KiB (the first
+    /// byte found again and again before the rest matches), or a regular expression.
+    @Test func aMessagePatternFindsItsTextAnywhereInTheMessagesFirstBytes() throws {
+        let contains = try MessageMatcher(.contains("aab"))
+        for message in ["aab", "xaab", "aaab", "xx aab yy", "aaaaaab"] { #expect(contains.matches(message), "\(message)") }
+        for message in ["", "aa", "ab", "aba", "a a b", "AAB"] { #expect(!contains.matches(message), "\(message)") }
+        let far = String(repeating: "x", count: MessageMatcher.maximumMessageBytes)
+        #expect(!contains.matches(far + "aab"), "past the bytes tested")
+        #expect(contains.matches(String(far.dropLast(3)) + "aab"), "ending at the last byte tested")
+        let regex = try MessageMatcher(.regex("fail(ed|ure) [0-9]+"))
+        #expect(regex.matches("the job failed 12 times") && regex.matches("failure 7") && !regex.matches("fail x"))
+    }
 }

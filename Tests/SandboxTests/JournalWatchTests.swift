@@ -358,4 +358,52 @@ import Varlink
             #expect(watch?["matched"]?.intValue == Int64(lines) && watch?["posts"]?.intValue == Int64(events.count))
         }
     }
+
+    /// Watches added one right after the other, each from the journal's head, each read every entry of theirs
+    /// (a watch added while the reader went back for the one before is not taken for having read what it has
+    /// not); and a watch from the head that has read nothing yet when the daemon stops reads, after the start,
+    /// what was written meanwhile.
+    @Test func watchesFromTheHeadReadEveryEntryWhateverComesBetween() async throws {
+        guard SystemdUnitTests.requireSandbox() else { return }
+        try await withSystemdSandbox(binaries: Self.binaries) { sandbox in
+            try sandbox.installUnits()
+            try sandbox.run("systemctl", "daemon-reload")
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            try sandbox.registerApp("org.example.mail", launchUnit: "example-mail.service")
+            try Self.runService(sandbox, "marks", "seq -f 'line %g' 1 20000 | sed 's/0$/0 mark/'")
+            let names = (1...6).map { "head\($0)" }
+            // Added at once: each change comes while the reader reads again from the head for the one before.
+            let adds = names.map { name in
+                "coalescectl watch add \(name) --unit marks.service --contains mark --kind k.\(name) --to org.example.mail --start head &"
+            }
+            let added = try sandbox.run("/bin/sh", "-c", adds.joined(separator: "\n") + "\nwait")
+            #expect(added.status == 0, "\(added.stderr)")
+            func matched() throws -> [String: Int64] {
+                let list = try JSONParser.parse(try sandbox.run("coalescectl", "call", "io.coalesced.System.ListWatches", "{}").stdout)
+                return Dictionary(uniqueKeysWithValues: (list["watches"]?.arrayValue ?? []).compactMap { watch in
+                    watch["name"]?.stringValue.map { ($0, watch["matched"]?.intValue ?? -1) }
+                })
+            }
+            try? waitUntil("each watch to match every mark", timeout: .seconds(30), poll: .milliseconds(100)) {
+                try matched().count == names.count && matched().values.allSatisfy { $0 >= 2000 }
+            }
+            #expect(try matched() == Dictionary(uniqueKeysWithValues: names.map { ($0, 2000) }))
+
+            // A watch from the head of a unit that has logged nothing yet; the daemon stopped; 2,000 lines; started.
+            // Stopped at once after the add, before the watch can have read anything.
+            let quiet = try sandbox.run(
+                "/bin/sh", "-c",
+                "coalescectl watch add later --unit later.service --kind k.later --to org.example.mail --start head && systemctl stop coalesced.service"
+            )
+            #expect(quiet.status == 0, "\(quiet.stderr)")
+            try Self.runService(sandbox, "later", "seq -f 'later %g' 1 2000")
+            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+            try? waitUntil("the later watch to read what was written while the daemon was stopped", timeout: .seconds(30), poll: .milliseconds(100)) {
+                try matched()["later"] == 2000
+            }
+            #expect(try matched()["later"] == 2000)
+            let log = try sandbox.run("journalctl", "-o", "cat", "-u", "coalesced.service").stdout
+            #expect(!log.contains("is gone"), "no position was lost: \(log)")
+        }
+    }
 }

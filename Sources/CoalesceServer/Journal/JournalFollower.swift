@@ -63,13 +63,14 @@ final class JournalFollower: @unchecked Sendable {
         var poster: VarlinkPeer
         /// Entries at or before it were read for the watch before (by an earlier run, or before a seek back).
         var skip: JournalCursor?
-        /// Reads from the journal's head: nothing is skipped, and the reader goes back there.
-        var fromHead = false
         /// By app, the position up to which the watch posted to it (written with those posts).
         var appSkips: [AppName: JournalCursor] = [:]
         var inFlight = 0
         /// The watch's own position last written.
         var written: String?
+        /// It has read an entry past where it started: it has read everything up to the reader's position (a
+        /// watch that has not may be waiting for a seek back to reach its start).
+        var caughtUp = false
 
         var watch: JournalWatch { self.configured.watch }
     }
@@ -99,6 +100,8 @@ final class JournalFollower: @unchecked Sendable {
     private var standsOnUnread = false
     private var rewindWanted = false
     private var recipients: [WatchName: [AppName]] = [:]
+    /// What the watches matched in the pass under way, added to the shared figures at its end (one lock a pass).
+    private var passFigures: [WatchName: WatchFigures] = [:]
     private var lastIdleWrite = ContinuousClock.now
 
     init(apps: AppManager, store: Store, settings: JournalSettings, logger: Logger) throws(SystemdError) {
@@ -115,9 +118,10 @@ final class JournalFollower: @unchecked Sendable {
 
     /// Starts the thread, following `watches` (their positions from the store, a new one's from the journal's
     /// tail).
-    func start(_ watches: [ConfiguredWatch]) {
-        self.shared.withLock { $0.commands.append(.watches(watches, starts: [:])) }
+    func start(_ watches: [ConfiguredWatch], starts: [WatchName: WatchStart] = [:]) {
+        self.shared.withLock { $0.commands.append(.watches(watches, starts: starts)) }
         let thread = Thread { [self] in
+            Self.nameThisThread()
             self.run()
             self.ended.signal()
         }
@@ -135,7 +139,8 @@ final class JournalFollower: @unchecked Sendable {
         self.ended.wait()
     }
 
-    /// Follows `watches` from now on; a new one starts where `starts` says (the tail by default).
+    /// Follows `watches` from now on; one without a stored position starts where `starts` says (the tail by
+    /// default).
     func follow(_ watches: [ConfiguredWatch], starts: [WatchName: WatchStart] = [:]) {
         self.shared.withLock { $0.commands.append(.watches(watches, starts: starts)) }
         self.wakeup.set()
@@ -222,6 +227,7 @@ final class JournalFollower: @unchecked Sendable {
                 try self.evaluate(reader)
             }
             more = read == Self.passSize
+            self.addPassFigures()
             if read > 0, let cursor = JournalCursor(try reader.cursor()) {
                 self.position = cursor
                 let age = more ? max(0, Date().timeIntervalSince1970 - Double(cursor.realtime) / 1e6) : 0
@@ -233,9 +239,22 @@ final class JournalFollower: @unchecked Sendable {
                 self.shared.withLock { $0.reader.lagSeconds = 0 }
             }
         } catch {
+            self.addPassFigures()
             self.readFailed(error)
         }
         return more
+    }
+
+    private func addPassFigures() {
+        guard !self.passFigures.isEmpty else { return }
+        let figures = self.passFigures
+        self.passFigures = [:]
+        self.shared.withLock { shared in
+            for (name, pass) in figures {
+                shared.figures[name, default: WatchFigures()].matched += pass.matched
+                if let last = pass.lastMatched { shared.figures[name, default: WatchFigures()].lastMatched = last }
+            }
+        }
     }
 
     /// Tests the entry the reader stands on against each watch, and hands what matched to the batcher.
@@ -252,12 +271,19 @@ final class JournalFollower: @unchecked Sendable {
             if cursor == nil { cursor = JournalCursor(try reader.cursor()) }
             return cursor
         }
+        var realtime: UInt64?
+        // Watches with the same fields share the payload they make of the entry.
+        var payloads: [[String]: JSONObject] = [:]
         let now = ContinuousClock.now
         for name in self.order {
             guard var followed = self.followed[name] else { continue }
             if let skip = followed.skip {
                 guard let entry = try current(), entry.isAfter(skip) else { continue }
                 followed.skip = nil
+                followed.caughtUp = true
+                self.followed[name] = followed
+            } else if !followed.caughtUp {
+                followed.caughtUp = true
                 self.followed[name] = followed
             }
             guard followed.watch.selection.admits(field) else { continue }
@@ -265,21 +291,32 @@ final class JournalFollower: @unchecked Sendable {
                 guard let message = field("MESSAGE"), matcher.matches(message) else { continue }
             }
             guard let entry = try current() else { continue }
-            let realtime = try reader.realtimeMicroseconds()
-            self.shared.withLock {
-                $0.figures[name, default: WatchFigures()].matched += 1
-                $0.figures[name, default: WatchFigures()].lastMatched = Double(realtime) / 1e6
+            let time: UInt64
+            if let known = realtime {
+                time = known
+            } else {
+                time = try reader.realtimeMicroseconds()
             }
-            var payload: JSONObject = [:]
-            for name in followed.watch.fields {
-                let value: String?
-                switch name {
-                case "__CURSOR": value = entry.text
-                case "__REALTIME_TIMESTAMP": value = String(realtime)
-                case "__MONOTONIC_TIMESTAMP": value = String(entry.monotonic)
-                default: value = field(name)
+            realtime = time
+            self.passFigures[name, default: WatchFigures()].matched += 1
+            self.passFigures[name, default: WatchFigures()].lastMatched = Double(time) / 1e6
+            let payload: JSONObject
+            if let made = payloads[followed.watch.fields] {
+                payload = made
+            } else {
+                var made: JSONObject = [:]
+                for name in followed.watch.fields {
+                    let value: String?
+                    switch name {
+                    case "__CURSOR": value = entry.text
+                    case "__REALTIME_TIMESTAMP": value = String(time)
+                    case "__MONOTONIC_TIMESTAMP": value = String(entry.monotonic)
+                    default: value = field(name)
+                    }
+                    if let value { made[name] = .string(Self.bounded(value)) }
                 }
-                if let value { payload[name] = .string(Self.bounded(value)) }
+                payloads[followed.watch.fields] = made
+                payload = made
             }
             let queue: Bool
             if case .queue = followed.watch.policy { queue = true } else { queue = false }
@@ -375,6 +412,8 @@ final class JournalFollower: @unchecked Sendable {
             self.order = []
             return
         }
+        // The new union of matches first: a new watch's start (the tail, a time) is then an entry the watches read.
+        self.applyMatches(reader, watches)
         let stored = (try? self.store.journalPositions()) ?? [:]
         var next: [WatchName: Followed] = [:]
         var tail: JournalCursor?
@@ -382,15 +421,16 @@ final class JournalFollower: @unchecked Sendable {
             let name = configured.name
             if var kept = self.followed[name], kept.configured.watch == configured.watch {
                 kept.configured = configured
-                // Everything up to where the reader is was read for it.
-                if kept.skip == nil || (self.position.map { kept.skip!.isAfter($0) } == false) { kept.skip = self.position }
+                // A watch that has caught up has read everything up to where the reader is; one that has not keeps
+                // where it starts.
+                if kept.caughtUp { kept.skip = JournalCursor.later(kept.skip, self.position) }
                 next[name] = kept
                 continue
             }
             var matcher: MessageMatcher?
             if let pattern = configured.watch.pattern { matcher = try? MessageMatcher(pattern) }
             var followed = Followed(configured: configured, matcher: matcher, poster: Self.peer(configured.owner))
-            if starts[name] == nil, let positions = stored[name.value] {
+            if let positions = stored[name.value] {
                 // Where it was: its own position, and past it each app's.
                 followed.skip = positions[""].flatMap(JournalCursor.init)
                 for (app, text) in positions where !app.isEmpty {
@@ -402,21 +442,17 @@ final class JournalFollower: @unchecked Sendable {
                         earliest.map { cursor.isAfter($0) ? $0 : cursor } ?? cursor
                     }
                 }
-                followed.fromHead = followed.skip == nil
             } else {
                 switch starts[name] ?? .tail {
                 case .tail:
                     if tail == nil { tail = Self.tail(of: reader) }
                     followed.skip = tail
-                    followed.fromHead = tail == nil
                 case .head:
-                    followed.fromHead = true
+                    followed.skip = nil  // from the first entry the journal keeps
                 case .cursor(let text):
                     followed.skip = JournalCursor(text)
-                    followed.fromHead = followed.skip == nil
                 case .time(let microseconds):
                     followed.skip = Self.entryBefore(microseconds, in: reader)
-                    followed.fromHead = followed.skip == nil
                 }
                 if let skip = followed.skip {
                     self.store.setJournalPosition(watch: name.value, cursor: skip.text)
@@ -432,17 +468,16 @@ final class JournalFollower: @unchecked Sendable {
             shared.figures = shared.figures.filter { next[$0.key] != nil }
             for name in next.keys where shared.figures[name] == nil { shared.figures[name] = WatchFigures() }
         }
-        self.applyMatches(reader)
         self.seekToEarliest(reader)
     }
 
     /// The union of the watches' matches: any watch with none reads every entry.
-    private func applyMatches(_ reader: JournalReader) {
+    private func applyMatches(_ reader: JournalReader, _ watches: [ConfiguredWatch]) {
         reader.flushMatches()
-        guard !self.followed.values.contains(where: { $0.watch.selection.isEverything }) else { return }
+        guard !watches.contains(where: { $0.watch.selection.isEverything }) else { return }
         do {
-            for followed in self.followed.values {
-                for group in followed.watch.selection.matchGroups {
+            for configured in watches {
+                for group in configured.watch.selection.matchGroups {
                     for term in group { try reader.addMatch(term) }
                     try reader.addDisjunction()
                 }
@@ -461,7 +496,7 @@ final class JournalFollower: @unchecked Sendable {
         var fromHead = false
         for followed in self.followed.values {
             // A watch without a position has read up to the reader's position, unless it reads from the head.
-            guard let skip = followed.skip ?? (followed.fromHead ? nil : self.position) else {
+            guard let skip = followed.skip ?? (followed.caughtUp ? self.position : nil) else {
                 fromHead = true
                 break
             }
@@ -512,13 +547,22 @@ final class JournalFollower: @unchecked Sendable {
         guard let reader = self.reader else { return }
         self.logger.warning("Reading the journal failed (\(error)): seeking again", metadata: ["reason": "\(error)"])
         if let position = self.position {
-            for name in self.order {
+            for name in self.order where self.followed[name]?.caughtUp == true {
                 let skip = self.followed[name]?.skip
                 self.followed[name]?.skip = JournalCursor.later(skip, position)
             }
         }
         self.seekToEarliest(reader)
         if !JournalReader.needsSeek(error) { self.pause(.seconds(1)) }
+    }
+
+    /// Names the thread where `top -H`, `ps -L` and perf show it.
+    private static func nameThisThread() {
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var name = Self.threadName
+        _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Waits `duration`, or until another thread wakes the thread (a stop, a command).

@@ -12,6 +12,8 @@ final class JournalWatches: Sendable {
         var settings: JournalSettings
         /// Added at run time, by name.
         var runtime: [WatchName: ConfiguredWatch] = [:]
+        /// Where each watch added at run time began: where it begins again while it has no position yet.
+        var starts: [WatchName: WatchStart] = [:]
     }
 
     private let state: Mutex<State>
@@ -27,6 +29,7 @@ final class JournalWatches: Sendable {
         self.store = store
         self.logger = logger
         var runtime: [WatchName: ConfiguredWatch] = [:]
+        var starts: [WatchName: WatchStart] = [:]
         do {
             for row in try store.watchRows() {
                 do {
@@ -35,6 +38,7 @@ final class JournalWatches: Sendable {
                     }
                     let watch = try WatchDefinition.watch(from: object)
                     runtime[watch.name] = ConfiguredWatch(watch: watch, owner: row.owner, origin: .runtime)
+                    starts[watch.name] = object["start"]?.stringValue.flatMap(WatchDefinition.start(parsing:))
                 } catch {
                     logger.error("Journal watch left out: \(error)", metadata: ["watch": "\(row.name)"])
                 }
@@ -42,7 +46,7 @@ final class JournalWatches: Sendable {
         } catch {
             logger.error("Cannot read the journal watches added at run time: \(error)")
         }
-        self.state = Mutex(State(settings: settings, runtime: runtime))
+        self.state = Mutex(State(settings: settings, runtime: runtime, starts: starts))
         var follower: JournalFollower?
         if settings.follows {
             do {
@@ -63,9 +67,9 @@ final class JournalWatches: Sendable {
     }
 
     func start() {
-        let watches = self.state.withLock { Self.all($0) }
+        let (watches, starts) = self.state.withLock { (Self.all($0), $0.starts) }
         self.warnOfUnknownTargets(watches)
-        self.follower?.start(watches)
+        self.follower?.start(watches, starts: starts)
         // A watch no longer configured nor stored starts afresh if it comes back.
         self.store.forgetPositions(except: Set(watches.map(\.name.value)))
     }
@@ -84,11 +88,11 @@ final class JournalWatches: Sendable {
 
     /// Follows the reloaded configuration's watches (checked with ``problem(with:)``).
     func reload(_ settings: JournalSettings) {
-        let watches = self.state.withLock { state in
+        let (watches, starts) = self.state.withLock { state in
             state.settings = settings
-            return Self.all(state)
+            return (Self.all(state), state.starts)
         }
-        self.follower?.follow(watches)
+        self.follower?.follow(watches, starts: starts)
     }
 
     /// How many watches a user who is not an administrator may add (``JournalSettings/userWatches``).
@@ -122,18 +126,21 @@ final class JournalWatches: Sendable {
                 )
             }
             state.runtime[watch.name] = configured  // taken now, so that a second add of the name is refused
+            state.starts[watch.name] = start
             return nil
         }
         if let refusal { throw refusal }
         do {
-            let row = Store.WatchRow(name: watch.name.value, definition: JSONValue.object(WatchDefinition.object(watch)).jsonText, owner: owner.uid)
+            var definition = WatchDefinition.object(watch)
+            definition["start"] = .string(WatchDefinition.text(of: start))
+            let row = Store.WatchRow(name: watch.name.value, definition: JSONValue.object(definition).jsonText, owner: owner.uid)
             try await self.store.addWatch(row, from: nil)
         } catch {
             _ = self.state.withLock { $0.runtime.removeValue(forKey: watch.name) }
             throw .storageFailed(reason: "\(error)")
         }
-        let watches = self.state.withLock { Self.all($0) }
-        self.follower?.follow(watches, starts: [watch.name: start])
+        let (watches, starts) = self.state.withLock { (Self.all($0), $0.starts) }
+        self.follower?.follow(watches, starts: starts)
         self.logger.notice(
             "Journal watch \(watch.name) added by uid \(owner.uid): \(Self.summary(watch))",
             metadata: ["watch": "\(watch.name)", "uid": "\(owner.uid)"]
@@ -171,11 +178,12 @@ final class JournalWatches: Sendable {
         } catch {
             throw .storageFailed(reason: error.description)
         }
-        let watches = self.state.withLock { state in
+        let (watches, starts) = self.state.withLock { state in
             state.runtime[watchName] = nil
-            return Self.all(state)
+            state.starts[watchName] = nil
+            return (Self.all(state), state.starts)
         }
-        self.follower?.follow(watches)
+        self.follower?.follow(watches, starts: starts)
         self.logger.notice("Journal watch \(name) removed", metadata: ["watch": "\(name)"])
     }
 

@@ -11,12 +11,15 @@ final class MessageMatcher: @unchecked Sendable {
     static let maximumMessageBytes = 16 << 10
 
     private let pattern: MessagePattern
+    /// The text a contains pattern looks for.
+    private let needle: [UInt8]
     private var compiled = regex_t()
     private let isRegex: Bool
 
     /// - Throws: ``WatchProblem/Reason`` with the compiler's own words for a regular expression it refuses.
     init(_ pattern: MessagePattern) throws(WatchProblem.Reason) {
         self.pattern = pattern
+        self.needle = Array(pattern.text.utf8)
         guard case .regex(let text) = pattern else {
             self.isRegex = false
             return
@@ -31,19 +34,35 @@ final class MessageMatcher: @unchecked Sendable {
         self.isRegex = true
     }
 
+    /// Whether `needle` occurs in `haystack`: memchr to each place its first byte is, memcmp there.
+    private static func find(_ needle: UnsafeBufferPointer<UInt8>, in haystack: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = needle.first, let base = haystack.baseAddress, let needleBase = needle.baseAddress else {
+            return needle.isEmpty
+        }
+        var start = 0
+        while haystack.count - start >= needle.count {
+            guard let found = memchr(base + start, Int32(first), haystack.count - start - needle.count + 1) else { return false }
+            let offset = UnsafeRawPointer(found) - UnsafeRawPointer(base)
+            if memcmp(base + offset, needleBase, needle.count) == 0 { return true }
+            start = offset + 1
+        }
+        return false
+    }
+
     deinit {
         if self.isRegex { regfree(&self.compiled) }
     }
 
     /// Whether `message` (its first ``maximumMessageBytes`` bytes) matches.
     func matches(_ message: String) -> Bool {
-        var bytes = Array(message.utf8.prefix(Self.maximumMessageBytes))
         switch self.pattern {
-        case .contains(let text):
-            let needle = Array(text.utf8)
-            guard needle.count <= bytes.count else { return false }
-            return (0...(bytes.count - needle.count)).contains { start in bytes[start..<(start + needle.count)].elementsEqual(needle) }
+        case .contains:
+            var message = message
+            return message.withUTF8 { haystack in
+                self.needle.withUnsafeBufferPointer { Self.find($0, in: UnsafeBufferPointer(rebasing: haystack.prefix(Self.maximumMessageBytes))) }
+            }
         case .regex:
+            var bytes = Array(message.utf8.prefix(Self.maximumMessageBytes))
             bytes.append(0)
             return bytes.withUnsafeBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { regexec(&self.compiled, $0.baseAddress, 0, nil, 0) == 0 }

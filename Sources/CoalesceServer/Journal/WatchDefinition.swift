@@ -82,6 +82,31 @@ enum WatchDefinition {
         return watch
     }
 
+    /// Where a watch begins, as AddWatch takes it: tail, head, cursor=CURSOR or since=SECONDS; `nil` for text that
+    /// is none of them.
+    static func start(parsing text: String) -> WatchStart? {
+        if text == "tail" { return .tail }
+        if text == "head" { return .head }
+        if text.hasPrefix("cursor="), JournalCursor(String(text.dropFirst("cursor=".count))) != nil {
+            return .cursor(String(text.dropFirst("cursor=".count)))
+        }
+        // Up to the year 5138: past that a wall-clock time in microseconds leaves 64 bits.
+        if text.hasPrefix("since="), let seconds = Double(text.dropFirst("since=".count)), seconds >= 0, seconds < 1e11 {
+            return .time(realtimeMicroseconds: UInt64(seconds * 1_000_000))
+        }
+        return nil
+    }
+
+    /// A start as ``start(parsing:)`` reads it back.
+    static func text(of start: WatchStart) -> String {
+        switch start {
+        case .tail: "tail"
+        case .head: "head"
+        case .cursor(let cursor): "cursor=\(cursor)"
+        case .time(let microseconds): "since=\(Double(microseconds) / 1e6)"
+        }
+    }
+
     /// The definition of a watch, as ``watch(from:)`` reads it back.
     static func object(_ watch: JournalWatch) -> JSONObject {
         var object: JSONObject = ["name": .string(watch.name.value)]
