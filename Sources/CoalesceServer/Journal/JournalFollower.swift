@@ -99,6 +99,8 @@ final class JournalFollower: @unchecked Sendable {
     /// The reader stands on an entry not yet read for the watches (after a seek whose position was gone).
     private var standsOnUnread = false
     private var rewindWanted = false
+    /// Where the watches without a position start, as last given: a rewind starts them there again.
+    private var starts: [WatchName: WatchStart] = [:]
     private var recipients: [WatchName: [AppName]] = [:]
     /// What the watches matched in the pass under way, added to the shared figures at its end (one lock a pass).
     private var passFigures: [WatchName: WatchFigures] = [:]
@@ -407,6 +409,7 @@ final class JournalFollower: @unchecked Sendable {
     /// Follows `watches`: matches rebuilt from their union, and the reader placed at the earliest position any of
     /// them needs.
     private func change(to watches: [ConfiguredWatch], starts: [WatchName: WatchStart]) {
+        self.starts = starts
         guard !watches.isEmpty || self.reader != nil, let reader = self.openReader() else {
             self.followed = [:]
             self.order = []
@@ -529,7 +532,7 @@ final class JournalFollower: @unchecked Sendable {
 
     /// Reads again from the positions on disk: a post of some watch was not kept.
     private func rewind() {
-        guard let reader = self.reader else { return }
+        guard self.reader != nil else { return }
         self.rewindWanted = false
         self.batcher.forget()
         let watches = self.order.compactMap { self.followed[$0]?.configured }
@@ -537,8 +540,7 @@ final class JournalFollower: @unchecked Sendable {
         self.position = nil
         self.shared.withLock { $0.reader.rewinds += 1 }
         self.logger.warning("A journal watch's post was not kept: reading again from the positions on disk")
-        self.change(to: watches, starts: [:])
-        _ = reader
+        self.change(to: watches, starts: self.starts)
     }
 
     /// EBADMSG or EADDRNOTAVAIL while reading (a file damaged or changed under the reader): seek again from the
