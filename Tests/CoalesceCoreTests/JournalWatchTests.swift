@@ -433,7 +433,7 @@ extension JournalWatchTests {
         /// and one window's more in each further interval); with the timer on time, no entry waits longer than an
         /// interval.
         @Test func everyEntryIsPostedOnceAndTheRateIsBounded() async {
-            await propertyCheck(count: 300, input: Gen.int(in: 0...(160 * 8 - 1)).array(of: 0...200)) { codes in
+            await propertyCheck(count: 100, input: Gen.int(in: 0...(160 * 8 - 1)).array(of: 0...200)) { codes in
                 let interval = 100
                 let burst = 3
                 var batcher = TestBatcher(interval: .milliseconds(interval), burst: burst)

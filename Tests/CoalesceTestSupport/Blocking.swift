@@ -32,8 +32,9 @@ public final class DispatchSemaphoreBox: @unchecked Sendable {
 }
 
 /// A client for tests: like `VarlinkClient(path:)`, but a reply that does not come within `timeout` fails the call
-/// instead of hanging the test run.
-public func testClient(_ path: String, timeout: Duration = .seconds(30)) throws -> VarlinkClient {
+/// instead of hanging the test run. Generous: in a whole run, the CPU-bound property tests can hold both threads of
+/// the concurrency pool that in-process servers answer on for tens of seconds.
+public func testClient(_ path: String, timeout: Duration = .seconds(120)) throws -> VarlinkClient {
     let client = try VarlinkClient(path: path)
     client.setReceiveTimeout(timeout)
     return client
