@@ -22,6 +22,7 @@ struct Status: ParsableCommand {
                 ("Apps", Self.apps(stats)),
                 ("Transitions", int("transitions")),
                 ("Store", Self.store(stats["storeWritable"])),
+                ("Set aside", Self.setAside(stats["setAside"] ?? .null)),
                 ("Events", Self.events(stats["events"] ?? .null)),
                 ("Held in memory", Self.held(stats["quotas"] ?? .null)),
                 ("Your quotas", Self.caller(stats["quotas"]?["caller"] ?? .null)),
@@ -38,6 +39,18 @@ struct Status: ParsableCommand {
                 ("Journal", Self.journal(stats["journal"] ?? .null)),
             ])
         )
+    }
+
+    /// "none", or "org.example.mail: 3 rows (what it holds of mail.received cannot be read), set aside …": apps whose
+    /// held data a start could not read back.
+    static func setAside(_ list: JSONValue) -> String {
+        guard let entries = list.arrayValue else { return "?" }
+        guard !entries.isEmpty else { return "none" }
+        return entries.map { entry in
+            let rows = entry["rows"]?.intValue ?? 0
+            let when = entry["at"]?.doubleValue.map { ", set aside \(CtlOutput.timestamp($0))" } ?? ""
+            return "\(entry["app"]?.stringValue ?? "?"): \(rows) row\(rows == 1 ? "" : "s") (\(entry["reason"]?.stringValue ?? "?"))\(when)"
+        }.joined(separator: "; ") + "; kept in the store's setAside table"
     }
 
     /// "sleep inhibitor held, slept 2026-11-27 06:00:01 UTC, woke …; lock seat0 session 3 unlocked": what the

@@ -67,6 +67,9 @@ enum AppInterface {
                     guard name.utf8.count <= self.maximumTaskNameLength else {
                         throw VarlinkError.invalidParameter("name", reason: "longer than \(self.maximumTaskNameLength) bytes")
                     }
+                    if let problem = ControlCharacters.problem(inName: name, field: "the task's name") {
+                        throw VarlinkError.invalidParameter("name", reason: problem)
+                    }
                     let task = try apps.beginBackgroundTask(name: try request.string("app"), uid: peer.uid, taskName: name)
                     // No budget (BackgroundTaskBudgetSec=infinity): no remainingSec.
                     guard let remaining = task.remaining else { return ["id": .int(Int64(task.id))] }
@@ -134,7 +137,11 @@ enum AppInterface {
                     let data: String?
                     switch request.call.parameters["data"] {
                     case nil, .null?: data = nil
-                    case .string(let text)?: data = text
+                    case .string(let text)?:
+                        if let problem = ControlCharacters.problem(inText: text, field: "the state") {
+                            throw VarlinkError.invalidParameter("data", reason: problem)
+                        }
+                        data = text
                     default: throw VarlinkError.invalidParameter("data", reason: "expected a string")
                     }
                     try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
@@ -195,6 +202,9 @@ enum AppInterface {
                     reason: "a background mode is 1 to \(self.maximumModeLength) bytes; this one is \(mode.utf8.count)"
                 )
             }
+            if let problem = ControlCharacters.problem(inName: mode, field: "the background mode") {
+                throw AppError.invalidBackgroundMode(mode: mode, reason: problem)
+            }
             modes.insert(mode)
         }
         return modes
@@ -220,11 +230,12 @@ enum AppInterface {
         guard let value, value != .null else { return .keep }
         if value == "" { return .clear }
         guard let unit = value.stringValue else { throw VarlinkError.invalidParameter("launchUnit", reason: "expected a string") }
-        guard unit.hasSuffix(".service"), unit.count > ".service".count, unit.utf8.count <= 255, !unit.contains("/")
+        guard unit.hasSuffix(".service"), unit.count > ".service".count, unit.utf8.count <= 255, !unit.contains("/"),
+            ControlCharacters.first(in: unit) == nil
         else {
             throw AppError.invalidLaunchUnit(
                 unit: unit,
-                reason: "expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or \"\" for none"
+                reason: "expected the name of a service unit (NAME.service, at most 255 bytes, no '/' and no control character), or \"\" for none"
             )
         }
         return .set(unit, byAdmin: byAdmin)

@@ -53,12 +53,14 @@ public enum MessageID {
     public static let lockChanged = "b8a27dfd229b4272b6e884b7ec4e0975"
     /// The journal entry at a watch's read position is gone: reading goes on from the closest entry after it.
     public static let journalPositionLost = "f3252ac6e7c34a55bb6a24bd855aee14"
+    /// What an app holds could not be read back from the store at start: it was set aside, and the daemon started.
+    public static let heldDataSetAside = "561c8856c781489094ec9e0b515fe4c1"
 
     /// Every MESSAGE_ID, for checking the catalog.
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
         taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
-        sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost,
+        sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost, heldDataSetAside,
     ]
 }
 

@@ -238,7 +238,7 @@ enum EventCoding {
     /// An event as the store keeps it; `nil` when the text is not one.
     static func decodeEvent(_ text: String) -> Queue.Event? {
         guard let value = try? JSONParser.parse(text), let kindName = value["kind"]?.stringValue,
-            let kind = try? EventKind(kindName), let count = value["count"]?.intValue,
+            let kind = try? EventKind(stored: kindName), let count = value["count"]?.intValue,
             let first = value["firstPosted"]?.doubleValue, let last = value["lastPosted"]?.doubleValue
         else { return nil }
         return Queue.Event(

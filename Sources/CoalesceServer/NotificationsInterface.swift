@@ -14,7 +14,8 @@ enum NotificationsInterface {
                     ) { result in Self.answer(reply, result) { ["next": NotificationWire.seconds($0)] } }
                 },
                 "Cancel": .deferred { request, reply in
-                    try center.cancel(app: try request.string("app"), ids: try self.ids(request), peer: request.peer) { result in
+                    let app = try request.string("app")
+                    try center.cancel(app: app, ids: try self.ids(request, app: app), peer: request.peer) { result in
                         Self.answer(reply, result) { ["cancelled": .int(Int64($0))] }
                     }
                 },
@@ -46,7 +47,8 @@ enum NotificationsInterface {
                     ]
                 },
                 "RemoveDelivered": .deferred { request, reply in
-                    try center.removeDelivered(app: try request.string("app"), ids: try self.ids(request), peer: request.peer) { result in
+                    let app = try request.string("app")
+                    try center.removeDelivered(app: app, ids: try self.ids(request, app: app), peer: request.peer) { result in
                         Self.answer(reply, result) { ["removed": .int(Int64($0))] }
                     }
                 },
@@ -59,10 +61,13 @@ enum NotificationsInterface {
                     }
                 },
                 "Respond": .streaming { request, responder in
-                    try await center.respond(
-                        app: try request.string("app"), id: try request.string("id"), action: try request.string("action"),
-                        text: request.call.parameters["text"]?.stringValue, peer: request.peer
-                    )
+                    let (app, id, action) = (try request.string("app"), try request.string("id"), try request.string("action"))
+                    let text = request.call.parameters["text"]?.stringValue
+                    let problem = ControlCharacters.problem(inText: id, field: "the id")
+                        ?? ControlCharacters.problem(inText: action, field: "the action")
+                        ?? text.flatMap { ControlCharacters.problem(inText: $0, field: "text") }
+                    if let problem { throw NotificationError.invalidRequest(app: app, id: id, reason: problem) }
+                    try await center.respond(app: app, id: id, action: action, text: text, peer: request.peer)
                     responder.finish()
                 },
                 "Presentations": .streaming { request, responder in
@@ -85,15 +90,22 @@ enum NotificationsInterface {
         }
     }
 
-    /// Cancel's and RemoveDelivered's `ids` or `all`: the ids, or `nil` for all; one of them, not both.
-    private static func ids(_ request: VarlinkRequest) throws(VarlinkError) -> [String]? {
+    /// Cancel's and RemoveDelivered's `ids` or `all`: the ids, or `nil` for all; one of them, not both. An id with
+    /// a NUL is no request's (the store cannot keep one), and is refused rather than looked for; one with another
+    /// control character may be an older daemon's, and is looked for.
+    private static func ids(_ request: VarlinkRequest, app: String) throws -> [String]? {
         let all = request.call.parameters["all"]?.boolValue ?? false
         let ids = request.call.parameters["ids"]?.arrayValue?.compactMap(\.stringValue)
+        for id in ids ?? [] {
+            if let problem = ControlCharacters.problem(inText: id, field: "the id") {
+                throw NotificationError.invalidRequest(app: app, id: id, reason: problem)
+            }
+        }
         switch (ids, all) {
         case (nil, true): return nil
         case (let ids?, false): return ids
-        case (_?, true): throw .invalidParameter("all", reason: "give ids or all, not both")
-        case (nil, false): throw .invalidParameter("ids", reason: "give the ids to remove, or all: true")
+        case (_?, true): throw VarlinkError.invalidParameter("all", reason: "give ids or all, not both")
+        case (nil, false): throw VarlinkError.invalidParameter("ids", reason: "give the ids to remove, or all: true")
         }
     }
 }

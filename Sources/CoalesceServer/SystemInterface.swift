@@ -40,6 +40,12 @@ enum SystemInterface {
                         "states": .object(states),
                         "transitions": .int(Int64(lifecycle.transitions)),
                         "storeWritable": .bool(apps.store.isWritable),
+                        "setAside": .array(apps.setAside.map { summary in
+                            [
+                                "app": .string(summary.app), "rows": .int(Int64(summary.rows)), "at": .double(summary.at),
+                                "reason": .string(summary.reason),
+                            ]
+                        }),
                         "events": .object({
                             let events = apps.eventStatistics
                             return [

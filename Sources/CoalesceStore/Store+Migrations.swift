@@ -121,6 +121,19 @@ extension Store {
                 table.primaryKey(["watch", "app"])
             }
         }
+        migrator.registerMigration("9: rows set aside") { db in
+            // What the daemon could not read back of an app at start, moved here whole (every row of the app's held
+            // data) so that the store opens and the rest of it is served. Kept until an operator removes it; not
+            // tied to the app's row, so that a purge does not take it.
+            try db.create(table: "setAside") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("app", .text).notNull()
+                table.column("at", .double).notNull()
+                table.column("reason", .text).notNull()
+                table.column("source", .text).notNull()  // the table the row was in
+                table.column("row", .text).notNull()  // the row, as a JSON object of its columns
+            }
+        }
         return migrator
     }
 }

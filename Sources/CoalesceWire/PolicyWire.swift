@@ -36,6 +36,7 @@ extension CoalescingPolicy {
         case "sum":
             guard let field = value["field"]?.stringValue, !field.isEmpty else { return .failure(.sumWithoutField) }
             guard field.utf8.count <= Self.maximumFieldLength else { return .failure(.fieldTooLong(field.utf8.count)) }
+            if let byte = ControlCharacters.first(in: field) { return .failure(.fieldHasControlCharacter(byte)) }
             return .success(.sum(field: field))
         case "queue":
             guard let bound = value["bound"], bound != .null else { return .failure(.queueWithoutBound) }

@@ -198,7 +198,7 @@ private func entry(_ fields: [String: String]) -> (String) -> String? { { fields
         selection.identifiers = [String(repeating: "i", count: 256)]
         _ = try self.watch(selection)
         selection.units = [""]
-        #expect(throws: WatchProblem(watch: "w", reason: "a unit or identifier must be 1 to 256 bytes without NUL: ''")) {
+        #expect(throws: WatchProblem(watch: "w", reason: "a unit or identifier must be 1 to 256 bytes without control characters: ''")) {
             try self.watch(selection)
         }
         selection.units = []

@@ -126,6 +126,9 @@ def test_each_trigger_has_its_next_date_and_the_errors_say_why(daemon):
             # 31 April does not exist: skipped, so this calendar matches no date at all.
             ({"id": "april", "trigger": {"calendar": {"month": 4, "day": 31}}, "content": {"title": "A"}}, "matches no date"),
             ({"id": "fast", "trigger": {"after": 30, "repeats": True}, "content": {"title": "F"}}, "at least 60 seconds"),
+            # A NUL would cut the id where the store keeps it: refused, with the character named.
+            ({"id": "k\u0000a", "content": {"title": "N"}}, "U+0000 (NUL)"),
+            ({"id": "thread", "content": {"title": "T", "threadId": "a\nb"}}, "threadId contains the control character U+000A"),
         ]:
             with pytest.raises(varlink.VarlinkError) as invalid:
                 notifications.Schedule(APP, request)

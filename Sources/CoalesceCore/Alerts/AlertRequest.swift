@@ -137,6 +137,8 @@ public enum AlertError: Error, Sendable, Hashable, CustomStringConvertible {
     case tooManyActions(Int)
     case badActionID(String)
     case duplicateActionID(String)
+    /// A string of the request that holds a control character where none may be (``ControlCharacters``).
+    case controlCharacter(String)
 
     public var description: String {
         switch self {
@@ -158,6 +160,7 @@ public enum AlertError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badActionID(let id):
             return "the action id '\(id)' is empty or one of default and dismiss, which every notification takes"
         case .duplicateActionID(let id): return "the action id '\(id)' is given twice"
+        case .controlCharacter(let reason): return reason
         }
     }
 }
@@ -167,6 +170,7 @@ extension AlertRequest {
     /// - Throws: ``AlertError``.
     public func validate() throws(AlertError) {
         guard !self.id.isEmpty else { throw .emptyID }
+        if let problem = self.controlCharacterProblem { throw .controlCharacter(problem) }
         if case .dropAfter(let grace) = self.late, grace < .zero { throw .negativeGrace(grace) }
         let buttons = self.content.actions
         guard buttons.count <= AlertButton.maximumCount else { throw .tooManyActions(buttons.count) }
@@ -183,5 +187,27 @@ extension AlertRequest {
         case .calendar(let components, _, _):
             try components.validate()
         }
+    }
+}
+
+extension AlertRequest {
+    /// Why a string of the request cannot be kept as it is: a control character in a name (the id, the thread,
+    /// the category, an action's id), or a NUL in text; `nil` when every string can.
+    var controlCharacterProblem: String? {
+        let content = self.content
+        var names = [("the id", self.id)]
+        if let thread = content.threadID { names.append(("threadId", thread)) }
+        if let category = content.categoryID { names.append(("categoryId", category)) }
+        names += content.actions.map { ("the action id '\($0.id)'", $0.id) }
+        for (field, text) in names {
+            if let problem = ControlCharacters.problem(inName: text, field: field) { return problem }
+        }
+        var texts = [("title", content.title), ("subtitle", content.subtitle), ("body", content.body), ("userInfo", content.userInfo)]
+        if let sound = content.sound { texts.append(("sound", sound)) }
+        texts += content.actions.map { ("the title of action '\($0.id)'", $0.title) }
+        for (field, text) in texts {
+            if let problem = ControlCharacters.problem(inText: text, field: field) { return problem }
+        }
+        return nil
     }
 }

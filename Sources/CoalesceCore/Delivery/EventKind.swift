@@ -25,6 +25,39 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public init(_ value: String) throws(EventKindError) {
         func fail(_ reason: String) -> EventKindError { EventKindError(kind: value, reason: reason) }
+        try Self.checkGrammar(value)
+        // By bytes: the labels are ASCII by now.
+        guard !value.startsWithBytes(of: Self.reservedPrefix) else { throw fail("lifecycle.* kinds are the daemon's own") }
+        guard !value.startsWithBytes(of: Self.notificationPrefix) else {
+            throw fail("notification.* kinds are the daemon's own")
+        }
+        guard !value.startsWithBytes(of: Self.systemPrefix) else { throw fail("system.* kinds are the daemon's own") }
+        self.value = value
+    }
+
+    /// A kind as the daemon wrote it to its store: any kind a client may post, and the daemon's own
+    /// (`notification.willPresent`, `system.clockChanged`, `lifecycle.…`), which it holds and sends like any other.
+    public init(stored value: String) throws(EventKindError) {
+        if !Self.isDaemonKind(value) { try Self.checkGrammar(value) }
+        self.value = value
+    }
+
+    /// Whether `value` is shaped as the daemon's own kinds are: a reserved prefix, then one camel-case name of ASCII
+    /// letters and digits (`notification.willPresent`).
+    private static func isDaemonKind(_ value: String) -> Bool {
+        let prefixes = [Self.reservedPrefix, Self.notificationPrefix, Self.systemPrefix]
+        guard let prefix = prefixes.first(where: { value.startsWithBytes(of: $0) }) else { return false }
+        let name = value.utf8.dropFirst(prefix.utf8CodeUnitCount)
+        guard let first = name.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"), name.count <= Self.maximumLength
+        else { return false }
+        return name.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+        }
+    }
+
+    private static func checkGrammar(_ value: String) throws(EventKindError) {
+        func fail(_ reason: String) -> EventKindError { EventKindError(kind: value, reason: reason) }
         guard !value.isEmpty else { throw fail("empty") }
         guard value.utf8.count <= Self.maximumLength else { throw fail("longer than \(Self.maximumLength) bytes") }
         switch DottedName.labels(of: value) {
@@ -33,13 +66,6 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
         case .failure(.badStart): throw fail("each label starts with a lower-case letter or digit")
         case .failure(.badCharacter): throw fail("only lower-case letters, digits, '-' and '_' between the dots")
         }
-        // By bytes: the labels are ASCII by now.
-        guard !value.startsWithBytes(of: Self.reservedPrefix) else { throw fail("lifecycle.* kinds are the daemon's own") }
-        guard !value.startsWithBytes(of: Self.notificationPrefix) else {
-            throw fail("notification.* kinds are the daemon's own")
-        }
-        guard !value.startsWithBytes(of: Self.systemPrefix) else { throw fail("system.* kinds are the daemon's own") }
-        self.value = value
     }
 
     /// One of the daemon's own kinds (`notification.willPresent`), which no client may post.
@@ -68,6 +94,8 @@ public enum PolicyProblem: Error, Sendable, Hashable {
     case sumWithoutField
     /// `sum` with a member name longer than ``CoalescingPolicy/maximumFieldLength``.
     case fieldTooLong(Int)
+    /// `sum` with a member name holding a control character (its byte): the member's name is a key.
+    case fieldHasControlCharacter(UInt8)
     /// `queue` without its bound.
     case queueWithoutBound
     /// `queue` with a bound that is not from 1 to ``CoalescingPolicy/maximumQueueBound`` (its text as given).
@@ -80,6 +108,8 @@ public enum PolicyProblem: Error, Sendable, Hashable {
         case .unknown(let name): return "'\(name)' is not a policy: " + Self.names(sum: "sum:FIELD", queue: "queue:BOUND")
         case .sumWithoutField: return "sum needs the member to add up, such as sum:unread"
         case .fieldTooLong(let length): return "sum's member is \(length) bytes; at most \(CoalescingPolicy.maximumFieldLength)"
+        case .fieldHasControlCharacter(let byte):
+            return "sum's member contains the control character \(ControlCharacters.name(of: byte)); member names take none"
         case .queueWithoutBound: return "queue needs a bound, such as queue:10"
         case .boundOutOfRange(let bound):
             return "queue's bound \(bound) is not a number from 1 to \(CoalescingPolicy.maximumQueueBound), such as queue:10"
@@ -93,7 +123,7 @@ public enum PolicyProblem: Error, Sendable, Hashable {
         case .unknown(let name):
             return "'\(name)' is not a policy: " + Self.names(sum: "sum (with field)", queue: "queue (with bound)")
         case .sumWithoutField: return "sum needs the member to add up in field, such as \"unread\""
-        case .fieldTooLong: return self.text
+        case .fieldTooLong, .fieldHasControlCharacter: return self.text
         case .queueWithoutBound: return "queue needs a bound, such as 10"
         case .boundOutOfRange(let bound):
             return "queue's bound \(bound) is not a number from 1 to \(CoalescingPolicy.maximumQueueBound)"
@@ -149,6 +179,7 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
         case ("netChange"?, nil): self = .netChange
         case ("sum"?, let field?) where !field.isEmpty:
             guard field.utf8.count <= Self.maximumFieldLength else { throw .fieldTooLong(field.utf8.count) }
+            if let byte = ControlCharacters.first(in: field) { throw .fieldHasControlCharacter(byte) }
             self = .sum(field: field)
         case ("queue"?, let bound?):
             guard let number = Int(bound), number >= 1, number <= Self.maximumQueueBound else {

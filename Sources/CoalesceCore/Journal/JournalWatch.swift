@@ -242,8 +242,8 @@ public struct JournalWatch: Sendable, Hashable {
             }
         }
         for value in self.selection.units + self.selection.userUnits + self.selection.identifiers
-        where value.isEmpty || value.utf8.contains(0) || value.utf8.count > 256 {
-            throw fail("a unit or identifier must be 1 to 256 bytes without NUL: '\(value)'")
+        where value.isEmpty || ControlCharacters.first(in: value) != nil || value.utf8.count > 256 {
+            throw fail("a unit or identifier must be 1 to 256 bytes without control characters: '\(value)'")
         }
         if let ceiling = self.selection.priority, !(0...7).contains(ceiling) {
             throw fail("priority \(ceiling) is not 0 (emerg) to 7 (debug)")

@@ -54,6 +54,29 @@ extension AppManager {
         return restoring
     }
 
+    /// Puts aside what each app of `unreadable` holds in the store, which this start could not read back: moved
+    /// whole to the store's `setAside` table (kept for an operator), so that the app starts with nothing held and
+    /// every other app is served. Each move is submitted before any other write of this start; it is logged once on
+    /// disk, and one that fails leaves the rows where they were, to be tried again at the next start.
+    func setAside(_ unreadable: [(app: String, reason: String, declarations: Bool)]) {
+        for (app, reason, declarations) in unreadable {
+            let metadata: Logger.Metadata = ["message_id": "\(MessageID.heldDataSetAside)", "app": "\(app)", "reason": "\(reason)"]
+            self.store.setAside(app: app, reason: reason, at: wallClock(), declarations: declarations).whenFinished { result in
+                switch result {
+                case .success:
+                    self.logger.error(
+                        "What \(app) holds cannot be read (\(reason)): set aside in the store, and the app starts with nothing held",
+                        metadata: metadata
+                    )
+                    // Read again off the writer's thread: the summary counts every row set aside, of every start.
+                    Task { if let summaries = try? self.store.setAsideSummaries() { self.setAsideData.withLock { $0 = summaries } } }
+                case .failure(let error):
+                    self.logger.error("What \(app) holds cannot be read (\(reason)), and setting it aside failed: \(error)", metadata: metadata)
+                }
+            }
+        }
+    }
+
     /// An app taken up at start-up whose process has not attached again: it no longer counts as the app (its next
     /// attach launches it anew).
     func reattachTimedOut(_ appName: AppName, timeout: Duration) {

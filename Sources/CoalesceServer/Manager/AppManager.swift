@@ -222,6 +222,8 @@ final class AppManager: Sendable {
     /// FreezeUnit and ThawUnit of apps' launch units (`+Suspension`); they block.
     let unitControl: UnitControl
     let state: Mutex<State>
+    /// What the store has set aside, per app: what a start could not read back (``setAside(_:)``).
+    let setAsideData: Mutex<[Store.SetAsideSummary]>
     /// The first sequence number of this generation of the daemon.
     let firstSequence: UInt64
     /// The first number of the first run's generation (1): generation << 32 + 1.
@@ -263,6 +265,13 @@ final class AppManager: Sendable {
         self.firstSequence = UInt64(store.generation) << 32 + 1
         // A start on a full disk has said so (once): the first refused write is not news.
         state.storeFailing = !store.isWritable
+        // A row that cannot be read sets aside what its app holds (`setAside`): starting without it silently would
+        // lose it, and refusing to start would stop every other app's service over one app's data.
+        var unreadable: [String: (reason: String, declarations: Bool)] = [:]
+        func cannotRead(_ app: String, _ what: String, declarations: Bool = false) {
+            if unreadable[app] == nil { unreadable[app] = (what, declarations) }
+            if declarations { unreadable[app]!.declarations = true }
+        }
         for (registration, declarations) in try store.apps() {
             var record = Record(
                 registration: registration,
@@ -274,40 +283,49 @@ final class AppManager: Sendable {
                 inbox: AppInbox(kindLimit: daemon.configuration.maxKindsPerApp),
                 account: state.ledger.account(of: registration.owner)
             )
-            guard let stored = EventDeclarations(stored: declarations) else {
-                throw .damaged(path: store.path, what: "the event declarations of \(registration.name) cannot be read")
+            if let stored = EventDeclarations(stored: declarations) {
+                record.declarations = stored
+            } else {
+                cannotRead(registration.name.value, "its event declarations cannot be read", declarations: true)
             }
-            record.declarations = stored
             state.records[registration.name] = record
             for topic in record.declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
         }
-        // A row that cannot be read is a damaged store: starting without it would lose what it holds, silently.
-        try store.eachHeldRow { row throws(StoreError) in
-            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+        try store.eachHeldRow { row in
+            guard let app = try? AppName(row.app), let kind = try? EventKind(stored: row.kind),
                 let slot = EventCoding.decodeSlot(row.slot)
-            else { throw .damaged(path: store.path, what: "what \(row.app) holds of \(row.kind) cannot be read") }
+            else { return cannotRead(row.app, "what it holds of \(row.kind) cannot be read") }
             state.records[app]?.inbox.restore(kind, slot)
         }
-        try store.eachQueuedRow { row throws(StoreError) in
-            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+        try store.eachQueuedRow { row in
+            guard let app = try? AppName(row.app), let kind = try? EventKind(stored: row.kind),
                 let payload = try? JSONParser.parse(row.payload)
-            else { throw .damaged(path: store.path, what: "entry \(row.serial) of \(row.app)'s \(row.kind) cannot be read") }
+            else { return cannotRead(row.app, "entry \(row.serial) of its \(row.kind) cannot be read") }
             state.records[app]?.inbox.restore(kind, .init(payload: EventPayload(payload), posted: row.posted, serial: row.serial))
         }
-        try store.eachDeliveryRow { row throws(StoreError) in
+        try store.eachDeliveryRow { row in
             guard let app = try? AppName(row.app), let event = EventCoding.decodeEvent(row.event)
-            else { throw .damaged(path: store.path, what: "event \(row.id) sent to \(row.app) cannot be read") }
+            else { return cannotRead(row.app, "event \(row.id) sent to it cannot be read") }
             state.records[app]?.inbox.restore(AppInbox.Stored(id: row.id, event: event))
         }
         for row in try store.baselineRows() {
-            guard let app = try? AppName(row.app), let kind = try? EventKind(row.kind),
+            guard let app = try? AppName(row.app), let kind = try? EventKind(stored: row.kind),
                 let payload = try? JSONParser.parse(row.payload)
-            else { throw .damaged(path: store.path, what: "what \(row.app) last received of \(row.kind) cannot be read") }
+            else {
+                cannotRead(row.app, "what it last received of \(row.kind) cannot be read")
+                continue
+            }
             state.records[app]?.inbox.restoreBaseline(kind, EventPayload(payload))
+        }
+        for app in unreadable.keys {
+            if let name = try? AppName(app) { state.records[name]?.inbox = AppInbox(kindLimit: daemon.configuration.maxKindsPerApp) }
         }
         let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
         Self.account(&state, adminGroup: daemon.configuration.adminGroup)
         self.state = Mutex(state)
+        self.setAsideData = Mutex(try store.setAsideSummaries())
+        // Submitted before any write of held data, so that none of the app's can land on a row set aside.
+        self.setAside(unreadable.sorted { $0.key < $1.key }.map { ($0.key, $0.value.reason, $0.value.declarations) })
         // With LaunchTimeoutSec=infinity an app that outlived the daemon may take as long as it needs to attach. One
         // whose process is held cannot attach: its time starts when it is continued (`+Suspension`).
         for appName in restoring {
@@ -320,6 +338,9 @@ final class AppManager: Sendable {
     }
 
     var count: Int { self.state.withLock { $0.records.count } }
+
+    /// What the store keeps set aside, per app.
+    var setAside: [Store.SetAsideSummary] { self.setAsideData.withLock { $0 } }
 
     /// Apps per state, and transitions since start.
     var statistics: (states: [AppState: Int], transitions: Int) {
