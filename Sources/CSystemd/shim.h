@@ -12,5 +12,12 @@
 #include <sys/timerfd.h>
 // eventfd, which wakes the D-Bus connection's thread.
 #include <sys/eventfd.h>
+// prctl, which Swift cannot call (it takes variable arguments): the daemon as a child subreaper, so that what a
+// notification command leaves behind comes back to the daemon to be killed and reaped.
+#include <sys/prctl.h>
+
+static inline int coalesced_set_child_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
 
 #endif

@@ -12,6 +12,13 @@ import Glibc
 /// fields in its environment. At most `MaxCommands=` run at once; the others wait their turn, up to a bound past
 /// which they are dropped and logged (the journal has every presentation regardless). One that runs longer than
 /// `CommandTimeoutSec=` is killed, and logged.
+///
+/// A command is a process group of its own, led by its shell: all it starts is killed with it at the timeout, and
+/// it holds its place among the `MaxCommands=` until none of its group is left, so that a command whose shell exits
+/// at once and leaves a process in the background still runs no longer than the timeout, and the next one waits
+/// for it. The daemon is a child subreaper: what a command leaves behind comes back to it when its parent exits,
+/// rather than to init, to be waited for, killed and reaped. A process that leaves its command's group (`setsid`)
+/// is no longer bounded; it is reaped when a later command ends.
 final class CommandSink: Sendable {
     struct Run: Sendable {
         var command: String
@@ -22,10 +29,18 @@ final class CommandSink: Sendable {
     private struct State {
         var running = 0
         var waiting: [Run] = []
+        /// The process groups of the commands running now, each named by its leader's pid: a sweep leaves their
+        /// processes to the thread that runs the command.
+        var groups: Set<pid_t> = []
+        /// Whether the daemon has tried to become a subreaper (once, before its first command).
+        var subreaperTried = false
     }
 
     /// Presentations waiting for a command past this are dropped, and logged.
     static let waitingBound = 1024
+
+    /// How often a command whose shell has exited is looked at again, while something it started runs on.
+    static let leftoverPoll: Duration = .milliseconds(50)
 
     private let state = Mutex(State())
     private let logger: Logger
@@ -72,40 +87,26 @@ final class CommandSink: Sendable {
         }
     }
 
-    /// Spawns the command and waits for it, killing it at its timeout.
+    /// Spawns the command and waits until all of it is gone, killing its group at its timeout.
     private func execute(_ run: Run) {
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in run.environment { environment[key] = value }
-        let arguments = ["/bin/sh", "-c", run.command]
-        let pid: pid_t
+        let group: pid_t
         do {
-            pid = try Self.spawn(arguments, environment: environment)
+            group = try self.start(["/bin/sh", "-c", run.command], environment: environment)
         } catch {
             self.logger.error("Cannot run the notification command: \(error)", metadata: ["command": "\(run.command)"])
             return
         }
-        let pidfd = pidfd_open(pid, 0)
-        var timedOut = false
-        if pidfd >= 0 {
-            var descriptor = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(clamping: run.timeout.components.seconds * 1000 + run.timeout.components.attoseconds / 1_000_000_000_000_000)
-            var ready: CInt
-            repeat { ready = poll(&descriptor, 1, milliseconds) } while ready < 0 && errno == EINTR
-            if ready == 0 {
-                timedOut = true
-                kill(pid, SIGKILL)
-            }
-            close(pidfd)
-        }
-        var status: CInt = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exited = status & 0x7f == 0
-        let code = (status >> 8) & 0xff
-        if timedOut {
+        let (status, killed) = Self.wait(forGroup: group, timeout: run.timeout)
+        self.finish(group)
+        if killed {
             self.logger.warning(
                 "Notification command killed after \(run.timeout)", metadata: ["command": "\(run.command)", "timeout": "\(run.timeout)"]
             )
-        } else if !exited || code != 0 {
+        } else if let status, status != 0 {
+            let exited = status & 0x7f == 0
+            let code = (status >> 8) & 0xff
             self.logger.warning(
                 "Notification command failed",
                 metadata: ["command": "\(run.command)", "status": "\(exited ? "exit \(code)" : "signal \(status & 0x7f)")"]
@@ -113,12 +114,101 @@ final class CommandSink: Sendable {
         }
     }
 
+    /// Spawns the command as the leader of a process group of its own, and counts the group as running. Under the
+    /// lock, so that no sweep sees the new leader before its group is known.
+    private func start(_ arguments: [String], environment: [String: String]) throws(SpawnError) -> pid_t {
+        try self.state.withLock { state throws(SpawnError) -> pid_t in
+            if !state.subreaperTried {
+                state.subreaperTried = true
+                do {
+                    try Subreaper.become()
+                } catch {
+                    self.logger.warning(
+                        "Cannot become a subreaper: \(error); what a notification command leaves running in the background is not bounded by its timeout, ignoring"
+                    )
+                }
+            }
+            let pid = try Self.spawn(arguments, environment: environment)
+            state.groups.insert(pid)
+            return pid
+        }
+    }
+
+    /// Waits until no process of `group` is left among the daemon's children: the shell that leads it, and what
+    /// it started, which comes back to the daemon as its parents exit. Past `timeout`, kills the whole group
+    /// (stopped processes too) and waits for it. Returns the shell's wait status and whether the group was killed.
+    private static func wait(forGroup group: pid_t, timeout: Duration) -> (status: CInt?, killed: Bool) {
+        let deadline = ContinuousClock.now + timeout
+        // The shell's pidfd turns readable when it exits: most commands end there, with nothing left behind.
+        let pidfd = pidfd_open(group, 0)
+        defer { if pidfd >= 0 { close(pidfd) } }
+        var status: CInt?
+        while Self.reap(group, status: &status) {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else {
+                // A process of the group is the daemon's child and not reaped yet, so the group exists and its id
+                // cannot name another's.
+                kill(-group, SIGKILL)
+                while Self.reap(group, status: &status, blocking: true) {}
+                return (status, true)
+            }
+            if status == nil, pidfd >= 0 {
+                var descriptor = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, Self.milliseconds(remaining))
+            } else {
+                // The shell is gone and something it started runs on: nothing signals its end, so look again soon.
+                _ = poll(nil, 0, Self.milliseconds(min(remaining, Self.leftoverPoll)))
+            }
+        }
+        return (status, false)
+    }
+
+    /// Reaps the processes of `group` that have ended, keeping the leader's wait status in `status`; `blocking`
+    /// waits for one to end and returns after it. Returns whether a process of the group is still the daemon's
+    /// child.
+    private static func reap(_ group: pid_t, status: inout CInt?, blocking: Bool = false) -> Bool {
+        while true {
+            var waitStatus: CInt = 0
+            let pid = waitpid(-group, &waitStatus, blocking ? 0 : WNOHANG)
+            if pid == group { status = waitStatus }
+            if pid > 0 {
+                if blocking { return true }
+                continue
+            }
+            if pid == 0 { return true }
+            if errno == EINTR { continue }
+            return false  // ECHILD: none of the group is the daemon's child
+        }
+    }
+
+    /// Whole milliseconds for poll, rounded up so that a wait never ends short of its deadline.
+    private static func milliseconds(_ duration: Duration) -> CInt {
+        let (seconds, attoseconds) = duration.components
+        return CInt(clamping: max(0, seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
+    }
+
+    /// Lets `group` go, then reaps what the daemon's children hold of groups no longer running: processes that
+    /// left their command's group, which came back to the daemon when their parents exited. The daemon has no
+    /// other children.
+    private func finish(_ group: pid_t) {
+        let children = Subreaper.children()
+        self.state.withLock { state in
+            state.groups.remove(group)
+            for child in children {
+                let childGroup = getpgid(child)
+                guard childGroup > 0, !state.groups.contains(childGroup) else { continue }
+                var status: CInt = 0
+                _ = waitpid(child, &status, WNOHANG)
+            }
+        }
+    }
+
     struct SpawnError: Error, CustomStringConvertible {
         var description: String
     }
 
-    /// posix_spawn with stdin from /dev/null, no descriptor of the daemon's but stdout and stderr, and a cleared
-    /// signal mask.
+    /// posix_spawn with stdin from /dev/null, no descriptor of the daemon's but stdout and stderr, a cleared signal
+    /// mask, and a process group of its own (whose id is the new process's pid).
     private static func spawn(_ arguments: [String], environment: [String: String]) throws(SpawnError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -135,7 +225,8 @@ final class CommandSink: Sendable {
         sigemptyset(&defaults)
         sigaddset(&defaults, SIGPIPE)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

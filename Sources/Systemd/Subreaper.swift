@@ -1,0 +1,50 @@
+import CSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// This process as a child subreaper (`PR_SET_CHILD_SUBREAPER`): a process that one of its descendants leaves
+/// behind when it exits comes back to it, rather than to init, so that it can be waited for, killed and reaped.
+///
+/// - Important: A subreaper must reap what comes back to it, or it stays a zombie.
+public enum Subreaper {
+    /// Makes this process a subreaper, for the rest of its life. Idempotent.
+    /// - Throws: ``SystemdError`` when the kernel refuses (a seccomp filter without `prctl`).
+    public static func become() throws(SystemdError) {
+        guard coalesced_set_child_subreaper() == 0 else {
+            throw SystemdError(operation: "become a child subreaper", errno: errno)
+        }
+    }
+
+    /// The pids of this process's children, those of all its threads, from `/proc/self/task/*/children`; empty
+    /// when the kernel does not list children (built without `CONFIG_PROC_CHILDREN`).
+    public static func children() -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        var children: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard Int32(name) != nil, let text = Self.readFile("/proc/self/task/\(name)/children") else { continue }
+            children += text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
+        }
+        return children
+    }
+
+    /// A small /proc file read to its end; `nil` when it cannot be read.
+    private static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            contents.append(contentsOf: chunk[..<count])
+        }
+        return String(decoding: contents, as: UTF8.self)
+    }
+}
