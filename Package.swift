@@ -257,6 +257,8 @@ if Context.environment["COALESCED_FUZZ"] == "1" {
         ("FuzzParameters", ["CoalesceServer", "CoalesceWire", "CoalesceCore", "Varlink"]),
         ("FuzzConfiguration", ["CoalesceServer"]),
         ("FuzzCore", ["CoalesceCore"]),
+        ("FuzzNotifications", ["CoalesceServer", "CoalesceCore", "Varlink"]),
+        ("FuzzWatches", ["CoalesceServer", "CoalesceCore", "Varlink"]),
     ]
     // libFuzzer's main is linked into every executable of such a build, the interface files' build tool too.
     for target in package.targets where target.name == "VarlinkEmbed" {

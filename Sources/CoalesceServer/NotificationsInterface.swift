@@ -61,12 +61,7 @@ enum NotificationsInterface {
                     }
                 },
                 "Respond": .streaming { request, responder in
-                    let (app, id, action) = (try request.string("app"), try request.string("id"), try request.string("action"))
-                    let text = request.call.parameters["text"]?.stringValue
-                    let problem = ControlCharacters.problem(inText: id, field: "the id")
-                        ?? ControlCharacters.problem(inText: action, field: "the action")
-                        ?? text.flatMap { ControlCharacters.problem(inText: $0, field: "text") }
-                    if let problem { throw NotificationError.invalidRequest(app: app, id: id, reason: problem) }
+                    let (app, id, action, text) = try self.response(request)
                     try await center.respond(app: app, id: id, action: action, text: text, peer: request.peer)
                     responder.finish()
                 },
@@ -90,10 +85,22 @@ enum NotificationsInterface {
         }
     }
 
+    /// Respond's `app`, `id`, `action` and `text`. An id, action or text with a NUL is refused: no request's id or
+    /// action holds one, and the text goes to the app as it came; one with another control character is looked for.
+    static func response(_ request: VarlinkRequest) throws -> (app: String, id: String, action: String, text: String?) {
+        let (app, id, action) = (try request.string("app"), try request.string("id"), try request.string("action"))
+        let text = request.call.parameters["text"]?.stringValue
+        let problem = ControlCharacters.problem(inText: id, field: "the id")
+            ?? ControlCharacters.problem(inText: action, field: "the action")
+            ?? text.flatMap { ControlCharacters.problem(inText: $0, field: "text") }
+        if let problem { throw NotificationError.invalidRequest(app: app, id: id, reason: problem) }
+        return (app, id, action, text)
+    }
+
     /// Cancel's and RemoveDelivered's `ids` or `all`: the ids, or `nil` for all; one of them, not both. An id with
     /// a NUL is no request's (the store cannot keep one), and is refused rather than looked for; one with another
     /// control character may be an older daemon's, and is looked for.
-    private static func ids(_ request: VarlinkRequest, app: String) throws -> [String]? {
+    static func ids(_ request: VarlinkRequest, app: String) throws -> [String]? {
         let all = request.call.parameters["all"]?.boolValue ?? false
         let ids = request.call.parameters["ids"]?.arrayValue?.compactMap(\.stringValue)
         for id in ids ?? [] {

@@ -238,6 +238,10 @@ import Varlink
             (["watch", "add", "theirs", "--kind", "k", "--to", "org.example.mail"], "is not one of uid \(uid)'s"),
             (["watch", "add", "topic", "--kind", "k", "--to", "topic:news"], "is not one of uid \(uid)'s"),
             (["watch", "add", "root", "--match", "_UID=0", "--kind", "k", "--to", "org.example.nobody"], "takes its own entries only"),
+            // 64 values pass the bound alone; with the _UID= the user's watch takes, they would be stored and then
+            // refused at the next start.
+            (["watch", "add", "full"] + (1...64).flatMap { ["--identifier", "i\($0)"] } + ["--kind", "k", "--to", "org.example.nobody"],
+             "65 match values"),
         ] {
             let refused = try await self.asNobody(daemon, arguments)
             #expect(refused.status == 1 && refused.stderr.contains(reason), "\(arguments): \(refused.stderr)")

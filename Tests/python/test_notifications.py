@@ -129,6 +129,8 @@ def test_each_trigger_has_its_next_date_and_the_errors_say_why(daemon):
             # A NUL would cut the id where the store keeps it: refused, with the character named.
             ({"id": "k\u0000a", "content": {"title": "N"}}, "U+0000 (NUL)"),
             ({"id": "thread", "content": {"title": "T", "threadId": "a\nb"}}, "threadId contains the control character U+000A"),
+            # An instant long before 1970 would overflow the scheduler's arithmetic.
+            ({"id": "old", "trigger": {"at": -8e9}, "content": {"title": "O"}}, "from 1970 on"),
         ]:
             with pytest.raises(varlink.VarlinkError) as invalid:
                 notifications.Schedule(APP, request)

@@ -157,6 +157,9 @@ final class JournalWatches: Sendable {
             throw .invalidWatch(watch: watch.name.value, reason: "a user's watch takes its own entries only: _UID=\(uid)")
         }
         watch.selection.fields["_UID"] = [String(uid)]
+        // The forced match counts against the watch's bounds as any: a watch that passed them only without it would
+        // be stored, and refused when read back at the next start.
+        do { try watch.validate() } catch { throw .invalidWatch(watch: error.watch, reason: error.reason) }
     }
 
     /// Removes a watch added at run time; `user`: only if it is that user's.

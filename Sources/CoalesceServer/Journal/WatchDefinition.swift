@@ -87,14 +87,32 @@ enum WatchDefinition {
     static func start(parsing text: String) -> WatchStart? {
         if text == "tail" { return .tail }
         if text == "head" { return .head }
-        if text.hasPrefix("cursor="), JournalCursor(String(text.dropFirst("cursor=".count))) != nil {
+        // A cursor is a name sd-journal is given as a C string: no control character, NUL least of all.
+        if text.hasPrefix("cursor="), ControlCharacters.first(in: text) == nil, JournalCursor(String(text.dropFirst("cursor=".count))) != nil {
             return .cursor(String(text.dropFirst("cursor=".count)))
         }
-        // Up to the year 5138: past that a wall-clock time in microseconds leaves 64 bits.
-        if text.hasPrefix("since="), let seconds = Double(text.dropFirst("since=".count)), seconds >= 0, seconds < 1e11 {
-            return .time(realtimeMicroseconds: UInt64(seconds * 1_000_000))
+        if text.hasPrefix("since="), let microseconds = Self.microseconds(text.dropFirst("since=".count)) {
+            return .time(realtimeMicroseconds: microseconds)
         }
         return nil
+    }
+
+    /// The seconds of since=SECONDS in microseconds, from 0 up to the year 5138 (past that a wall-clock time in
+    /// microseconds leaves 64 bits): a decimal of up to six places read exactly, as ``text(of:)`` writes them (a
+    /// `Double` may read what it wrote back a microsecond less); any other number as `Double` reads it.
+    private static func microseconds(_ text: Substring) -> UInt64? {
+        let limit: UInt64 = 100_000_000_000 * 1_000_000
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        if parts.allSatisfy({ $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }),
+            let seconds = UInt64(parts[0]), parts.count == 1 || (1...6).contains(parts[1].utf8.count)
+        {
+            guard seconds < limit / 1_000_000 else { return nil }
+            let places = parts.count == 2 ? parts[1] + String(repeating: "0", count: 6 - parts[1].utf8.count) : "0"
+            return seconds * 1_000_000 + UInt64(places)!  // digits only, at most six
+        }
+        guard let seconds = Double(text), seconds >= 0, seconds < 1e11 else { return nil }
+        let microseconds = UInt64(seconds * 1_000_000)
+        return microseconds < limit ? microseconds : nil
     }
 
     /// A start as ``start(parsing:)`` reads it back.
@@ -103,7 +121,11 @@ enum WatchDefinition {
         case .tail: "tail"
         case .head: "head"
         case .cursor(let cursor): "cursor=\(cursor)"
-        case .time(let microseconds): "since=\(Double(microseconds) / 1e6)"
+        case .time(let microseconds):
+            // Exact, in decimal: 1764000000.5, not a Double's 1.7640000005e9.
+            microseconds % 1_000_000 == 0
+                ? "since=\(microseconds / 1_000_000)"
+                : "since=\(microseconds / 1_000_000)." + String(String(1_000_000 + microseconds % 1_000_000).dropFirst().reversed().drop { $0 == "0" }.reversed())
         }
     }
 

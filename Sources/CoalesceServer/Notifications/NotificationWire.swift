@@ -43,7 +43,11 @@ enum NotificationWire {
         guard given.count <= 1 else { throw WireProblem("a trigger takes one of at, after and calendar, not \(given.joined(separator: " and "))") }
         if let at = object["at"]?.doubleValue {
             guard !repeats else { throw WireProblem("an at trigger does not repeat; use calendar or after") }
-            guard at.isFinite, abs(at) < 9e9 else { throw WireProblem("at \(at) is not an instant") }
+            // From the epoch on: the scheduler measures how late an instant passed is in nanoseconds of an Int64,
+            // which an instant long before 1970 overflows (at -8e9 is 9.8e18 ns before 2025).
+            guard at.isFinite, at >= 0, at < 9e9 else {
+                throw WireProblem("at \(at) is not an instant from 1970 on, in seconds since the epoch (less than 9e9)")
+            }
             return .at(WallTime(nanoseconds: Int64((at * 1e9).rounded())))
         }
         if let after = object["after"]?.doubleValue {
@@ -172,10 +176,26 @@ enum NotificationWire {
             let fires = object["fires"]?.intValue
         else { throw WireProblem("a stored request lacks request, since or fires") }
         let parsed = try Self.request(request, zones: zones)
+        // Only what Schedule takes: a damaged row would otherwise stop the scheduler (a repeating interval of 0 has
+        // no end of fires, an instant long before 1970 overflows its arithmetic). A control character in a name is
+        // an older daemon's request, taken up as it was.
+        do throws(AlertError) {
+            try parsed.validate()
+        } catch {
+            if case .controlCharacter = error {} else { throw WireProblem("the stored request is not one Schedule takes: \(error)") }
+        }
+        guard fires >= 0, fires < 1 << 40 else { throw WireProblem("a stored request has fired \(fires) times") }
+        func instant(_ name: String, _ nanoseconds: Int64) throws(WireProblem) -> WallTime {
+            guard nanoseconds >= 0, nanoseconds < 9_000_000_000_000_000_000 else {
+                throw WireProblem("the stored \(name) \(nanoseconds) ns is not an instant from 1970 on")
+            }
+            return WallTime(nanoseconds: nanoseconds)
+        }
         return AlertRecord(
-            key: AlertKey(app: app, id: parsed.id), request: parsed, since: WallTime(nanoseconds: since),
-            lastFire: object["lastFire"]?.intValue.map { WallTime(nanoseconds: $0) }, fires: Int(fires),
-            intervalDue: object["intervalDue"]?.intValue.map { WallTime(nanoseconds: $0) }
+            key: AlertKey(app: app, id: parsed.id), request: parsed, since: try instant("since", since),
+            lastFire: try object["lastFire"]?.intValue.map { nanoseconds throws(WireProblem) in try instant("lastFire", nanoseconds) },
+            fires: Int(fires),
+            intervalDue: try object["intervalDue"]?.intValue.map { nanoseconds throws(WireProblem) in try instant("intervalDue", nanoseconds) }
         )
     }
 }
