@@ -59,7 +59,7 @@ import Varlink
     /// A manager and a notification center over the store in `directory`, as a start makes them; closed after `body`.
     func withDaemon<T>(_ directory: TemporaryDirectory, _ body: (AppManager, NotificationCenter, Store) async throws -> T) async throws -> T {
         let loop = NIOAsyncTestingEventLoop()
-        let store = try Store(stateDirectory: directory.path)
+        let store = try await openStore(directory)
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let daemon = DaemonState(configuration: Configuration())
         let manager = try AppManager(store: store, daemon: daemon, eventLoop: loop, logger: logger, startUnit: { _ in })
@@ -141,7 +141,13 @@ import Varlink
         let codes = Gen.int(in: 0...(Self.alphabet.count - 1)).array(of: 0...12).array(of: 16)
         // The property checker does not report what its body throws: each case records its own error.
         await propertyCheck(count: 40, input: codes) { codes in
-            do { try await self.roundTrip(Strings(codes: codes)) } catch { Issue.record(error, "a case threw") }
+            do {
+                try await self.roundTrip(Strings(codes: codes))
+            } catch {
+                // Printed too: the checker keeps a failing case's issues to itself while it shrinks.
+                print("StoredRowsPropertyTests: a case threw: \(error)")
+                Issue.record(error, "a case threw")
+            }
         }
     }
 
@@ -201,6 +207,12 @@ import Varlink
                 try await self.schedule(center, ["id": .string(strings.name(7)), "trigger": ["after": 3600], "content": .object(content), "style": "alert"])
                 content["sound"] = .string(strings.text(8))
                 try await self.schedule(center, ["id": .string("now" + strings.name(9)), "content": .object(content), "late": "deliver"])
+                // Presented once its write is on disk, after Schedule's answer.
+                try await onThread {
+                    try waitUntil("the notification to be in the delivered list") {
+                        try center.delivered(app: Self.app.value, peer: Self.root).entries.count == 1
+                    }
+                }
 
                 // A journal watch added at run time, with every member that holds text.
                 let watch = try JournalWatch(

@@ -47,7 +47,7 @@ import Varlink
                 name: "io.coalesced.App.InvalidLaunchUnit",
                 parameters: [
                     "unit": "../x",
-                    "reason": #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/'), or "" for none"#,
+                    "reason": #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/' and no control character), or "" for none"#,
                 ]
             )
         ) {
@@ -85,9 +85,10 @@ import Varlink
         #expect(try String(contentsOfFile: directory.file("state/coalesced.db"), encoding: .utf8) == garbage, "left as it was")
     }
 
-    /// A row the daemon cannot read (here a held kind's text cut short, as a torn or tampered page leaves it) stops
-    /// start-up, naming the file and what the row held, rather than starting without it.
-    @Test func aDamagedRowStopsStartUpAndSaysWhatItHeld() async throws {
+    /// A row the daemon cannot read (here a held kind's text cut short, as a torn or tampered page leaves it) does not
+    /// stop start-up: the app's held data is set aside in the store, named in the journal and in Stats, and the
+    /// daemon serves.
+    @Test func aDamagedRowIsSetAsideAndTheDaemonStarts() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
         let client = try testClient(first.socketPath)
@@ -103,10 +104,16 @@ import Varlink
             )
         }
         #expect(cut.status == 0, "\(cut.stderr)")
-        let second = try await onThread { try first.restarted() }
-        #expect(try await onThread { second.waitForExit() } == 1)
-        #expect(second.output.contains("\(database) is damaged (what org.example.mail holds of badge cannot be read)"), "\(second.output)")
-        #expect(second.output.contains("move it aside"))
+        let second = try await onThread { try first.restartedWhenReady() }
+        try await onThread {
+            let client = try testClient(second.socketPath)
+            try waitUntil("the held data to be set aside") {
+                try client.call("io.coalesced.System.Stats")["stats"]?["setAside"]?.arrayValue?.first?["app"] == "org.example.mail"
+            }
+            #expect(second.output.contains("What org.example.mail holds cannot be read (what it holds of badge cannot be read)"), "\(second.output)")
+            #expect(try client.call("io.coalesced.System.GetQueue", ["app": "org.example.mail"])["held"] == [])
+        }
+        second.signal(SIGKILL)
     }
 
     @Test func theRegistryFileOfEarlierVersionsIsImportedOnce() async throws {
