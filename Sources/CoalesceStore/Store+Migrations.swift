@@ -134,6 +134,14 @@ extension Store {
                 table.column("row", .text).notNull()  // the row, as a JSON object of its columns
             }
         }
+        migrator.registerMigration("10: delivered entries shown") { db in
+            // Whether the desktop of the app's user owes a delivered entry nothing more: an agent of that user was
+            // sent it, it went to the app alone, or it was answered. An agent that connects is sent the entries of
+            // its user's apps that are not. Entries of an older store count as shown: an upgrade does not show them
+            // all again.
+            try db.alter(table: "alertDelivered") { table in table.add(column: "shown", .boolean).notNull().defaults(to: false) }
+            try db.execute(sql: "UPDATE alertDelivered SET shown = 1")
+        }
         return migrator
     }
 }

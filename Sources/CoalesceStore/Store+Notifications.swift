@@ -43,11 +43,15 @@ extension Store {
         public var app: String
         public var serial: Int64
         public var entry: String
+        /// The desktop of the app's user owes it nothing more: an agent of that user was sent it, it went to the
+        /// app alone, or it was answered.
+        public var shown: Bool
 
-        public init(app: String, serial: Int64, entry: String) {
+        public init(app: String, serial: Int64, entry: String, shown: Bool = false) {
             self.app = app
             self.serial = serial
             self.entry = entry
+            self.shown = shown
         }
     }
 
@@ -74,6 +78,8 @@ extension Store {
         public var forget: [(app: String, id: String)] = []
         public var deliver: [AlertDeliveredRow] = []
         public var undeliver: [(app: String, serial: Int64)] = []
+        /// Delivered entries the desktop of their app's user owes nothing more (an entry gone meanwhile is skipped).
+        public var shown: [(app: String, serial: Int64)] = []
         public var apps: [AlertAppRow] = []
 
         public init() {}
@@ -82,7 +88,7 @@ extension Store {
         public static let barrier = AlertChange()
 
         public var isEmpty: Bool {
-            self.keep.isEmpty && self.forget.isEmpty && self.deliver.isEmpty && self.undeliver.isEmpty && self.apps.isEmpty
+            self.keep.isEmpty && self.forget.isEmpty && self.deliver.isEmpty && self.undeliver.isEmpty && self.shown.isEmpty && self.apps.isEmpty
         }
     }
 
@@ -96,8 +102,8 @@ extension Store {
 
     public func alertDeliveredRows() throws(StoreError) -> [AlertDeliveredRow] {
         try self.read { db in
-            try Row.fetchAll(db, sql: "SELECT app, serial, entry FROM alertDelivered ORDER BY app, serial").map {
-                AlertDeliveredRow(app: $0["app"], serial: $0["serial"], entry: $0["entry"])
+            try Row.fetchAll(db, sql: "SELECT app, serial, entry, shown FROM alertDelivered ORDER BY app, serial").map {
+                AlertDeliveredRow(app: $0["app"], serial: $0["serial"], entry: $0["entry"], shown: $0["shown"])
             }
         }
     }
@@ -125,11 +131,15 @@ extension Store {
             }
             for row in change.deliver {
                 try transaction.run(
-                    "INSERT OR REPLACE INTO alertDelivered (app, serial, entry) VALUES (?, ?, ?)", [row.app, row.serial, row.entry]
+                    "INSERT OR REPLACE INTO alertDelivered (app, serial, entry, shown) VALUES (?, ?, ?, ?)",
+                    [row.app, row.serial, row.entry, row.shown]
                 )
             }
             for key in change.undeliver {
                 try transaction.run("DELETE FROM alertDelivered WHERE app = ? AND serial = ?", [key.app, key.serial])
+            }
+            for key in change.shown {
+                try transaction.run("UPDATE alertDelivered SET shown = 1 WHERE app = ? AND serial = ?", [key.app, key.serial])
             }
             for row in change.apps {
                 try transaction.run(

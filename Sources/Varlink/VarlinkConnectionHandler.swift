@@ -449,12 +449,24 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
                 do {
                     try await body(request, responder)
                     if !responder.isFinished {
-                        logger.error("Method returned without a final reply", metadata: ["method": "\(request.call.method)"])
+                        // Cancelled: its client went away (or the server is stopping), which ends a stream without a
+                        // reply to read. Anyone can do that as often as they like, so it is no error.
+                        if Task.isCancelled {
+                            logger.debug("Streaming call ended with its client", metadata: ["method": "\(request.call.method)"])
+                        } else {
+                            logger.error("Method returned without a final reply", metadata: ["method": "\(request.call.method)"])
+                        }
                         responder.fail(
                             VarlinkProtocolError.internalError("\(request.call.method) returned without a final reply")
                                 .varlinkError(in: protocolErrorInterface)
                         )
                     }
+                } catch is CancellationError where Task.isCancelled {
+                    logger.debug("Streaming call ended with its client", metadata: ["method": "\(request.call.method)"])
+                    responder.fail(
+                        VarlinkProtocolError.internalError("\(request.call.method) was cancelled")
+                            .varlinkError(in: protocolErrorInterface)
+                    )
                 } catch {
                     responder.fail(
                         Self.wireError(

@@ -57,20 +57,38 @@ public struct VarlinkResponder: Sendable {
     }
 
     /// Ends the call with an error reply and closes the connection once it is written: for a peer that stopped
-    /// reading, whose unread replies the server should not keep.
+    /// reading, whose unread replies the server should not keep. The peer reads every reply sent before it, then
+    /// the error, then the end of the connection; one that reads nothing for ``closeGrace`` is closed without them.
     public func failAndClose(_ error: any VarlinkErrorConvertible) {
         self.fail(error)
         let channel = self.channel
+        let unwritten = self.unwritten
         // Queued behind the error reply, like every write of the responder: closed once the peer has read up to
-        // it, or after a grace period if it never does, so that its backlog is not kept for good.
+        // it. Nothing more is added (the call is finished), so what the server holds meanwhile is what the peer
+        // left unread.
         channel.eventLoop.execute {
             channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
-            channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
+            Self.closeUnlessRead(channel, unwritten, since: unwritten.withLockedValue { $0 })
         }
     }
 
-    /// How long a peer ended by ``failAndClose(_:)`` has to read up to the error before its connection is closed.
-    static let closeGrace = TimeAmount.seconds(30)
+    /// How long a peer ended by ``failAndClose(_:)`` may read nothing before its connection is closed, what it was
+    /// sent unread: a reader that pauses gets every reply, one that never reads is not kept for good.
+    static let closeGrace = TimeAmount.minutes(2)
+
+    /// Closes `channel` after ``closeGrace`` unless the peer has read some of its replies meanwhile (fewer bytes
+    /// unwritten than `since`); then waits again.
+    private static func closeUnlessRead(_ channel: any Channel, _ unwritten: NIOLockedValueBox<Int>, since: Int) {
+        channel.eventLoop.scheduleTask(in: Self.closeGrace) {
+            let now = unwritten.withLockedValue { $0 }
+            guard channel.isActive else { return }
+            if now < since {
+                Self.closeUnlessRead(channel, unwritten, since: now)
+            } else {
+                channel.close(promise: nil)
+            }
+        }
+    }
 
     private func writeFinal(_ reply: VarlinkReply) {
         let first = self.finished.withLockedValue { finished in

@@ -1,5 +1,6 @@
 import CoalesceTestSupport
 import Foundation
+import InMemoryLogging
 import Logging
 import NIOCore
 import NIOPosix
@@ -29,6 +30,9 @@ import Varlink
             method Peer() -> (uid: int, groups: ?[]int)
             method Held() -> (value: string)
             method Linger(token: string) -> (i: int)
+            method Flood(size: int, bound: int) -> (i: int, padding: string)
+            method Sleep(token: string) -> (i: int)
+            error Overrun(sent: int)
             """,
         methods: [
             "Echo": .immediate { request in ["value": .string(try request.string("value"))] },
@@ -82,6 +86,26 @@ import Varlink
                 responder.send(["i": 2])
                 while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
                 Lingered.cancelled.withLock { _ = $0.insert(token) }
+            },
+            // Streams one reply, then sleeps until its call is cancelled, which ends the sleep with
+            // CancellationError, and records that under its token.
+            "Sleep": .streaming { request, responder in
+                let token = try request.string("token")
+                defer { Lingered.cancelled.withLock { _ = $0.insert(token) } }
+                responder.send(["i": 1])
+                try await Task.sleep(for: .seconds(3600))
+            },
+            // Streams replies of `size` bytes until more than `bound` of them are unwritten, then ends with
+            // Overrun and closes the connection, as a stream ends a reader that does not keep up.
+            "Flood": .streaming { request, responder in
+                let padding = String(repeating: "x", count: Int(request.call.parameters["size"]?.intValue ?? 1))
+                let bound = Int(request.call.parameters["bound"]?.intValue ?? 0)
+                var sent = 0
+                while responder.backlog <= bound {
+                    responder.send(["i": .int(Int64(sent)), "padding": .string(padding)])
+                    sent += 1
+                }
+                responder.failAndClose(VarlinkError(name: "org.example.test.Overrun", parameters: ["sent": .int(Int64(sent))]))
             },
             // Started in call order; answered, from other threads, only once `size` calls are started, the last
             // first. Tests running at once tell their calls apart by size.
@@ -319,6 +343,64 @@ import Varlink
             try waitUntil("every call to be cancelled", timeout: .seconds(10), poll: .milliseconds(10)) {
                 Lingered.cancelled.withLock { cancelled in (0..<20).allSatisfy { cancelled.contains("\(getpid())-\($0)") } }
             }
+        }
+    }
+
+    /// A streaming call ended because its client went away is no bug of the method, whether the method returns
+    /// or throws `CancellationError`: it is logged at debug, not as an error, however many clients do it. A method
+    /// that returns without a final reply while its client is still there is a bug, and is logged as an error.
+    @Test func aStreamingCallEndedByItsClientLeavingIsNotLoggedAsAnError() async throws {
+        let log = InMemoryLogHandler()
+        var logger = Logger(label: "test", factory: { _ in log })
+        logger.logLevel = .trace
+        try await self.withServer(logger: logger) { path, _ in
+            for round in 0..<6 {
+                let token = "gone-\(getpid())-\(round)"
+                let method = round % 2 == 0 ? "org.example.test.Linger" : "org.example.test.Sleep"
+                do {
+                    let client = try testClient(path)
+                    try client.send(VarlinkCall(method: method, parameters: ["token": .string(token)], more: true))
+                    #expect(try client.receiveReply().parameters["i"] == 1)
+                    // Linger's second reply read too: the client leaves while the method waits for cancellation.
+                    if round % 2 == 0 { #expect(try client.receiveReply().parameters["i"] == 2) }
+                }  // closed here, with the call running
+                try waitUntil("the call to be cancelled", timeout: .seconds(10), poll: .milliseconds(10)) {
+                    Lingered.cancelled.withLock { $0.contains(token) }
+                }
+            }
+            let client = try testClient(path)
+            #expect(throws: (any Error).self) { try client.call("org.example.test.Forgetful") }
+        }
+        // Read once the server has stopped: every call has ended and logged what it did.
+        let bugs = log.entries.filter { $0.level >= .error }
+        #expect(bugs.count == 1, "\(bugs)")
+        #expect(bugs.first?.message.description == "Method returned without a final reply")
+        #expect(bugs.first?.metadata["method"] == "org.example.test.Forgetful")
+    }
+
+    /// A stream that ends a reader for not keeping up (``VarlinkResponder/failAndClose(_:)``) gives a reader that
+    /// reads after a pause every reply sent before the end, then the error, then the end of the connection.
+    @Test func aReaderEndedForNotReadingGetsEveryReplyThenTheErrorThenTheEnd() async throws {
+        try await self.withServer { path, _ in
+            let client = try testClient(path)
+            try client.send(VarlinkCall(method: "org.example.test.Flood", parameters: ["size": 10_000, "bound": .int(1 << 20)], more: true))
+            // Not read for a while: the kernel's buffer fills, and the rest waits in the server. A sleep, not a wait:
+            // nothing tells the client that the server has sent everything, and the replies are checked the same
+            // either way.
+            usleep(500_000)
+            var received = 0
+            while true {
+                let reply = try client.receiveReply()
+                if let error = reply.error {
+                    #expect(error == "org.example.test.Overrun")
+                    #expect(reply.parameters["sent"] == .int(Int64(received)), "every reply sent came before the error")
+                    break
+                }
+                #expect(reply.parameters["i"] == .int(Int64(received)))
+                received += 1
+            }
+            #expect(received > 100)
+            #expect(client.waitForClose(timeout: .seconds(10)), "the connection ends after the error")
         }
     }
 

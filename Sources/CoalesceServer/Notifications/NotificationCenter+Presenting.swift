@@ -10,18 +10,16 @@ extension NotificationCenter {
     static let willPresent = EventKind(daemonKind: "notification.willPresent")
     static let didReceiveResponse = EventKind(daemonKind: "notification.didReceiveResponse")
 
-    /// An agent whose unread presentations pass this many bytes is ended: it does not read.
-    static let agentBacklogBound = 1 << 20
-
     /// Carries out a step once its write is on disk: presentations in order, then the drops, then what the journal
     /// says of fires missed.
     func carryOut(_ step: Step, reason: Reason) {
         var missed = 0
         var coalescedInto = 0
         let settings = self.daemon.configuration.notifications
-        var forAgents: [(owner: UInt32, entry: JSONObject)] = []
+        var forAgents: [(app: AppName, serial: Int64, owner: UInt32?, entry: JSONObject)] = []
         for (presentation, entry) in step.presentations {
-            if let owner = self.present(presentation, entry: entry, settings: settings) { forAgents.append((owner, entry)) }
+            let owner = self.present(presentation, entry: entry, settings: settings)
+            forAgents.append((presentation.app, entry["serial"]?.intValue ?? 0, owner, entry))
             if presentation.late {
                 missed += presentation.count
                 if presentation.count > 1 { coalescedInto += 1 }
@@ -99,63 +97,6 @@ extension NotificationCenter {
         return snapshot?.registration.owner
     }
 
-    // MARK: Agents
-
-    /// Serves one presentation agent until it hangs up: every presentation of the apps it may see, from now on.
-    func serveAgent(_ responder: VarlinkResponder, peer: VarlinkPeer?) async {
-        guard let peer else { return }
-        let admin = Authorization.isAdmin(peer, group: self.daemon.configuration.adminGroup)
-        // The first reply goes out under the lock, with the registration: no presentation can come before it.
-        let id = self.state.withLock { state in
-            let id = state.nextAgent
-            state.nextAgent += 1
-            state.agents[id] = Agent(responder: responder, uid: peer.uid, admin: admin)
-            responder.send([:])
-            return id
-        }
-        self.logger.info("A presentation agent connected", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let gone = self.state.withLock { state in
-                    guard state.agents[id] != nil else { return true }
-                    state.agents[id]!.continuation = continuation
-                    return false
-                }
-                if gone { continuation.resume() }
-            }
-        } onCancel: {
-            // Cancellation can run inside a write made under the lock (a write to a peer that is gone closes the
-            // channel, which cancels this task): the lock is taken later, on a task of its own.
-            Task { self.state.withLock { $0.agents.removeValue(forKey: id) }?.continuation?.resume() }
-        }
-        self.logger.info("A presentation agent went away", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
-    }
-
-    /// Sends presentations to each agent of their app's user and each administrator's, one write per agent; one that
-    /// does not read is ended.
-    private func tellAgents(_ presentations: [(owner: UInt32, entry: JSONObject)]) {
-        var overrun: [Agent] = []
-        let agents = self.state.withLock { state -> [(Agent, [JSONObject])] in
-            var chosen: [(Agent, [JSONObject])] = []
-            for (id, agent) in state.agents {
-                let replies = presentations.lazy.filter { agent.admin || agent.uid == $0.owner }.map { ["presentation": .object($0.entry)] as JSONObject }
-                guard !replies.isEmpty else { continue }
-                if agent.responder.backlog > Self.agentBacklogBound {
-                    overrun.append(state.agents.removeValue(forKey: id)!)
-                } else {
-                    chosen.append((agent, Array(replies)))
-                }
-            }
-            return chosen
-        }
-        for (agent, replies) in agents { agent.responder.send(all: replies) }
-        for agent in overrun {
-            self.logger.warning("A presentation agent did not read its presentations and was ended", metadata: ["uid": "\(agent.uid)"])
-            agent.responder.failAndClose(NotificationError.agentOverrun(limit: Self.agentBacklogBound))
-            agent.continuation?.resume()
-        }
-    }
-
     // MARK: Responses
 
     /// The user's answer: the app's event (held like any while it does not run code; on disk before this
@@ -196,6 +137,7 @@ extension NotificationCenter {
                 "action": "\(action)", "uid": "\(peer?.uid ?? 0)",
             ]
         )
+        self.answered(app, id: id)
         let ended = self.state.withLock { state -> Bool in
             guard state.alerting[app]?.remove(id) != nil else { return false }
             if state.alerting[app]!.isEmpty {

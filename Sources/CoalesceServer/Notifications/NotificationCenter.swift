@@ -21,6 +21,19 @@ final class NotificationCenter: Sendable {
         var entry: JSONObject
         /// Its text's length, as the store keeps it: what it is charged against its owner's quota.
         var bytes: Int
+        /// Where it stands with the desktop of its app's user (kept in the store as shown or not).
+        var sight: Sight
+
+        /// Where a delivered entry stands with the desktop of its app's user.
+        enum Sight: Sendable {
+            /// On its way to disk or being presented: the agents connected when it is presented get it then.
+            case presenting
+            /// Presented, and no agent of its user was sent it: the next one to connect is.
+            case unseen
+            /// Nothing more is owed: an agent of its user was sent it, it went to the active app alone, or it was
+            /// answered.
+            case shown
+        }
     }
 
     /// What the center keeps per app besides its requests.
@@ -106,7 +119,10 @@ final class NotificationCenter: Sendable {
         for row in try store.alertDeliveredRows() {
             guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
             state.apps[app, default: AppAlerts()].delivered.append(
-                Delivered(serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count)
+                Delivered(
+                    serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count,
+                    sight: row.shown ? .shown : .unseen
+                )
             )
             charges[app, default: 0] += row.entry.utf8.count
         }
@@ -313,6 +329,11 @@ final class NotificationCenter: Sendable {
                     state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
                     charges[app, default: 0] += row.record.utf8.count
                 }
+                // What the desktop was sent is known here first: the store hears of it a write later.
+                var sights: [AppName: [Int64: Delivered.Sight]] = [:]
+                for (app, alerts) in state.apps {
+                    for entry in alerts.delivered { sights[app, default: [:]][entry.serial] = entry.sight }
+                }
                 state.apps = [:]
                 for row in appRows {
                     guard let app = try? AppName(row.app) else { continue }
@@ -321,7 +342,10 @@ final class NotificationCenter: Sendable {
                 for row in delivered {
                     guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
                     state.apps[app, default: AppAlerts()].delivered.append(
-                        Delivered(serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count)
+                        Delivered(
+                            serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count,
+                            sight: sights[app]?[row.serial] ?? (row.shown ? .shown : .unseen)
+                        )
                     )
                     charges[app, default: 0] += row.entry.utf8.count
                 }
@@ -353,7 +377,9 @@ final class NotificationCenter: Sendable {
                 alerts.nextSerial += 1
                 let entry = NotificationWire.json(presentation, serial: serial)
                 let text = JSONValue.object(entry).jsonText
-                alerts.delivered.append(Delivered(serial: serial, id: presentation.id, entry: entry, bytes: text.utf8.count))
+                alerts.delivered.append(
+                    Delivered(serial: serial, id: presentation.id, entry: entry, bytes: text.utf8.count, sight: .presenting)
+                )
                 step.change.deliver.append(Store.AlertDeliveredRow(app: app.value, serial: serial, entry: text))
                 step.charges[app, default: 0] += text.utf8.count
                 if alerts.delivered.count > maxDelivered {
