@@ -118,6 +118,19 @@ import Varlink
         let badRegex = try await refusal(["--kind", "k", "--to", "org.example.mail", "--grep", "("])
         #expect(badRegex.contains("io.coalesced.System.InvalidWatch") && badRegex.contains("the regular expression /(/ cannot be used"), "\(badRegex)")
 
+        // What a pattern costs is bounded before it is compiled: 26 bytes of nested repetitions would take gigabytes.
+        let residentBefore = daemon.residentKiB ?? 0
+        for pattern in ["((a{1,100}){1,100}){1,100}", "a++++++++++++++++++++++", "x{0,5000}"] {
+            let costly = try await refusal(["--kind", "k", "--to", "org.example.mail", "--grep", pattern])
+            #expect(
+                costly.contains("io.coalesced.System.InvalidWatch") && costly.contains("the regular expression expands to")
+                    && costly.contains("at most 4096"),
+                "\(costly)"
+            )
+        }
+        #expect((daemon.residentKiB ?? 0) - residentBefore < 64 << 10, "the daemon compiled none of them")
+        #expect(try await self.ctl(daemon, ["watch", "list", "--no-legend"]).stdout.split(separator: "\n").count == 1, "none is listed")
+
         let priority = try await refusal(["--kind", "k", "--to", "org.example.mail", "--priority", "loud"])
         #expect(priority.contains("priority 'loud' is not one of emerg, alert, crit, err, warning, notice, info, debug or 0-7"), "\(priority)")
 
@@ -287,6 +300,7 @@ import Varlink
             ("[JournalWatch gone]\nUnit=a.service\nKind=k.x\nTo=org.example.absent\n", "[JournalWatch gone]: no app org.example.absent is registered"),
             ("[JournalWatch long]\nKind=k.x\nTo=org.example.mail\nGrep=\(String(repeating: "a", count: 300))\n", "a message pattern is 1 to 256 bytes"),
             ("[JournalWatch form]\nKind=k.x\nTo=org.example.mail\nMatch=lower=x\n", "the match 'lower=x': a journal field name is upper-case letters"),
+            ("[JournalWatch costly]\nKind=k.x\nTo=org.example.mail\nGrep=((a{1,100}){1,100}){1,100}\n", "the regular expression expands to"),
         ]
         for (index, (text, reason)) in refusals.enumerated() {
             try daemon.directory.write("coalesced.conf", rest + text)
@@ -302,6 +316,31 @@ import Varlink
         daemon.signal(SIGHUP)
         #expect(try await onThread { daemon.notify.waitFor("READY=1") }?.contains("Reload failed") == false)
         #expect(try names() == ["other"])
+        daemon.signal(SIGKILL)
+    }
+
+    /// A stored watch whose pattern costs more than the bound (kept by a daemon that did not bound it, or edited in
+    /// the store) is left out at start, said in the log, and never compiled: the daemon starts as small as ever.
+    @Test func aStoredWatchWithACostlyPatternIsLeftOutAtStartNotCompiled() async throws {
+        var daemon = try await self.daemonWithApp()
+        #expect(try await self.ctl(daemon, ["watch", "add", "stored", "--grep", "a{2}", "--kind", "k", "--to", "org.example.mail"]).status == 0)
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+        let edit = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+                    + "db.execute(\"UPDATE journal_watch SET definition = json_set(definition, '$.grep', '((a{1,100}){1,100}){1,100}')\"); db.commit()",
+                daemon.stateDirectory + "/coalesced.db",
+            ]
+        )
+        #expect(edit.status == 0, "\(edit.stderr)")
+        daemon = try await onThread { [daemon] in try daemon.restartedWhenReady(configuration: Self.configuration, endingWith: SIGTERM) }
+        #expect(daemon.output.contains("Journal watch left out") && daemon.output.contains("the regular expression expands to"), "\(daemon.output)")
+        #expect((daemon.residentKiB ?? Int.max) < 256 << 10, "\(daemon.residentKiB ?? 0) KiB")
+        let listed = try await self.ctl(daemon, ["watch", "list", "--no-legend"])
+        #expect(!listed.stdout.contains("stored"), "\(listed.stdout)")
         daemon.signal(SIGKILL)
     }
 

@@ -252,6 +252,7 @@ public struct JournalWatch: Sendable, Hashable {
             guard !pattern.text.isEmpty, pattern.text.utf8.count <= MessagePattern.maximumLength, !pattern.text.utf8.contains(0) else {
                 throw fail("a message pattern is 1 to \(MessagePattern.maximumLength) bytes without NUL; this one is \(pattern.text.utf8.count)")
             }
+            if case .regex(let text) = pattern, let problem = PatternCost.problem(with: text) { throw fail(problem) }
         }
         guard !self.fields.isEmpty, self.fields.count <= Self.maximumFields else {
             throw fail("a watch's events carry 1 to \(Self.maximumFields) fields; \(self.fields.count) were named")

@@ -24,6 +24,8 @@ final class MessageMatcher: @unchecked Sendable {
             self.isRegex = false
             return
         }
+        // Bounded before glibc is asked: what it builds grows with the repetitions' product, not the length.
+        if let problem = PatternCost.problem(with: text) { throw .init(problem) }
         let result = regcomp(&self.compiled, text, REG_EXTENDED | REG_NOSUB)
         guard result == 0 else {
             var message = [CChar](repeating: 0, count: 256)
