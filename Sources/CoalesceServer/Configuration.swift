@@ -115,6 +115,12 @@ public struct NotificationSettings: Sendable, Hashable {
     public var commandTimeout: Duration = .seconds(10)
     /// `MaxCommands=`: commands running at once; past it presentations wait their turn (the journal has them).
     public var maxCommands: Int = 4
+    /// `PresentationBurst=`: presentations the apps of one user make per `PresentationIntervalSec=`; past it the
+    /// rest are coalesced per thread and presented when the interval ends (``PresentationRate``). Far above what
+    /// a person reads: a morning's reminders due together pass, a loop scheduling notifications does not.
+    public var presentationBurst: Int = 20
+    /// `PresentationIntervalSec=`: the window `PresentationBurst=` counts in.
+    public var presentationInterval: Duration = .seconds(10)
 
     public init() {}
 }
@@ -362,6 +368,14 @@ enum ConfigurationKey {
             "MaxCommands": { configuration, value throws(ConfigurationValueError) in
                 configuration.notifications.maxCommands =
                     value.isEmpty ? NotificationSettings().maxCommands : try parseInteger(value, in: 1...64)
+            },
+            "PresentationBurst": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.presentationBurst =
+                    value.isEmpty ? NotificationSettings().presentationBurst : try parseInteger(value, in: 1...1_000_000)
+            },
+            "PresentationIntervalSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.notifications.presentationInterval =
+                    value.isEmpty ? NotificationSettings().presentationInterval : try parseTimeSpan(value, otherwise: "")
             },
         ],
         "Quotas": [

@@ -40,6 +40,9 @@ public enum MessageID {
     public static let notificationDropped = "c672dfe6e1f44d8087d6b91c33e8b020"
     /// A notification was answered (Respond).
     public static let notificationAnswered = "a9bea36de025434086cd2c6f4fc52120"
+    /// The apps of one user passed the presentation rate (COALESCED_UID, COALESCED_APP, COALESCED_BURST,
+    /// COALESCED_INTERVAL): further presentations are coalesced per thread until it is kept again. Once per stretch.
+    public static let notificationsCoalesced = "605fd5fec1d241b7b6c0739ac9fde340"
 
     /// The system goes to sleep: which apps were told, and whether they acknowledged in time.
     public static let sleep = "58a0ba871fb04ef9a44b5766ccd7da89"
@@ -60,7 +63,7 @@ public enum MessageID {
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
         taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
-        sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost, heldDataSetAside,
+        notificationsCoalesced, sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost, heldDataSetAside,
     ]
 }
 

@@ -53,6 +53,17 @@ import Testing
         }
     }
 
+    @Test func readsThePresentationRate() throws {
+        let defaults = try self.parse("").notifications
+        #expect(defaults.presentationBurst == 20 && defaults.presentationInterval == .seconds(10))
+        let set = try self.parse("[Notifications]\nPresentationBurst=5\nPresentationIntervalSec=1min\n").notifications
+        #expect(set.presentationBurst == 5 && set.presentationInterval == .seconds(60))
+        #expect(throws: ConfigurationError(path: "f0.conf", line: 2, reason: "bad value '0' for PresentationBurst=: must be between 1 and 1000000")) {
+            try self.parse("[Notifications]\nPresentationBurst=0\n")
+        }
+        #expect(throws: ConfigurationError.self) { try self.parse("[Notifications]\nPresentationIntervalSec=0\n") }
+    }
+
     @Test func readsWhichOfTheSystemsChangesAreFollowed() throws {
         #expect(try self.parse("").system.lockSeat == "seat0")
         let system = try self.parse("[System]\nFollowSleep=no\nFollowLock=no\nSeat=seat1\nFollowTimeZone=no\nFollowLocale=no\n").system

@@ -123,15 +123,20 @@ import Varlink
         let response = try #require(recorder.responses.withLock { $0.first })
         #expect(response.id == "water" && response.action == .custom("done") && response.text == "watered")
         #expect(try response.decodeUserInfo(Plant.self) == Plant(plant: "fern"))
-        try await device.call("io.coalesced.Notifications.Respond", ["app": .string(Self.notes), "id": "water", "action": "dismiss"])
-        try await Self.eventually("the dismissal") { recorder.responses.withLock { $0.count == 2 } }
-        #expect(recorder.responses.withLock { $0[1] } == NotificationResponse(id: "water", action: .dismiss, userInfoJSON: content.userInfoJSON))
+        // Answered, it left the delivered list: a second answer finds nothing to answer.
+        #expect(try await app.deliveredNotifications().presentations.isEmpty)
+        do {
+            try await device.call("io.coalesced.Notifications.Respond", ["app": .string(Self.notes), "id": "water", "action": "dismiss"])
+            Issue.record("a notification was answered twice")
+        } catch let error as VarlinkError {
+            #expect(CoalescedError(error) == .unknownNotification(app: Self.notes, id: "water"))
+        }
 
         // Badge and delivered list.
         try await app.setBadge(3)
         #expect(try await device.getApp()?["badge"] == 3)
         #expect(try await app.removeDeliveredNotifications(ids: ["other"]) == 0)
-        #expect(try await app.removeDeliveredNotifications(ids: ["water"]) == 1)
+        #expect(try await app.removeDeliveredNotifications(ids: ["water"]) == 0)
         #expect(try await app.deliveredNotifications().presentations.isEmpty)
         try await app.setBadge(0)
         #expect(try await device.getApp()?["badge"] == 0)

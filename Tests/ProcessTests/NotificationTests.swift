@@ -300,16 +300,27 @@ import Varlink
             let response = try app.waitForLine("notification didReceiveResponse")
             #expect(response == #"notification didReceiveResponse id=n action=default text=hi userInfo={"note":7}"#)
 
+            // Answered, it is no longer listed, and is not answered again.
+            #expect(try Self.delivered(client).isEmpty)
+            #expect(throws: VarlinkError(name: "io.coalesced.Notifications.UnknownNotification", parameters: ["app": .string(Self.app), "id": "n"])) {
+                try client.call("io.coalesced.Notifications.Respond", ["app": .string(Self.app), "id": "n", "action": "snooze"])
+            }
+
             // Suspended: a response waits for the app to wake.
             _ = try client.call("io.coalesced.System.Deactivate")
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
             try waitForApp(client, Self.app, "state", "suspended")
-            _ = try client.call("io.coalesced.Notifications.Respond", ["app": .string(Self.app), "id": "n", "action": "snooze"])
+            _ = try Self.schedule(
+                client,
+                ["id": "m", "content": ["title": "t", "userInfo": ["note": 8], "actions": [["id": "snooze", "title": "Snooze"]]]]
+            )
+            try waitUntil("the second notification to be delivered") { try Self.delivered(client).count == 1 }
+            _ = try client.call("io.coalesced.Notifications.Respond", ["app": .string(Self.app), "id": "m", "action": "snooze"])
             #expect(try appInfo(client, Self.app)["state"] == "suspended", "a background action leaves it suspended")
             #expect(!app.output.contains { $0.contains("action=snooze") }, "held while suspended")
             _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.app)])
             try waitUntil("the held response to reach the woken app") {
-                app.output.contains { $0 == #"notification didReceiveResponse id=n action=snooze text=- userInfo={"note":7}"# }
+                app.output.contains { $0 == #"notification didReceiveResponse id=m action=snooze text=- userInfo={"note":8}"# }
             }
         }
         daemon.signal(SIGKILL)
@@ -342,9 +353,11 @@ import Varlink
         let delivered = try await ctl(["notify", "delivered", Self.app])
         #expect(delivered.stdout.contains(" now ") && delivered.stdout.contains("1 delivered notification."), "\(delivered.stdout)")
         #expect(try await ctl(["notify", "badge", Self.app]).stdout == "badge: 5\n")
-        #expect(try await ctl(["notify", "respond", Self.app, "now", "snooze"]).stdout == "answered\n")
         let unknown = try await ctl(["notify", "respond", Self.app, "now", "open"])
         #expect(unknown.status == 1 && unknown.stderr.contains("io.coalesced.Notifications.UnknownAction"), "\(unknown.stderr)")
+        #expect(try await ctl(["notify", "respond", Self.app, "now", "snooze"]).stdout == "answered\n")
+        let again = try await ctl(["notify", "respond", Self.app, "now", "snooze"])
+        #expect(again.status == 1 && again.stderr.contains("io.coalesced.Notifications.UnknownNotification"), "\(again.stderr)")
         #expect(try await ctl(["notify", "cancel", Self.app, "--all"]).stdout == "cancelled: 2\n")
         daemon.signal(SIGKILL)
     }

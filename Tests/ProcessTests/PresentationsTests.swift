@@ -121,7 +121,7 @@ import Varlink
     }
 
     @Test func theNewestOfManyMissedAreSentBoundedAndTheRestStayListed() async throws {
-        let daemon = try DaemonProcess(configuration: noDeadlines + "[Notifications]\nMaxDelivered=100\n")
+        let daemon = try DaemonProcess(configuration: noDeadlines + "[Notifications]\nMaxDelivered=100\nPresentationBurst=1000\n")
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)
@@ -141,7 +141,7 @@ import Varlink
     /// A reader that does not read while many presentations are made, and then does, well after it was ended:
     /// every presentation sent before, in order, then AgentOverrun with the limit, then the end of the connection.
     @Test func aReaderThatDoesNotReadGetsEveryPresentationThenAgentOverrunThenTheEnd() async throws {
-        let daemon = try DaemonProcess(configuration: noDeadlines + "[Notifications]\nMaxContentSize=64K\n")
+        let daemon = try DaemonProcess(configuration: noDeadlines + "[Notifications]\nMaxContentSize=64K\nPresentationBurst=1000\n")
         try await onThread { try daemon.waitUntilReady() }
         try await onThread {
             let client = try testClient(daemon.socketPath)

@@ -103,14 +103,26 @@ def test_a_notification_fires_into_the_active_app_the_delivered_list_and_back_as
     delivered = app.notifications.ListDelivered(APP)
     assert delivered["delivered"] == [presented] and delivered["dropped"] == 0
 
-    app.notifications.Respond(APP, "tea", "drink", "now")
-    response = app.next_of("notification.didReceiveResponse")["payload"]
-    assert response == {"id": "tea", "action": "drink", "text": "now", "userInfo": {"pot": 2}}
     with pytest.raises(varlink.VarlinkError) as refused:
         app.notifications.Respond(APP, "tea", "spill", None)
     assert refused.value.error() == "io.coalesced.Notifications.UnknownAction"
     assert refused.value.parameters() == {"app": APP, "id": "tea", "action": "spill"}
-    assert app.notifications.RemoveDelivered(APP, ["tea"], None)["removed"] == 1
+    app.notifications.Respond(APP, "tea", "drink", "now")
+    response = app.next_of("notification.didReceiveResponse")["payload"]
+    assert response == {"id": "tea", "action": "drink", "text": "now", "userInfo": {"pot": 2}}
+    # Answered, it leaves the delivered list, and is not answered twice.
+    assert app.notifications.ListDelivered(APP)["delivered"] == []
+    with pytest.raises(varlink.VarlinkError) as again:
+        app.notifications.Respond(APP, "tea", "drink", None)
+    assert again.value.error() == "io.coalesced.Notifications.UnknownNotification"
+    assert again.value.parameters() == {"app": APP, "id": "tea"}
+    # A typed reply is bounded: 4 KiB.
+    app.notifications.Schedule(APP, {"id": "long", "content": {"title": "Long"}})
+    app.next_of("notification.willPresent")
+    with pytest.raises(varlink.VarlinkError) as long_text:
+        app.notifications.Respond(APP, "long", "default", "x" * 4097)
+    assert long_text.value.error() == "io.coalesced.Notifications.InvalidRequest"
+    assert "4096" in long_text.value.parameters()["reason"]
 
 
 def test_each_trigger_has_its_next_date_and_the_errors_say_why(daemon):

@@ -67,11 +67,26 @@ public struct AlertPresentation: Sendable, Hashable {
     public var fires: [AlertFire]
     /// Whether its fires were missed (handled more than ``AlertConfiguration/lateAfter`` after their dates).
     public var late: Bool
+    /// The fires of earlier presentations folded into this one by the presentation rate (``PresentationRate``),
+    /// besides those listed in ``fires``; 0 for one the scheduler made.
+    public var folded = 0
+
+    /// - Parameter fires: at least one.
+    public init(app: AppName, id: String, content: AlertContent, style: AlertStyle, fires: [AlertFire], late: Bool, folded: Int = 0) {
+        precondition(!fires.isEmpty, "a presentation stands for at least one fire")
+        self.app = app
+        self.id = id
+        self.content = content
+        self.style = style
+        self.fires = fires
+        self.late = late
+        self.folded = folded
+    }
 
     /// The date of its latest fire.
     public var date: WallTime { self.fires[self.fires.count - 1].date }
     /// How many fires it stands for.
-    public var count: Int { self.fires.count }
+    public var count: Int { self.fires.count + self.folded }
 }
 
 /// Why missed fires were not presented.

@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceStore
 import Logging
 import Synchronization
 import Varlink
@@ -99,37 +100,52 @@ extension NotificationCenter {
 
     // MARK: Responses
 
-    /// The user's answer: the app's event (held like any while it does not run code; on disk before this
-    /// returns), the end of the alert's interruption, and the app launched or brought forward when the answer asks.
+    /// The most bytes a response's typed text may take: a reply a person types, not a document.
+    static let maxResponseText = 4096
+
+    /// The user's answer to a delivered notification: the app's event (held like any while it does not run code;
+    /// on disk before this returns), then the notification taken off the delivered list, so that it is answered
+    /// once (as iOS takes an answered notification out of Notification Center), the end of the alert's
+    /// interruption, and the app launched or brought forward when the answer asks. A request pending and not
+    /// presented, or whose presentation left the list, has nothing to answer.
     func respond(app name: String, id: String, action: String, text: String?, peer: VarlinkPeer?) async throws(NotificationError) {
         let (app, snapshot) = try self.authorize(name, peer)
-        let now = AlertTimer.now()
-        let found = self.state.withLock { state -> (buttons: [AlertButton], userInfo: JSONValue)? in
-            if let entry = state.apps[app]?.delivered.last(where: { $0.id == id })?.entry {
-                let content = entry["content"]?.objectValue
-                let buttons = (content?["actions"]?.arrayValue ?? []).compactMap { value -> AlertButton? in
-                    guard let object = value.objectValue, let id = object["id"]?.stringValue else { return nil }
-                    return AlertButton(id: id, title: object["title"]?.stringValue ?? id, foreground: object["foreground"]?.boolValue ?? false)
-                }
-                return (buttons, content?["userInfo"] ?? .object([:]))
+        if let text, text.utf8.count > Self.maxResponseText {
+            throw .invalidRequest(
+                app: name, id: id,
+                reason: "the text takes \(text.utf8.count) bytes, more than the \(Self.maxResponseText) a response's text may take"
+            )
+        }
+        let key = AlertKey(app: app, id: id)
+        // Found and claimed in one look: of two answers at once, one is taken and the other finds it answered.
+        let (button, userInfo) = try self.state.withLock { state throws(NotificationError) -> (AlertButton?, JSONValue) in
+            guard !state.answering.contains(key), let entry = state.apps[app]?.delivered.last(where: { $0.id == id })?.entry else {
+                throw .unknownNotification(app: name, id: id)
             }
-            guard let pending = state.scheduler.pending(of: app, now: now).first(where: { $0.request.id == id }) else { return nil }
-            let content = pending.request.content
-            return (content.actions, (try? JSONParser.parse(content.userInfo)) ?? .object([:]))
+            let content = entry["content"]?.objectValue
+            let buttons = (content?["actions"]?.arrayValue ?? []).compactMap { value -> AlertButton? in
+                guard let object = value.objectValue, let id = object["id"]?.stringValue else { return nil }
+                return AlertButton(id: id, title: object["title"]?.stringValue ?? id, foreground: object["foreground"]?.boolValue ?? false)
+            }
+            let button = buttons.first { $0.id == action }
+            guard AlertButton.builtIn.contains(action) || button != nil else {
+                throw .unknownAction(app: name, id: id, action: action)
+            }
+            state.answering.insert(key)
+            return (button, content?["userInfo"] ?? .object([:]))
         }
-        guard let found else { throw .unknownNotification(app: name, id: id) }
-        let button = found.buttons.first { $0.id == action }
-        guard AlertButton.builtIn.contains(action) || button != nil else {
-            throw .unknownAction(app: name, id: id, action: action)
-        }
-        var payload: JSONObject = ["id": .string(id), "action": .string(action), "userInfo": found.userInfo]
+        var payload: JSONObject = ["id": .string(id), "action": .string(action), "userInfo": userInfo]
         if let text { payload["text"] = .string(text) }
-        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, NotificationError>, Never>) in
-            let posted = self.apps.postFromDaemon(app, kind: Self.didReceiveResponse, payload: .object(payload)) { _, failure in
-                continuation.resume(returning: failure.map { .failure(.storageFailed(reason: "\($0)")) } ?? .success(()))
+        let posted = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, NotificationError>, Never>) in
+            let taken = self.apps.postFromDaemon(app, kind: Self.didReceiveResponse, payload: .object(payload)) { _, failure in
+                continuation.resume(returning: failure.map { .failure(Self.notKept($0)) } ?? .success(()))
             }
-            if !posted { continuation.resume(returning: .failure(.unknownApp(app: name))) }
-        }.get()
+            if !taken { continuation.resume(returning: .failure(.unknownApp(app: name))) }
+        }
+        if case .failure(let error) = posted {
+            self.state.withLock { _ = $0.answering.remove(key) }
+            throw error
+        }
         self.logger.notice(
             "Notification answered: \(action)",
             metadata: [
@@ -137,7 +153,28 @@ extension NotificationCenter {
                 "action": "\(action)", "uid": "\(peer?.uid ?? 0)",
             ]
         )
-        self.answered(app, id: id)
+        do {
+            try await self.perform { state, _, step in
+                state.answering.remove(key)
+                var alerts = state.apps[app] ?? AppAlerts()
+                for entry in alerts.delivered where entry.id == id {
+                    step.change.undeliver.append((app.value, entry.serial))
+                    step.charges[app, default: 0] -= entry.bytes
+                }
+                alerts.delivered.removeAll { $0.id == id }
+                if alerts.delivered.isEmpty { alerts.dropped = 0 }
+                state.apps[app] = alerts
+                step.touched.insert(app)
+            }
+        } catch {
+            // The answer is the app's already; the list comes back from the store as it was, and the desktop is owed
+            // nothing more of it.
+            self.logger.warning(
+                "An answered notification stays in the delivered list (\(error)), ignoring",
+                metadata: ["app": "\(app)", "notification": "\(id)"]
+            )
+            self.answered(app, id: id)
+        }
         let ended = self.state.withLock { state -> Bool in
             guard state.alerting[app]?.remove(id) != nil else { return false }
             if state.alerting[app]!.isEmpty {
@@ -167,5 +204,12 @@ extension NotificationCenter {
         default:
             break
         }
+    }
+
+    /// An answer's event the app's inbox did not keep, as the caller hears it: past a quota, the quota, as Schedule
+    /// names it; otherwise why it was not kept.
+    private static func notKept(_ failure: any Error) -> NotificationError {
+        if case .overQuota(let quota) = failure as? PostRefusal { return .quotaExceeded(quota) }
+        return .storageFailed(reason: "\(failure)")
     }
 }

@@ -68,6 +68,10 @@ final class NotificationCenter: Sendable {
         var alerting: [AppName: Set<String>] = [:]
         /// Each pending request's record length, as the store keeps it: what it is charged against its owner's quota.
         var requestBytes: [AlertKey: Int] = [:]
+        /// The presentation rate, and what it holds (``NotificationCenter+Rate``).
+        var rate = RateState()
+        /// Delivered notifications whose answer is on its way to the app: answered already, for another Respond.
+        var answering: Set<AlertKey> = []
     }
 
     /// What one input to the center comes to, carried out once the lock is released.
@@ -81,6 +85,8 @@ final class NotificationCenter: Sendable {
         var charges: [AppName: Int] = [:]
         /// Apps whose last alert went without an answer: their interruption ends.
         var endsInterruption: Set<AppName> = []
+        /// What the journal says of the presentation rate: users that passed it, and stretches over it that ended.
+        var rateNotices: [RateNotice] = []
     }
 
     let store: Store
@@ -191,6 +197,7 @@ final class NotificationCenter: Sendable {
             return timer
         }
         timer?.stop()
+        self.stopRate()
         let agents = self.state.withLock { state -> [Agent] in
             defer { state.agents = [:] }
             return Array(state.agents.values)
@@ -274,6 +281,7 @@ final class NotificationCenter: Sendable {
         let done = step
         let finish: @Sendable () -> Void = {
             for app in done.endsInterruption { _ = try? self.apps.interrupt(name: app.value, begins: false) }
+            self.logRate(done.rateNotices)
             guard !done.presentations.isEmpty || !done.drops.isEmpty else { return completion(.success(value)) }
             Task {
                 self.carryOut(done, reason: reason)
@@ -357,9 +365,10 @@ final class NotificationCenter: Sendable {
     }
 
     /// Carries the scheduler's actions into the state and the step: records to write, presentations put in the
-    /// delivered lists (oldest out past MaxDelivered=) with their badges, drops, timers.
+    /// delivered lists (oldest out past MaxDelivered=) with their badges, or held by the presentation rate
+    /// (``admit(_:now:to:_:)``), drops, timers.
     func apply(_ actions: [AlertAction], to state: inout State, _ step: inout Step) {
-        let maxDelivered = self.daemon.configuration.notifications.maxDelivered
+        var now: BootTime?
         for action in actions {
             switch action {
             case .keep(let record):
@@ -371,30 +380,9 @@ final class NotificationCenter: Sendable {
                 step.change.forget.append((key.app.value, key.id))
                 step.charges[key.app, default: 0] -= state.requestBytes.removeValue(forKey: key) ?? 0
             case .present(let presentation):
-                let app = presentation.app
-                var alerts = state.apps[app] ?? AppAlerts()
-                let serial = alerts.nextSerial
-                alerts.nextSerial += 1
-                let entry = NotificationWire.json(presentation, serial: serial)
-                let text = JSONValue.object(entry).jsonText
-                alerts.delivered.append(
-                    Delivered(serial: serial, id: presentation.id, entry: entry, bytes: text.utf8.count, sight: .presenting)
-                )
-                step.change.deliver.append(Store.AlertDeliveredRow(app: app.value, serial: serial, entry: text))
-                step.charges[app, default: 0] += text.utf8.count
-                if alerts.delivered.count > maxDelivered {
-                    let gone = alerts.delivered.count - maxDelivered
-                    for old in alerts.delivered.prefix(gone) {
-                        step.change.undeliver.append((app.value, old.serial))
-                        step.charges[app, default: 0] -= old.bytes
-                    }
-                    alerts.delivered.removeFirst(gone)
-                    alerts.dropped += Int64(gone)
-                }
-                if let badge = presentation.content.badge { alerts.badge = max(0, badge) }
-                state.apps[app] = alerts
-                step.touched.insert(app)
-                step.presentations.append((presentation, entry))
+                // Read once per input, and only for one that presents.
+                now = now ?? AlertTimer.now().boot
+                self.admit(presentation, now: now!, to: &state, &step)
             case .dropped(let drop):
                 step.drops.append(drop)
             case .arm(let wall, let boot):
