@@ -62,7 +62,7 @@ public final class ProcessHandle: Sendable {
 
     /// A small file read to its end (a status with many groups is longer than one read's worth); `nil` when it
     /// cannot be read or is empty.
-    private static func readFile(_ path: String) -> String? {
+    static func readFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

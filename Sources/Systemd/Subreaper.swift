@@ -25,26 +25,9 @@ public enum Subreaper {
         var children: [Int32] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard Int32(name) != nil, let text = Self.readFile("/proc/self/task/\(name)/children") else { continue }
+            guard Int32(name) != nil, let text = ProcessHandle.readFile("/proc/self/task/\(name)/children") else { continue }
             children += text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
         }
         return children
-    }
-
-    /// A small /proc file read to its end; `nil` when it cannot be read.
-    private static func readFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            contents.append(contentsOf: chunk[..<count])
-        }
-        return String(decoding: contents, as: UTF8.self)
     }
 }
