@@ -38,6 +38,11 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        .systemLibrary(
+            name: "CPCRE2",
+            pkgConfig: "libpcre2-8",
+            providers: [.apt(["libpcre2-dev"])]
+        ),
         .target(
             name: "Systemd",
             dependencies: [
@@ -91,6 +96,7 @@ let package = Package(
                 "CoalesceWire",
                 "Varlink",
                 "Systemd",
+                "CPCRE2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

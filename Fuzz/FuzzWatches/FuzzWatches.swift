@@ -7,6 +7,8 @@ import Varlink
 /// a watch (its definition with the start inside), which a damaged store hands back as any JSON object. Any text is
 /// read as a start too.
 ///
+/// An accepted watch's pattern is tested on three messages, within the matcher's limits.
+///
 /// The input is JSON text: AddWatch's parameters (`{"watch": {...}, "start": "tail"}`) or a stored definition.
 /// Properties, beyond "no crash":
 /// - a refusal is a `WatchProblem` naming the watch as it was given, with a reason;
@@ -37,8 +39,8 @@ private func startForm(_ text: String) -> WatchStart? {
 
 /// A definition read; if it is a watch, its written form and the store's row read back as it.
 private func watchForms(_ definition: JSONObject, start: WatchStart) {
-    // No pattern is skipped: the daemon bounds what one costs (PatternCost) before glibc compiles it, and a
-    // pattern the bound lets through that exhausts memory is a finding.
+    // No pattern is skipped: PCRE2's limits bound what compiling one and testing a message cost, and a pattern
+    // that runs past libFuzzer's time or memory limits is a finding.
     let name = definition["name"]?.stringValue ?? ""
     let watch: JournalWatch
     do {
@@ -48,6 +50,16 @@ private func watchForms(_ definition: JSONObject, start: WatchStart) {
         return
     }
     check(watch.name.value == name, "the watch \(JSONValue.string(name).jsonText) read as \(watch.name)")
+    if let pattern = watch.pattern {
+        // Tested on nothing, on its own text, and on its text repeated past the bytes a message is tested on.
+        do {
+            let matcher = try MessageMatcher(pattern)
+            let long = String(repeating: pattern.text, count: MessageMatcher.maximumMessageBytes / max(1, pattern.text.utf8.count) + 1)
+            for message in ["", pattern.text, long] { _ = matcher.test(message) }
+        } catch {
+            fail("the pattern of an accepted watch does not compile again: \(error.text)")
+        }
+    }
 
     let object = WatchDefinition.object(watch)
     let written = JSONValue.object(object).jsonText

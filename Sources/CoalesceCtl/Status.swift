@@ -90,6 +90,8 @@ struct Status: ParsableCommand {
         }
         var text = "followed, \(watches); \(int("entriesRead")) entries read, \(int("matched")) matched, "
             + counted(int("posts"), "post")
+        let untested = int("untested")
+        if untested > 0 { text += ", \(untested) untested (too costly for their pattern)" }
         let rewinds = int("rewinds")
         if rewinds > 0 { text += ", read again \(counted(rewinds, "time")) after a store write failed" }
         let lag = journal["lagSec"]?.doubleValue ?? 0

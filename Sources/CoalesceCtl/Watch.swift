@@ -65,7 +65,7 @@ struct WatchAdd: ParsableCommand {
     var matches: [String] = []
 
     @Option(
-        help: ArgumentHelp("Entries whose MESSAGE matches this POSIX extended regular expression (at most 256 bytes).", valueName: "regex")
+        help: ArgumentHelp("Entries whose MESSAGE matches this regular expression (PCRE2, as journalctl --grep; at most 256 bytes).", valueName: "regex")
     )
     var grep: String?
 
@@ -156,11 +156,12 @@ struct WatchList: ParsableCommand {
                 count("matched"),
                 count("posts"),
                 count("refused"),
+                count("untested"),
                 watch["lastMatched"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
             ]
         }
         CtlOutput.table(
-            header: ["NAME", "ORIGIN", "TARGET", "KIND", "POLICY", "MATCHED", "POSTS", "REFUSED", "LAST"], rows,
+            header: ["NAME", "ORIGIN", "TARGET", "KIND", "POLICY", "MATCHED", "POSTS", "REFUSED", "UNTESTED", "LAST"], rows,
             summary: "\(watches.count) \(watches.count == 1 ? "watch" : "watches") listed.",
             legend: !self.global.noLegend
         )

@@ -58,12 +58,16 @@ public enum MessageID {
     public static let journalPositionLost = "f3252ac6e7c34a55bb6a24bd855aee14"
     /// What an app holds could not be read back from the store at start: it was set aside, and the daemon started.
     public static let heldDataSetAside = "561c8856c781489094ec9e0b515fe4c1"
+    /// A journal entry could not be tested against a watch's pattern within PCRE2's limits (COALESCED_WATCH,
+    /// COALESCED_REASON, COALESCED_UNTESTED): it was not taken. Once a minute at most per watch.
+    public static let journalEntryUntested = "36a580d88a5e49a08d17d8e405c3cdc9"
 
     /// Every MESSAGE_ID, for checking the catalog.
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
         taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
         notificationsCoalesced, sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost, heldDataSetAside,
+        journalEntryUntested,
     ]
 }
 

@@ -201,7 +201,8 @@ import Varlink
     /// Each kind of match, through watches added at run time with coalescectl, to a running app (a queue policy:
     /// each entry its own event): a unit, a user unit, an identifier, a priority ceiling, fields ORed within a
     /// field and ANDed across, a regular expression and a substring on the message, and the payload's fields. A
-    /// watch to another app reaches that app only.
+    /// watch to another app reaches that app only. A message its regular expression cannot test within the
+    /// matcher's limits is not taken, is counted and said in the log, and the entries after it are read as ever.
     @Test func watchesMatchByUnitIdentifierPriorityFieldsAndMessageAndReachOnlyTheirTarget() async throws {
         guard SystemdUnitTests.requireSandbox() else { return }
         try await withSystemdSandbox(binaries: Self.binaries) { sandbox in
@@ -228,6 +229,8 @@ import Varlink
             try add("fields", "--match", "TESTFIELD=a", "--match", "TESTFIELD=b", "--match", "OTHER=x")
             try add("grep", "--identifier", "m-text", "--grep", "fail(ed|ure) [0-9]+")
             try add("contains", "--identifier", "m-text", "--contains", "needle")
+            // Thirty a's: every way of splitting them between the optional and the counted ones is tried.
+            try add("costly", "--identifier", "m-costly", "--grep", "^(a?){30}a{30}$")
             try add("payload", "--identifier", "m-payload", "--field", "MESSAGE", "--field", "SYSLOG_IDENTIFIER")
             let news = try sandbox.run(
                 "coalescectl", "watch", "add", "news", "--identifier", "m-news", "--kind", "t.news", "--to", "org.example.news"
@@ -248,6 +251,7 @@ import Varlink
                 try sandbox.write("/run/fields.txt", "MESSAGE=\(text)\n\(fields)\n")
                 #expect(try sandbox.run("logger", "--journald=/run/fields.txt").status == 0)
             }
+            #expect(try sandbox.run("logger", "-t", "m-costly", String(repeating: "a", count: 30)).status == 0)
             for text in ["the job failed 12 times", "failure 7", "fail x", "a needle here", "hay"] {
                 #expect(try sandbox.run("logger", "-t", "m-text", text).status == 0)
             }
@@ -281,6 +285,18 @@ import Varlink
             }
             let got = try received()
             #expect(got == expected, "\(got.sorted { $0.key < $1.key })")
+            func costly() throws -> JSONValue? {
+                let listed = try JSONParser.parse(try sandbox.run("coalescectl", "call", "io.coalesced.System.ListWatches", "{}").stdout)
+                return listed["watches"]?.arrayValue?.first { $0["name"]?.stringValue == "costly" }
+            }
+            // The figures of a pass are added up at its end.
+            try? waitUntil("the costly watch's untested entry counted", timeout: .seconds(20), poll: .milliseconds(200)) {
+                try costly()?["untested"]?.intValue == 1
+            }
+            let counted = try costly()
+            #expect(counted?["untested"]?.intValue == 1 && counted?["matched"]?.intValue == 0, "\(String(describing: counted))")
+            let said = try sandbox.run("journalctl", "-o", "json", "MESSAGE_ID=36a580d88a5e49a08d17d8e405c3cdc9").stdout
+            #expect(said.contains("COALESCED_WATCH\":\"costly") && said.contains("match limit exceeded"), "\(said)")
             let monitored = try sandbox.output(ofUnit: "watch-monitor.service")
             #expect(monitored.contains { $0.hasSuffix("org.example.mail: post t.ident from watch ident (uid 0): delivered") || $0.contains("post t.ident from watch ident (uid 0): delivered as seq") }, "\(monitored)")
             let payload = try Self.events(sandbox, unit: "example-mail.service", kind: "t.payload").first?.payload.objectValue

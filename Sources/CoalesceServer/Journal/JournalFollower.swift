@@ -22,6 +22,8 @@ final class JournalFollower: @unchecked Sendable {
         var matched = 0
         var posts = 0
         var refused = 0
+        /// Entries it selected whose message its pattern could not test within the matcher's limits.
+        var untested = 0
         /// The wall-clock time (s since the epoch) of the last entry it matched.
         var lastMatched: Double?
     }
@@ -71,6 +73,9 @@ final class JournalFollower: @unchecked Sendable {
         /// It has read an entry past where it started: it has read everything up to the reader's position (a
         /// watch that has not may be waiting for a seek back to reach its start).
         var caughtUp = false
+        /// When an untested entry was last said in the log, and how many were left untested since.
+        var untestedSaid: ContinuousClock.Instant?
+        var untestedSinceSaid = 0
 
         var watch: JournalWatch { self.configured.watch }
     }
@@ -254,6 +259,7 @@ final class JournalFollower: @unchecked Sendable {
         self.shared.withLock { shared in
             for (name, pass) in figures {
                 shared.figures[name, default: WatchFigures()].matched += pass.matched
+                shared.figures[name, default: WatchFigures()].untested += pass.untested
                 if let last = pass.lastMatched { shared.figures[name, default: WatchFigures()].lastMatched = last }
             }
         }
@@ -290,7 +296,14 @@ final class JournalFollower: @unchecked Sendable {
             }
             guard followed.watch.selection.admits(field) else { continue }
             if let matcher = followed.matcher {
-                guard let message = field("MESSAGE"), matcher.matches(message) else { continue }
+                guard let message = field("MESSAGE") else { continue }
+                switch matcher.test(message) {
+                case .matches: break
+                case .doesNotMatch: continue
+                case .untested(let reason):
+                    self.untested(name, reason: reason, at: now)
+                    continue
+                }
             }
             guard let entry = try current() else { continue }
             let time: UInt64
@@ -331,6 +344,28 @@ final class JournalFollower: @unchecked Sendable {
                 for batch in self.batcher.add(key, payload, cursor: entry, queue: queue, at: now) { self.post(batch) }
             }
         }
+    }
+
+    /// An entry `name` selected whose message its pattern could not test: counted, and said in the log the first
+    /// time and then at most once a minute, with how many since.
+    private func untested(_ name: WatchName, reason: String, at now: ContinuousClock.Instant) {
+        self.passFigures[name, default: WatchFigures()].untested += 1
+        guard var followed = self.followed[name] else { return }
+        followed.untestedSinceSaid += 1
+        if let said = followed.untestedSaid, now - said < .seconds(60) {
+            self.followed[name] = followed
+            return
+        }
+        self.logger.warning(
+            "Journal watch \(name): \(followed.untestedSinceSaid) entries could not be tested against its pattern (\(reason)) and were not posted",
+            metadata: [
+                "message_id": "\(MessageID.journalEntryUntested)", "watch": "\(name)", "reason": "\(reason)",
+                "untested": "\(followed.untestedSinceSaid)",
+            ]
+        )
+        followed.untestedSaid = now
+        followed.untestedSinceSaid = 0
+        self.followed[name] = followed
     }
 
     /// A field's value as an event carries it: at most ``JournalWatch/maximumFieldBytes`` bytes, cut at a
@@ -431,7 +466,16 @@ final class JournalFollower: @unchecked Sendable {
                 continue
             }
             var matcher: MessageMatcher?
-            if let pattern = configured.watch.pattern { matcher = try? MessageMatcher(pattern) }
+            if let pattern = configured.watch.pattern {
+                // Compiled when the watch was read; one that fails here all the same is left out, not made to take
+                // every entry.
+                do {
+                    matcher = try MessageMatcher(pattern)
+                } catch {
+                    self.logger.error("Journal watch \(name) left out: \(error.text)", metadata: ["watch": "\(name)"])
+                    continue
+                }
+            }
             var followed = Followed(configured: configured, matcher: matcher, poster: Self.peer(configured.owner))
             if let positions = stored[name.value] {
                 // Where it was: its own position, and past it each app's.

@@ -202,6 +202,7 @@ final class JournalWatches: Sendable {
             object["matched"] = .int(Int64(counts.matched))
             object["posts"] = .int(Int64(counts.posts))
             object["refused"] = .int(Int64(counts.refused))
+            object["untested"] = .int(Int64(counts.untested))
             if let last = counts.lastMatched { object["lastMatched"] = .double(last) }
             return .object(object)
         }
@@ -222,6 +223,7 @@ final class JournalWatches: Sendable {
             "rewinds": .int(Int64(reader.rewinds)),
             "matched": .int(Int64(figures.values.reduce(0) { $0 + $1.matched })),
             "posts": .int(Int64(figures.values.reduce(0) { $0 + $1.posts })),
+            "untested": .int(Int64(figures.values.reduce(0) { $0 + $1.untested })),
         ]
         if let reason = reader.reason { stats["reason"] = .string(reason) }
         return .object(stats)
