@@ -1,24 +1,9 @@
 import CSystemd
 public import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// The log level in force for every handler made by ``DaemonLogging``, changed at run time on reload.
-public final class LogLevelControl: Sendable {
-    private let level: Mutex<Logger.Level>
-
-    public init(_ level: Logger.Level) {
-        self.level = Mutex(level)
-    }
-
-    public var current: Logger.Level {
-        get { self.level.withLock { $0 } }
-        set { self.level.withLock { $0 = newValue } }
-    }
-}
 
 /// A swift-log backend writing native journal entries with `sd_journal_sendv`.
 ///
@@ -26,28 +11,23 @@ public final class LogLevelControl: Sendable {
 /// as fields named `COALESCED_<KEY>` (upper-cased, anything but letters and digits becoming `_`), so that
 /// `journalctl COALESCED_APP=org.example.mail` finds an app's entries. The metadata key `message_id` becomes the
 /// entry's `MESSAGE_ID`, which the catalog explains.
-public struct JournalLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
-    private let identifier: String
-    private let control: LogLevelControl
+public typealias JournalLogHandler = DaemonLogHandler<JournalSink>
 
+extension DaemonLogHandler where Sink == JournalSink {
     public init(identifier: String, control: LogLevelControl) {
+        self.init(sink: JournalSink(identifier: identifier), control: control)
+    }
+}
+
+/// Writes each entry to the journal, as ``JournalLogHandler`` says.
+public struct JournalSink: LogSink {
+    private let identifier: String
+
+    public init(identifier: String) {
         self.identifier = identifier
-        self.control = control
     }
 
-    public var logLevel: Logger.Level {
-        get { self.control.current }
-        set { self.control.current = newValue }
-    }
-
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-
-    public func log(event: LogEvent) {
+    public func write(_ event: LogEvent, metadata: Logger.Metadata) {
         var fields: [String] = [
             "MESSAGE=\(event.message)",
             "PRIORITY=\(Self.priority(event.level))",
@@ -56,7 +36,7 @@ public struct JournalLogHandler: LogHandler {
             "CODE_LINE=\(event.line)",
             "CODE_FUNC=\(event.function)",
         ]
-        for (key, value) in event.mergedMetadata(self.metadata, provider: self.metadataProvider) {
+        for (key, value) in metadata {
             if key == "message_id" {
                 fields.append("MESSAGE_ID=\(value)")
             } else {
@@ -105,17 +85,5 @@ public struct JournalLogHandler: LogHandler {
                 _ = sd_journal_sendv(pointer.baseAddress, Int32(pointer.count))
             }
         }
-    }
-}
-
-extension LogEvent {
-    /// The handler's metadata, then the provider's, then the event's own, later ones winning; the event's error as
-    /// `error`.
-    func mergedMetadata(_ handlerMetadata: Logger.Metadata, provider: Logger.MetadataProvider?) -> Logger.Metadata {
-        var merged = handlerMetadata
-        if let provided = provider?.get() { merged.merge(provided) { _, new in new } }
-        if let own = self.metadata { merged.merge(own) { _, new in new } }
-        if let error = self.error { merged["error"] = "\(error)" }
-        return merged
     }
 }

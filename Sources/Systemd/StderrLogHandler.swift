@@ -6,35 +6,26 @@ import Glibc
 
 /// A swift-log backend for when stderr is a terminal or a file: one readable line per entry,
 /// `level: message key=value …`.
-public struct StderrLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
-    private let control: LogLevelControl
+public typealias StderrLogHandler = DaemonLogHandler<StderrSink>
 
+extension DaemonLogHandler where Sink == StderrSink {
     public init(control: LogLevelControl) {
-        self.control = control
+        self.init(sink: StderrSink(), control: control)
     }
+}
 
-    public var logLevel: Logger.Level {
-        get { self.control.current }
-        set { self.control.current = newValue }
-    }
+/// Writes each entry to stderr as one line.
+public struct StderrSink: LogSink {
+    public init() {}
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-
-    public func log(event: LogEvent) {
-        var merged = event.mergedMetadata(self.metadata, provider: self.metadataProvider)
-        merged["message_id"] = nil
+    public func write(_ event: LogEvent, metadata: Logger.Metadata) {
         var line = "\(event.level): \(Self.escaped("\(event.message)"))"
-        for key in merged.keys.sorted() {
-            line += " \(key)=\(Self.escaped("\(merged[key]!)"))"  // key comes from merged
+        for key in metadata.keys.sorted() where key != "message_id" {
+            line += " \(key)=\(Self.escaped("\(metadata[key]!)"))"  // key comes from metadata
         }
         line += "\n"
         // fputs to stderr would need the C global, which strict concurrency refuses; write(2) is atomic per line.
-        _ = line.withCString { write(2, $0, strlen($0)) }
+        _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
     }
 
     /// One entry stays one line whatever a peer put into a logged value.
