@@ -168,7 +168,7 @@ let package = Package(
             name: "CoalesceBench",
             dependencies: [
                 "Varlink",
-                "CSystemd",
+                "Systemd",
                 "CoalesceTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

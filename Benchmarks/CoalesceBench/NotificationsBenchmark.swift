@@ -1,6 +1,6 @@
-import CSystemd
 import CoalesceTestSupport
 import Foundation
+import Systemd
 import Varlink
 
 #if canImport(Glibc)
@@ -75,7 +75,7 @@ struct NotificationsBenchmark {
         // Lateness: fire date to the agent's stream.
         print("| lateness, fire date to arrival | p50 | p99 | max |")
         print("|---|---|---|---|")
-        let floor = Self.timerfdLateness(count: 2_000)
+        let floor = try Self.timerfdLateness(count: 2_000)
         print(Self.row("baseline: bare CLOCK_REALTIME timerfd, \(floor.count) wakes", floor))
         let again = try VarlinkClient(path: socket)
         for index in 0..<self.apps { _ = try again.call("io.coalesced.Notifications.Cancel", ["app": .string(Self.appName(index)), "all": true]) }
@@ -163,23 +163,17 @@ struct NotificationsBenchmark {
     }
 
     /// How late a CLOCK_REALTIME timerfd armed at absolute instants wakes a thread polling it, in µs.
-    static func timerfdLateness(count: Int) -> [Double] {
-        let fd = timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC))
-        defer { close(fd) }
+    static func timerfdLateness(count: Int) throws -> [Double] {
+        let timer = try TimerFD(clock: .realtime, nonBlocking: false)
         var samples: [Double] = []
         for index in 0..<count {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let target = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) + 1_000_000 + Int64(index % 10) * 100_000
-            var spec = itimerspec(
-                it_interval: timespec(),
-                it_value: timespec(tv_sec: Int(target / 1_000_000_000), tv_nsec: Int(target % 1_000_000_000))
-            )
-            timerfd_settime(fd, Int32(TFD_TIMER_ABSTIME), &spec, nil as UnsafeMutablePointer<itimerspec>?)
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            try timer.arm(at: .nanoseconds(target))
+            var descriptor = pollfd(fd: timer.descriptor, events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, -1)
-            var expirations: UInt64 = 0
-            _ = read(fd, &expirations, 8)
+            try timer.readExpirations()
             clock_gettime(CLOCK_REALTIME, &now)
             let woke = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
             samples.append(Double(woke - target) / 1000)

@@ -12,12 +12,26 @@
 #include <sys/timerfd.h>
 // eventfd, which wakes the D-Bus connection's thread.
 #include <sys/eventfd.h>
+// posix_spawn, for posix_spawn_file_actions_addclosefrom_np below.
+#include <spawn.h>
 // prctl, which Swift cannot call (it takes variable arguments): the daemon as a child subreaper, so that what a
 // notification command leaves behind comes back to the daemon to be killed and reaped.
 #include <sys/prctl.h>
 
 static inline int coalesced_set_child_subreaper(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later), which <spawn.h> declares only with _GNU_SOURCE.
+// Weak, so that an older C library leaves the descriptors open rather than failing to load the daemon.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from)
+    __attribute__((weak));
+
+// Has the spawned program's descriptors from `from` on closed; 0, or an errno. Does nothing where the C library
+// cannot (before glibc 2.34).
+static inline int coalesced_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    if (!posix_spawn_file_actions_addclosefrom_np) return 0;
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
 #endif

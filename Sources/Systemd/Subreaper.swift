@@ -30,4 +30,19 @@ public enum Subreaper {
         }
         return children
     }
+
+    /// Reaps those of `children` that have ended and whose process group `isReapable` accepts; a child that still
+    /// runs, or is gone already, is left.
+    /// - Parameters:
+    ///   - children: pids of this process's children (``children()``).
+    ///   - isReapable: given a child's process group, whether it may be reaped here (a group someone else waits for
+    ///     is not: it would lose that child's status).
+    public static func reapEnded(_ children: [Int32], where isReapable: (_ group: Int32) -> Bool) {
+        for child in children {
+            let group = getpgid(child)
+            guard group > 0, isReapable(group) else { continue }
+            var status: CInt = 0
+            _ = waitpid(child, &status, WNOHANG)
+        }
+    }
 }

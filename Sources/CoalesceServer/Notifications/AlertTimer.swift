@@ -1,5 +1,6 @@
 import CoalesceCore
 import Synchronization
+import Systemd
 
 #if canImport(Glibc)
 import Glibc
@@ -138,13 +139,21 @@ struct AlertTimerError: Error, Sendable, Hashable, CustomStringConvertible {
     var failure: String { "\(self.call) failed: \(String(cString: strerror(self.code)))" }
 }
 
+extension AlertTimerError {
+    /// The call a ``Systemd`` wrapper made (its operation names it, as `timerfd_create(CLOCK_REALTIME)`), and its
+    /// errno.
+    init(_ error: SystemdError) {
+        self.init(call: error.operation, code: error.errno)
+    }
+}
+
 extension AlertTimer {
     /// The descriptors and the state the thread and the callers share. The thread holds this and not the
     /// ``AlertTimer``, so that dropping the last reference to the timer stops it (its deinit).
     fileprivate final class Core: Sendable {
-        let realtimeFD: CInt
-        let boottimeFD: CInt
-        let wakeFD: CInt
+        let realtime: TimerFD
+        let boottime: TimerFD
+        let wakeup: Wakeup
         /// The directory of the zone link, which the inotify watch is on.
         let linkDirectory: String
         /// The zone link's name within its directory, whose events count.
@@ -162,9 +171,9 @@ extension AlertTimer {
             var wall: WallTime?
             /// ``arm(wall:boot:)`` found the clock set (timerfd_settime's `ECANCELED`); the thread reports it.
             var clockChangeUnreported = false
-            /// The inotify watch on the zone link's directory, once ``AlertTimer/watchZone()`` made it (-1 before,
+            /// The inotify watch on the zone link's directory, once ``AlertTimer/watchZone()`` made it (`nil` before,
             /// or when it could not be made); kept until the descriptors are closed.
-            var zoneFD: CInt = -1
+            var zone: Inotify?
             /// Why the zone link is not watched, when making the watch failed.
             var zoneWatchProblem: AlertTimerError?
             var zoneWatchTried = false
@@ -173,33 +182,22 @@ extension AlertTimer {
         init(localtimePath: String, settle: Duration, onEvent: @escaping @Sendable (AlertTimer.Event) -> Void)
             throws(AlertTimerError)
         {
-            var opened: [CInt] = []
-            func check(_ fd: CInt, _ call: @autoclosure () -> String) throws(AlertTimerError) -> CInt {
-                guard fd >= 0 else {
-                    let code = errno
-                    for fd in opened { close(fd) }
-                    throw AlertTimerError(call: call(), code: code)
-                }
-                opened.append(fd)
-                return fd
+            // A descriptor made before a failure is closed as its wrapper goes, before the error is thrown.
+            do {
+                self.realtime = try TimerFD(clock: .realtime)
+                self.boottime = try TimerFD(clock: .boottime)
+                self.wakeup = try Wakeup()
+            } catch {
+                throw AlertTimerError(error)
             }
-            let calls = try LinuxCalls.shared()
-            self.realtimeFD = try check(
-                calls.timerfdCreate(CLOCK_REALTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_REALTIME)")
-            self.boottimeFD = try check(
-                calls.timerfdCreate(CLOCK_BOOTTIME, LinuxCalls.timerFlags), "timerfd_create(CLOCK_BOOTTIME)")
-            self.wakeFD = try check(calls.eventfd(0, LinuxCalls.eventFlags), "eventfd")
             let (directory, name) = Self.split(localtimePath)
             self.linkDirectory = directory
             self.linkName = Array(name.utf8)
             self.settleNanoseconds = settle.nanosecondsCount
             self.onEvent = onEvent
             // Watching for clock changes from the start.
-            let armed = Self.settime(self.realtimeFD, LinuxCalls.wallFlags, AlertTimer.idleWallDate.nanoseconds)
-            guard armed == 0 else {
-                for fd in opened { close(fd) }
-                throw AlertTimerError(call: "timerfd_settime(CLOCK_REALTIME)", code: armed)
-            }
+            let armed = Self.settime(self.realtime, AlertTimer.idleWallDate.nanoseconds)
+            guard armed == 0 else { throw AlertTimerError(call: "timerfd_settime(CLOCK_REALTIME)", code: armed) }
         }
 
         /// The directory and the name of `path` (`/etc`, `localtime`); a bare name is in the working directory.
@@ -213,9 +211,8 @@ extension AlertTimer {
             let wake = self.state.withLock { state -> Bool in
                 guard !state.stopping else { return false }
                 state.wall = wall
-                let wallResult = Self.settime(
-                    self.realtimeFD, LinuxCalls.wallFlags, (wall ?? AlertTimer.idleWallDate).nanoseconds)
-                let bootResult = Self.settime(self.boottimeFD, LinuxCalls.bootFlags, boot?.nanoseconds)
+                let wallResult = Self.settime(self.realtime, (wall ?? AlertTimer.idleWallDate).nanoseconds)
+                let bootResult = Self.settime(self.boottime, boot?.nanoseconds)
                 precondition(
                     bootResult == 0, "timerfd_settime(CLOCK_BOOTTIME) failed: \(String(cString: strerror(bootResult)))")
                 // ECANCELED: the clock was set since the last read, and this call armed the timer anyway (see
@@ -234,20 +231,22 @@ extension AlertTimer {
         /// Makes the inotify watch on the zone link's directory, once, and has the thread poll it. The watch is worth
         /// having, not worth failing over: without it (the user's inotify instances used up, say) dates still fire.
         func watchZone() -> AlertTimerError? {
-            self.state.withLock { state in
+            self.state.withLock { state -> AlertTimerError? in
                 guard !state.zoneWatchTried, !state.stopping else { return nil }
                 state.zoneWatchTried = true
-                let mask = UInt32(
-                    IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
-                let inotify = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
-                if inotify < 0 {
-                    state.zoneWatchProblem = AlertTimerError(call: "inotify_init1", code: errno)
-                } else if inotify_add_watch(inotify, self.linkDirectory, mask) < 0 {
-                    state.zoneWatchProblem = AlertTimerError(call: "inotify_add_watch(\(self.linkDirectory))", code: errno)
-                    close(inotify)
-                } else {
-                    state.zoneFD = inotify
+                do throws(SystemdError) {
+                    let inotify = try Inotify()
+                    // An instance that cannot watch is closed as it goes, at the end of this block.
+                    try inotify.watch(
+                        self.linkDirectory,
+                        for: [
+                            .created, .movedTo, .movedFrom, .deleted, .closedAfterWriting, .attributesChanged,
+                            .onlyDirectory,
+                        ])
+                    state.zone = inotify
                     self.wake()  // the thread polls it from its next round
+                } catch {
+                    state.zoneWatchProblem = AlertTimerError(error)
                 }
                 return state.zoneWatchProblem
             }
@@ -265,44 +264,44 @@ extension AlertTimer {
         }
 
         private func wake() {
-            var one: UInt64 = 1
-            // Fails only when the counter would overflow, and then the thread is woken already.
-            _ = write(self.wakeFD, &one, MemoryLayout<UInt64>.size)
+            self.wakeup.set()
         }
 
         func closeDescriptors() {
             self.state.withLock { state in
                 guard !state.closed else { return }
                 state.closed = true
-                for fd in [self.realtimeFD, self.boottimeFD, state.zoneFD, self.wakeFD] where fd >= 0 { close(fd) }
+                self.realtime.close()
+                self.boottime.close()
+                state.zone?.close()
+                self.wakeup.close()
             }
         }
 
-        /// Arms `fd` at the absolute time `nanoseconds` (`nil`: disarms it); 0, or the errno.
-        static func settime(_ fd: CInt, _ flags: CInt, _ nanoseconds: Int64?) -> CInt {
-            var value = itimerspec()
-            if let nanoseconds {
-                // An it_value of zero disarms, and a negative one is refused: a date at or before the clock's
-                // origin is long past, so one nanosecond after it, which expires at once, stands for it.
-                let clamped = max(nanoseconds, 1)
-                value.it_value = timespec(tv_sec: Int(clamped / 1_000_000_000), tv_nsec: Int(clamped % 1_000_000_000))
+        /// Arms `timer` at the absolute time `nanoseconds` (`nil`: disarms it), the wall timer watching for clock
+        /// changes; 0, or the errno.
+        static func settime(_ timer: TimerFD, _ nanoseconds: Int64?) -> CInt {
+            do {
+                try timer.arm(at: nanoseconds.map { .nanoseconds($0) }, cancelOnSet: timer.clock == .realtime)
+                return 0
+            } catch {
+                return error.errno
             }
-            return LinuxCalls.cached.timerfdSettime(fd, flags, &value, nil) == 0 ? 0 : errno
         }
 
         // MARK: The thread
 
         func run() {
             Self.nameThisThread()
-            var descriptors = [self.wakeFD, -1, self.boottimeFD, self.realtimeFD].map {
+            var descriptors = [self.wakeup.descriptor, -1, self.boottime.descriptor, self.realtime.descriptor].map {
                 pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
             }
             // When the burst of zone changes being gathered is reported (CLOCK_MONOTONIC nanoseconds).
             var zoneReportDue: Int64?
             running: while true {
                 // The zone watch, once made (poll passes over a negative descriptor).
-                let zoneFD = self.state.withLock { $0.zoneFD }
-                descriptors[1].fd = zoneFD
+                let zone = self.state.withLock { $0.zone }
+                descriptors[1].fd = zone?.descriptor ?? -1
                 // No timeout but while a zone report waits for the end of its burst: the thread never spins.
                 let timeout = zoneReportDue.map { Self.milliseconds(until: $0) } ?? -1
                 let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
@@ -312,8 +311,7 @@ extension AlertTimer {
                 }
                 let readable = descriptors.map { $0.revents != 0 }
                 if readable[0] {
-                    var count: UInt64 = 0
-                    _ = read(self.wakeFD, &count, MemoryLayout<UInt64>.size)  // clears it; EAGAIN when already read
+                    self.wakeup.clear()
                     let (stopping, clockChanged) = self.state.withLock { state in
                         defer { state.clockChangeUnreported = false }
                         return (state.stopping, state.clockChangeUnreported)
@@ -322,14 +320,14 @@ extension AlertTimer {
                     if clockChanged { self.report(.clockChanged) }
                 }
                 // The zone before the timers, so that a report of it comes before an expiry it happened before.
-                if readable[1], self.drainZoneEvents(zoneFD) {
+                if readable[1], let zone, self.drainZoneEvents(zone) {
                     zoneReportDue = zoneReportDue ?? Self.monotonicNow() + self.settleNanoseconds
                 }
                 if let due = zoneReportDue, Self.monotonicNow() >= due {
                     zoneReportDue = nil
                     self.report(.timeZoneChanged)
                 }
-                if readable[2], Self.readExpiry(self.boottimeFD) == 0 { self.report(.expired) }
+                if readable[2], Self.readExpiry(self.boottime) == 0 { self.report(.expired) }
                 if readable[3] { self.handleWallTimer() }
                 if self.state.withLock({ $0.stopping }) { break running }
             }
@@ -343,18 +341,15 @@ extension AlertTimer {
         }
 
         private func handleWallTimer() {
-            switch Self.readExpiry(self.realtimeFD) {
+            switch Self.readExpiry(self.realtime) {
             case 0:
                 // Expired: it waits at the idle date, still watching for clock changes, unless armed again since.
                 self.state.withLock { state in
-                    guard !state.stopping else { return }
-                    var current = itimerspec()
-                    guard LinuxCalls.cached.timerfdGettime(self.realtimeFD, &current) == 0,
-                        current.it_value.tv_sec == 0, current.it_value.tv_nsec == 0
-                    else { return }
+                    // A timer that cannot be read (not expected: it is open until the thread ends) is left as it is.
+                    guard !state.stopping, (try? self.realtime.isArmed()) == false else { return }
                     state.wall = nil
                     // ECANCELED here is a clock set since the read: the report is left to the next arm or expiry.
-                    _ = Self.settime(self.realtimeFD, LinuxCalls.wallFlags, AlertTimer.idleWallDate.nanoseconds)
+                    _ = Self.settime(self.realtime, AlertTimer.idleWallDate.nanoseconds)
                 }
                 self.report(.expired)
             case ECANCELED:
@@ -363,8 +358,7 @@ extension AlertTimer {
                 // after it. A date the clock was set past expires at once and is reported as an expiry next.
                 self.state.withLock { state in
                     guard !state.stopping else { return }
-                    _ = Self.settime(
-                        self.realtimeFD, LinuxCalls.wallFlags, (state.wall ?? AlertTimer.idleWallDate).nanoseconds)
+                    _ = Self.settime(self.realtime, (state.wall ?? AlertTimer.idleWallDate).nanoseconds)
                 }
                 self.report(.clockChanged)
             default:
@@ -374,37 +368,18 @@ extension AlertTimer {
 
         /// Reads a timerfd's expiry count: 0 when it expired, else the errno (`EAGAIN`: it has not, `ECANCELED`: the
         /// clock was set).
-        private static func readExpiry(_ fd: CInt) -> CInt {
-            var count: UInt64 = 0
-            while true {
-                if read(fd, &count, MemoryLayout<UInt64>.size) == MemoryLayout<UInt64>.size { return 0 }
-                if errno != EINTR { return errno }
+        private static func readExpiry(_ timer: TimerFD) -> CInt {
+            do {
+                try timer.readExpirations()
+                return 0
+            } catch {
+                return error.errno
             }
         }
 
         /// Reads every queued inotify event; whether one was about the zone link (or events were lost).
-        private func drainZoneEvents(_ zoneFD: CInt) -> Bool {
-            // Room for many events at once: each is 16 bytes and its name, padded.
-            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-            var matched = false
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(zoneFD, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return matched }
-                var offset = 0
-                while offset + 16 <= count {
-                    let mask = Self.uint32(buffer, offset + 4)
-                    let length = Int(Self.uint32(buffer, offset + 12))
-                    let nameBytes = buffer[(offset + 16)..<min(offset + 16 + length, count)].prefix { $0 != 0 }
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || nameBytes.elementsEqual(self.linkName) { matched = true }
-                    offset += 16 + length
-                }
-            }
-        }
-
-        /// A field of struct inotify_event, which the kernel writes in host order.
-        private static func uint32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
-            bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+        private func drainZoneEvents(_ zone: Inotify) -> Bool {
+            zone.readEvents().contains { $0.events.contains(.queueOverflowed) || $0.name == self.linkName }
         }
 
         private static func monotonicNow() -> Int64 {
@@ -433,53 +408,5 @@ extension AlertTimer {
 extension Duration {
     fileprivate var nanosecondsCount: Int64 {
         self.components.seconds * 1_000_000_000 + self.components.attoseconds / 1_000_000_000
-    }
-}
-
-/// timerfd_create(2), timerfd_settime(2), timerfd_gettime(2) and eventfd(2). Glibc's Swift module leaves out
-/// <sys/timerfd.h> and <sys/eventfd.h>, so the functions are looked up in the C library, once.
-private struct LinuxCalls: @unchecked Sendable {
-    // @unchecked: C function pointers, immutable once looked up.
-    let timerfdCreate: @convention(c) (CInt, CInt) -> CInt
-    let timerfdSettime:
-        @convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt
-    let timerfdGettime: @convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt
-    let eventfd: @convention(c) (CUnsignedInt, CInt) -> CInt
-
-    // The kernel's values (include/uapi/linux/timerfd.h, eventfd.h), the same on every architecture.
-    static let timerAbsolute: CInt = 1 << 0  // TFD_TIMER_ABSTIME
-    static let timerCancelOnSet: CInt = 1 << 1  // TFD_TIMER_CANCEL_ON_SET
-    static let timerFlags = CInt(O_NONBLOCK | O_CLOEXEC)  // TFD_NONBLOCK | TFD_CLOEXEC
-    static let eventFlags = CInt(O_NONBLOCK | O_CLOEXEC)  // EFD_NONBLOCK | EFD_CLOEXEC
-    static let wallFlags = timerAbsolute | timerCancelOnSet
-    static let bootFlags = timerAbsolute
-
-    private static let lookedUp: Result<LinuxCalls, AlertTimerError> = Result { () throws(AlertTimerError) in
-        // The program's own namespace, where the C library is.
-        guard let handle = dlopen(nil, RTLD_NOW) else { throw AlertTimerError(call: "dlopen", code: ENOSYS) }
-        func symbol<T>(_ name: String, as type: T.Type) throws(AlertTimerError) -> T {
-            guard let address = dlsym(handle, name) else { throw AlertTimerError(call: "dlsym(\(name))", code: ENOSYS) }
-            return unsafeBitCast(address, to: type)
-        }
-        return LinuxCalls(
-            timerfdCreate: try symbol("timerfd_create", as: (@convention(c) (CInt, CInt) -> CInt).self),
-            timerfdSettime: try symbol(
-                "timerfd_settime",
-                as: (@convention(c) (CInt, CInt, UnsafePointer<itimerspec>?, UnsafeMutablePointer<itimerspec>?) -> CInt)
-                    .self
-            ),
-            timerfdGettime: try symbol(
-                "timerfd_gettime", as: (@convention(c) (CInt, UnsafeMutablePointer<itimerspec>?) -> CInt).self),
-            eventfd: try symbol("eventfd", as: (@convention(c) (CUnsignedInt, CInt) -> CInt).self)
-        )
-    }
-
-    /// The calls, or why they cannot be had.
-    static func shared() throws(AlertTimerError) -> LinuxCalls { try Self.lookedUp.get() }
-
-    /// The calls, once a timer exists (its creation looked them up).
-    static var cached: LinuxCalls {
-        guard case .success(let calls) = Self.lookedUp else { preconditionFailure("no timer exists without the calls") }
-        return calls
     }
 }
