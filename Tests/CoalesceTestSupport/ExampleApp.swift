@@ -82,20 +82,23 @@ public final class WatchedProcess: @unchecked Sendable {
         try self.wait(timeout: timeout, "a line containing '\(text)'") { lines, _ in lines.last { $0.contains(text) } }
     }
 
-    /// Waits until `found` returns a value for the lines so far (it may move the consumed count).
+    /// Waits until `found` returns a value for the lines so far (it may move the consumed count); fails at once
+    /// when the process has ended without printing what it looks for.
     fileprivate func wait<T>(timeout: Duration, _ what: String, _ found: ([String], inout Int) -> T?) throws -> T {
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
         let collected = self.collected
-        return try collected.condition.withLock {
-            while true {
-                if let result = found(collected.lines, &collected.consumed) { return result }
-                if collected.closed || !collected.condition.wait(until: deadline) {
-                    if let result = found(collected.lines, &collected.consumed) { return result }
-                    throw SupportError(
-                        "no \(what) (ended: \(collected.closed)); output:\n\(collected.lines.joined(separator: "\n"))"
-                    )
-                }
+        return try waitUntil(
+            "\(what); output:\n\(collected.lines.joined(separator: "\n"))",
+            timeout: timeout,
+            signalledBy: collected.condition
+        ) {
+            if let result = found(collected.lines, &collected.consumed) { return result }
+            // A process whose output has ended prints nothing more: no use waiting out the deadline.
+            guard !collected.closed else {
+                throw SupportError(
+                    "no \(what) before the output ended; output:\n\(collected.lines.joined(separator: "\n"))"
+                )
             }
+            return nil
         }
     }
 

@@ -55,33 +55,30 @@ public final class NotifyListener: @unchecked Sendable {
 
     /// The next datagram, waiting at most `timeout`; `nil` if none came.
     public func receive(timeout: Duration) -> String? {
-        let deadline = Date().addingTimeInterval(
-            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        )
-        return self.inbox.condition.withLock {
-            while self.inbox.unread.isEmpty {
-                guard self.inbox.condition.wait(until: deadline) else { break }
-            }
-            guard !self.inbox.unread.isEmpty else { return nil }
-            let message = self.inbox.unread.removeFirst()
-            self.inbox.all.append(message)
-            return message
-        }
+        try? waitUntil("a datagram", timeout: timeout, signalledBy: self.inbox.condition) { self.takeUnread() }
     }
 
     /// Receives until a datagram satisfies `predicate`, for at most `timeout` in all; returns that datagram.
     public func waitFor(timeout: Duration, _ predicate: (String) -> Bool) -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            guard let message = self.receive(timeout: deadline - ContinuousClock.now) else { return nil }
-            if predicate(message) { return message }
+        try? waitUntil("a datagram that matches", timeout: timeout, signalledBy: self.inbox.condition) {
+            while let message = self.takeUnread() {
+                if predicate(message) { return message }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Receives until a datagram contains the line `assignment` (such as `READY=1`).
     public func waitFor(_ assignment: String, timeout: Duration = .seconds(20)) -> String? {
         self.waitFor(timeout: timeout) { $0.split(separator: "\n").contains(Substring(assignment)) }
+    }
+
+    /// Hands out the oldest datagram not yet handed out, if any. Called with the inbox's lock held.
+    private func takeUnread() -> String? {
+        guard !self.inbox.unread.isEmpty else { return nil }
+        let message = self.inbox.unread.removeFirst()
+        self.inbox.all.append(message)
+        return message
     }
 }
 

@@ -63,15 +63,6 @@ import Varlink
         func next() async -> Delivery? { await self.iterator.next() }
     }
 
-    /// Waits until `condition` holds, trying it every 10 ms, for at most `timeout`.
-    static func eventually(_ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw SupportError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     @Test func callbacksAndEventsComeInOrderEachAcknowledgedWhenItsLoopBodyEnds() async throws {
         let device = try await Device()
         let app = device.app()
@@ -103,7 +94,7 @@ import Varlink
         // Its loop body has not ended: not acknowledged. Once it ends, it is.
         #expect(try await device.unacknowledged() == 1)
         release.yield()
-        try await Self.eventually("the event to be acknowledged") { try await device.unacknowledged() == 0 }
+        try await waitUntil("the event to be acknowledged") { try await device.unacknowledged() == 0 }
 
         // Home: suspended once didEnterBackground's body ended.
         try await device.call("Deactivate")
@@ -126,7 +117,7 @@ import Varlink
         #expect(woken.count == 3)
         #expect(try woken.decode(Badge.self) == Badge(unread: 6))
         release.yield()
-        try await Self.eventually("the wake's event to be acknowledged") { try await device.unacknowledged() == 0 }
+        try await waitUntil("the wake's event to be acknowledged") { try await device.unacknowledged() == 0 }
 
         // Cancelling the loop's task ends the sequence and closes the stream: the daemon takes it as the app's exit.
         // (Not Terminate: the process the daemon would signal is this test's.)
@@ -221,7 +212,7 @@ import Varlink
         let group = ServiceGroup(services: [app], logger: Logger(label: "test"))
         let running = Task { try await group.run() }
         // Waited for, then compared: what arrived shows if it is not the launch's two callbacks.
-        try await Self.eventually("the delegate to be launched", timeout: .seconds(60)) { recorder.deliveries.withLock { $0.count } >= 2 }
+        try await waitUntil("the delegate to be launched", timeout: .seconds(60)) { recorder.deliveries.withLock { $0.count } >= 2 }
         #expect(recorder.deliveries.withLock { $0 } == [.didFinishLaunching(LaunchOptions(destination: .foreground)), .didBecomeActive])
         try await device.waitForState("active")
         await group.triggerGracefulShutdown()

@@ -64,15 +64,6 @@ import Varlink
         }
     }
 
-    /// Waits until `condition` holds, trying it every 10 ms, for at most `timeout`.
-    static func eventually(_ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw SupportError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     @Test func aNotificationFiringWhileActiveComesAsWillPresentAndItsResponseReachesTheDelegate() async throws {
         let device = try await Device()
         let recorder = Recorder()
@@ -103,7 +94,7 @@ import Varlink
             #expect(try await app.deliveredNotifications().presentations.count == 1, "neither pending nor delivered")
         }
 
-        try await Self.eventually("willPresent") { recorder.presentations.withLock { !$0.isEmpty } }
+        try await waitUntil("willPresent") { recorder.presentations.withLock { !$0.isEmpty } }
         let presentation = try #require(recorder.presentations.withLock { $0.first })
         #expect(presentation.app == Self.notes && presentation.id == "water" && presentation.serial == 1)
         #expect(presentation.content == content && presentation.style == .banner)
@@ -119,7 +110,7 @@ import Varlink
             "io.coalesced.Notifications.Respond",
             ["app": .string(Self.notes), "id": "water", "action": "done", "text": "watered"]
         )
-        try await Self.eventually("didReceive response") { recorder.responses.withLock { !$0.isEmpty } }
+        try await waitUntil("didReceive response") { recorder.responses.withLock { !$0.isEmpty } }
         let response = try #require(recorder.responses.withLock { $0.first })
         #expect(response.id == "water" && response.action == .custom("done") && response.text == "watered")
         #expect(try response.decodeUserInfo(Plant.self) == Plant(plant: "fern"))

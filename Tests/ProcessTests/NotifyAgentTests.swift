@@ -15,12 +15,12 @@ final class DesktopEvents {
         timeout: Duration = .seconds(20),
         _ found: ([DesktopNotifications.Event]) -> T?
     ) throws -> T {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let value = found(self.all) { return value }
-            guard ContinuousClock.now < deadline else { throw SupportError("waited \(timeout) for \(what), in vain: \(self.all)") }
-            try desktop.wait(.milliseconds(100))
-        }
+        // The pause reads the bus: it ends as soon as a signal has come.
+        try waitUntil(
+            "\(what) (came: \(self.all))",
+            timeout: timeout,
+            pausingWith: { _ in try desktop.wait(.milliseconds(100)) }
+        ) { found(self.all) }
     }
 }
 
