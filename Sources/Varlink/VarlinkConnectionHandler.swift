@@ -18,7 +18,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private enum State {
+    enum State {
         /// Ready for the next call.
         case idle
         /// A streaming call is running in `scope`; later input waits in `queue`.
@@ -31,7 +31,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     /// Input waiting for the running call to finish.
-    private enum Pending {
+    enum Pending {
         case call(VarlinkCall, size: Int)
         case refusal(VarlinkProtocolError)
     }
@@ -39,58 +39,58 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     // The handler's state is read and changed only on its channel's event loop, by its own methods, never across a
     // suspension: the run-time exclusivity check, a thread-local lookup on every access (several per call), guards
     // against nothing here and cost about 1,100 instructions per post.
-    private let service: VarlinkService
-    private let statistics: VarlinkServerStatistics
-    private let calls: VarlinkCalls
-    private let maximumQueuedCalls: Int
-    private let logger: Logger
-    @exclusivity(unchecked) private var state = State.idle
-    @exclusivity(unchecked) private var queue = CircularBuffer<Pending>()
+    let service: VarlinkService
+    let statistics: VarlinkServerStatistics
+    let calls: VarlinkCalls
+    let maximumQueuedCalls: Int
+    let logger: Logger
+    @exclusivity(unchecked) var state = State.idle
+    @exclusivity(unchecked) var queue = CircularBuffer<Pending>()
     /// The calls owed replies, in call order, while deferred calls run.
-    @exclusivity(unchecked) private var owed = CircularBuffer<Int>()
+    @exclusivity(unchecked) var owed = CircularBuffer<Int>()
     /// Replies given before the replies owed ahead of them: they wait here for their turn. Deferred calls mostly
     /// answer in call order, and such a reply goes out at once without being kept. The line holds consecutive ids
     /// (a oneway call takes none).
-    @exclusivity(unchecked) private var parked: [Int: VarlinkReply] = [:]
+    @exclusivity(unchecked) var parked: [Int: VarlinkReply] = [:]
     /// The deferred replies the event loop takes from ``answered``: handed over by a swap, so that neither side
     /// allocates for the next ones.
-    @exclusivity(unchecked) private var taken: [(id: Int, reply: VarlinkReply)] = []
+    @exclusivity(unchecked) var taken: [(id: Int, reply: VarlinkReply)] = []
     /// For each call in the line, where its reply is in ``taken`` (-1: not there): to settle them in call order.
-    @exclusivity(unchecked) private var places: [Int] = []
+    @exclusivity(unchecked) var places: [Int] = []
     /// Deferred calls' replies as they are given; set up once the handler is in a pipeline.
-    @exclusivity(unchecked) private var answered: VarlinkAnsweredReplies!
+    @exclusivity(unchecked) var answered: VarlinkAnsweredReplies!
     /// Reply frames written since the last flush: a read's replies go to the channel as one buffer.
-    @exclusivity(unchecked) private var outgoing: [UInt8] = []
-    @exclusivity(unchecked) private var nextOwedID = 0
-    private let maximumConcurrentCalls: Int
+    @exclusivity(unchecked) var outgoing: [UInt8] = []
+    @exclusivity(unchecked) var nextOwedID = 0
+    let maximumConcurrentCalls: Int
     /// The method the last call went to: a connection mostly calls one again and again (a producer's posts), and
     /// comparing the name costs less than hashing it for the lookup.
     /// With the parameters it keeps as text, which the next call's parsing asks for before its method is looked up.
-    @exclusivity(unchecked) private var lastMethod: (name: String, method: VarlinkMethod, keptAsText: [String])?
+    @exclusivity(unchecked) var lastMethod: (name: String, method: VarlinkMethod, keptAsText: [String])?
     /// The strings this peer's calls repeat.
-    private let strings = JSONStringCache()
+    let strings = JSONStringCache()
     /// Where messages end.
-    @exclusivity(unchecked) private var decoder: VarlinkFrameDecoder
+    @exclusivity(unchecked) var decoder: VarlinkFrameDecoder
     /// What was read and not yet split into messages; `nil` when nothing is left over.
-    @exclusivity(unchecked) private var input: ByteBuffer?
+    @exclusivity(unchecked) var input: ByteBuffer?
     /// A read is being split into messages.
-    @exclusivity(unchecked) private var splitting = false
+    @exclusivity(unchecked) var splitting = false
     /// The input broke the protocol: later bytes are dropped.
-    @exclusivity(unchecked) private var inputRefused = false
+    @exclusivity(unchecked) var inputRefused = false
     /// Who connected, as the kernel said when the connection was accepted, as each call's request carries it.
-    @exclusivity(unchecked) private var requestPeer: VarlinkPeer?
+    @exclusivity(unchecked) var requestPeer: VarlinkPeer?
     /// How long a message may stay unfinished.
-    private let incompleteMessageTimeout: TimeAmount
+    let incompleteMessageTimeout: TimeAmount
     /// When the unfinished message in ``input`` began; `nil` while the input ends with a whole message.
-    @exclusivity(unchecked) private var incompleteSince: NIODeadline?
+    @exclusivity(unchecked) var incompleteSince: NIODeadline?
     /// Closes the connection if the message begun at ``incompleteSince`` is not finished in time.
-    @exclusivity(unchecked) private var incompleteMessageDeadline: Scheduled<Void>?
+    @exclusivity(unchecked) var incompleteMessageDeadline: Scheduled<Void>?
     /// The channel takes more writes without growing past its bound (as the last writability change said).
-    @exclusivity(unchecked) private var writable = true
-    @exclusivity(unchecked) private var pendingFlush = false
-    @exclusivity(unchecked) private var reading = true
+    @exclusivity(unchecked) var writable = true
+    @exclusivity(unchecked) var pendingFlush = false
+    @exclusivity(unchecked) var reading = true
     /// A protocol violation waits in the queue: nothing more is read.
-    @exclusivity(unchecked) private var refusalQueued = false
+    @exclusivity(unchecked) var refusalQueued = false
 
     init(
         service: VarlinkService,
@@ -137,7 +137,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// Nothing more is read or answered: a streaming call still running is cancelled now, as the channel's end
     /// would cancel it (``channelInactive(context:)`` finds the state closing and cancels nothing).
-    private func beginClosing() {
+    func beginClosing() {
         if case .running(let scope) = self.state { scope.cancel() }
         self.state = .closing
     }
@@ -201,7 +201,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// dripping a byte now and then; `restart`: a message ended in this read, and what is left is the next one's.
     /// One timer at most per connection: a read that leaves part of a message (as many do under a stream of
     /// pipelined calls) only notes the time.
-    private func watchIncompleteMessage(context: ChannelHandlerContext, restart: Bool) {
+    func watchIncompleteMessage(context: ChannelHandlerContext, restart: Bool) {
         guard self.input != nil, !self.inputRefused else {
             self.incompleteSince = nil
             return
@@ -214,7 +214,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func armIncompleteMessageDeadline(context: ChannelHandlerContext, at deadline: NIODeadline) {
+    func armIncompleteMessageDeadline(context: ChannelHandlerContext, at deadline: NIODeadline) {
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loopContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         self.incompleteMessageDeadline = context.eventLoop.scheduleTask(deadline: deadline) {
@@ -222,7 +222,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func incompleteMessageDeadlinePassed(context: ChannelHandlerContext) {
+    func incompleteMessageDeadlinePassed(context: ChannelHandlerContext) {
         self.incompleteMessageDeadline = nil
         guard let since = self.incompleteSince else { return }
         let deadline = since + self.incompleteMessageTimeout
@@ -270,7 +270,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// The peer's input broke the protocol (a message too large): nothing more of it is read, and it is refused
     /// once every call before it is answered.
-    private func protocolViolation(context: ChannelHandlerContext, _ protocolError: VarlinkProtocolError) {
+    func protocolViolation(context: ChannelHandlerContext, _ protocolError: VarlinkProtocolError) {
         self.inputRefused = true
         switch self.state {
         case .idle where self.owed.isEmpty: self.refuse(context: context, error: protocolError)
@@ -282,7 +282,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func parse(_ frame: ByteBuffer) -> Pending {
+    func parse(_ frame: ByteBuffer) -> Pending {
         do throws(VarlinkProtocolError) {
             // The last call's method was checked when that call was read.
             let call = try VarlinkCall(json: frame.readableBytesView, strings: self.strings, checkedMethod: self.lastMethod?.name) { method in
@@ -295,7 +295,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func handle(context: ChannelHandlerContext, _ pending: consuming Pending) {
+    func handle(context: ChannelHandlerContext, _ pending: consuming Pending) {
         switch consume pending {
         case .call(let call, let size): self.dispatch(context: context, call: call, size: size)
         case .refusal(let error) where self.owed.isEmpty: self.refuse(context: context, error: error)
@@ -306,7 +306,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
         }
     }
 
-    private func enqueue(context: ChannelHandlerContext, _ pending: Pending) {
+    func enqueue(context: ChannelHandlerContext, _ pending: Pending) {
         self.queue.append(pending)
         if case .refusal = pending {
             // Nothing after a protocol violation is read: the connection ends once the queue reaches it.
@@ -316,7 +316,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     /// Reads from the peer only while its queue has room and its unread replies are within bounds.
-    private func updateReading(context: ChannelHandlerContext) {
+    func updateReading(context: ChannelHandlerContext) {
         let wanted = !self.refusalQueued && self.queue.count < self.maximumQueuedCalls
             && self.owed.count < self.maximumConcurrentCalls && self.writable
         guard wanted != self.reading else { return }
@@ -326,7 +326,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     /// The peer broke the protocol: say why while a reply can still be sent, then hang up.
-    private func refuse(context: ChannelHandlerContext, error: VarlinkProtocolError) {
+    func refuse(context: ChannelHandlerContext, error: VarlinkProtocolError) {
         self.beginClosing()
         self.queue.removeAll()
         self.statistics.update { $0.protocolErrors += 1 }
@@ -344,7 +344,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 
     /// Takes the call: it moves into the request rather than being copied (the request is made in the branch that
     /// hands it on, so that nothing else holds the call's parameters while the method runs).
-    private func dispatch(context: ChannelHandlerContext, call: consuming VarlinkCall, size: Int) {
+    func dispatch(context: ChannelHandlerContext, call: consuming VarlinkCall, size: Int) {
         let method: VarlinkMethod
         do throws(VarlinkError) {
             if let last = self.lastMethod, last.name == call.method {
@@ -433,7 +433,7 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
     /// Runs a streaming method as a child of the server's calls, which always ends the call with exactly one final
     /// reply and then hands control back to the connection on its event loop. A server that has stopped runs no
     /// more calls: the call fails at once.
-    private static func run(
+    static func run(
         _ body: @escaping @Sendable (VarlinkRequest, VarlinkResponder) async throws -> Void,
         request: VarlinkRequest,
         responder: VarlinkResponder,
@@ -488,116 +488,6 @@ final class VarlinkConnectionHandler: ChannelInboundHandler, RemovableChannelHan
             eventLoop.execute(finished)
         }
         return scope
-    }
-
-    private func reply(context: ChannelHandlerContext, oneway: Bool, _ reply: VarlinkReply) {
-        guard !oneway else { return }
-        guard self.owed.isEmpty else {
-            // Behind the replies deferred calls still owe.
-            self.owed.append(self.nextOwedID)
-            self.parked[self.nextOwedID] = reply
-            self.nextOwedID += 1
-            return
-        }
-        reply.writeFrame(to: &self.outgoing)
-        self.pendingFlush = true
-    }
-
-    /// Hands the reply frames gathered so far to the channel, as one buffer.
-    private func writeOutgoing(context: ChannelHandlerContext) {
-        guard !self.outgoing.isEmpty else { return }
-        context.write(Self.wrapOutboundOut(context.channel.allocator.buffer(bytes: self.outgoing)), promise: nil)
-        self.outgoing.removeAll(keepingCapacity: true)
-        self.pendingFlush = true
-    }
-
-    // Writability changes only when written bytes are flushed, so check after each flush.
-    private func flushPending(context: ChannelHandlerContext) {
-        self.writeOutgoing(context: context)
-        guard self.pendingFlush else { return }
-        self.pendingFlush = false
-        context.flush()
-        self.updateReading(context: context)
-    }
-
-    /// Deferred calls answered from other threads since the last time: their replies, then one flush.
-    private func deliverAnswered(context: ChannelHandlerContext) {
-        // Every reply that can go now, in one buffer and one write.
-        self.answered.take(swapping: &self.taken)
-        if self.taken.count > 1, let head = self.owed.first {
-            // In call order: answers come in the order their work finished (a store batch answers write by write,
-            // and a write gathers the posts to one app), and a reply settled ahead of its turn has to be parked.
-            // The line holds consecutive ids from its head, so each answer's place in it is its id less the head's.
-            self.places.removeAll(keepingCapacity: true)
-            self.places.append(contentsOf: repeatElement(-1, count: self.owed.count))
-            for index in self.taken.indices {
-                let place = self.taken[index].id - head
-                if place >= 0, place < self.places.count { self.places[place] = index }
-            }
-            for index in self.places where index >= 0 { self.settle(id: self.taken[index].id, reply: self.taken[index].reply) }
-        } else {
-            for (id, reply) in self.taken { self.settle(id: id, reply: reply) }
-        }
-        self.taken.removeAll(keepingCapacity: true)
-        self.afterReplies(context: context)
-    }
-
-    /// Records a deferred call's reply, and adds the frames of the replies now at the head of the line to what
-    /// goes out.
-    private func settle(id: Int, reply: VarlinkReply) {
-        // Ids go into the line in increasing order and leave it from the front: one from the front on is owed.
-        guard let head = self.owed.first, id >= head else { return }  // a oneway call's, or the connection is closing
-        guard id == head else {
-            // The head of the line is still owed (else it would have gone): this one waits behind it.
-            self.parked[id] = reply
-            return
-        }
-        // Answered in call order, as deferred calls mostly are: out at once.
-        self.owed.removeFirst()
-        reply.writeFrame(to: &self.outgoing)
-        self.pendingFlush = true
-        while !self.parked.isEmpty, let next = self.owed.first, let waiting = self.parked.removeValue(forKey: next) {
-            self.owed.removeFirst()
-            waiting.writeFrame(to: &self.outgoing)
-        }
-    }
-
-    /// Once replies went out: calls that waited for them start, and what was written is flushed.
-    private func afterReplies(context: ChannelHandlerContext) {
-        if self.owed.isEmpty, case .waitingForReplies = self.state {
-            self.state = .idle
-            while case .idle = self.state, self.owed.isEmpty, let next = self.queue.popFirst() {
-                self.handle(context: context, next)
-            }
-        }
-        self.flushPending(context: context)
-        self.updateReading(context: context)
-    }
-
-    private func streamingCallFinished(context: ChannelHandlerContext) {
-        guard case .running = self.state else { return }
-        self.state = .idle
-        while case .idle = self.state, let next = self.queue.popFirst() {
-            self.handle(context: context, next)
-        }
-        self.flushPending(context: context)
-        self.updateReading(context: context)
-    }
-
-    /// A method's error as the peer sees it. Errors that are not part of an interface are our bugs: they are
-    /// logged here, once, and reach the peer as the protocol-error interface's `InternalError`.
-    static func wireError(
-        _ error: any Error,
-        method: String,
-        protocolErrorInterface: String,
-        logger: Logger
-    ) -> any VarlinkErrorConvertible {
-        if let error = error as? any VarlinkErrorConvertible { return error }
-        logger.error(
-            "Method failed with an undeclared error",
-            metadata: ["method": "\(method)", "error": "\(error)"]
-        )
-        return VarlinkProtocolError.internalError("\(error)").varlinkError(in: protocolErrorInterface)
     }
 }
 

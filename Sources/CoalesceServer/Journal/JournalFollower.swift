@@ -39,11 +39,11 @@ final class JournalFollower: @unchecked Sendable {
         var rewinds = 0
     }
 
-    private enum Command {
+    enum Command {
         case watches([ConfiguredWatch], starts: [WatchName: WatchStart])
     }
 
-    private struct Shared {
+    struct Shared {
         var commands: [Command] = []
         var stopping = false
         /// Posts answered since the thread last looked: by watch, whether each was kept.
@@ -52,14 +52,14 @@ final class JournalFollower: @unchecked Sendable {
         var reader = ReaderFigures()
     }
 
-    private enum Outcome {
+    enum Outcome {
         case kept
         case refused
         case failed
     }
 
     /// One watch as the thread follows it.
-    private struct Followed {
+    struct Followed {
         var configured: ConfiguredWatch
         var matcher: MessageMatcher?
         var poster: VarlinkPeer
@@ -84,32 +84,32 @@ final class JournalFollower: @unchecked Sendable {
     /// Entries read in one pass before the thread posts what is due and looks at its commands.
     static let passSize = 1000
 
-    private let apps: AppManager
-    private let store: Store
-    private let logger: Logger
-    private let shared = Mutex(Shared())
-    private let wakeup: Wakeup
-    private let interval: Duration
-    private let burst: Int
-    private let threadRuns = Mutex(false)
-    private let ended = DispatchSemaphore(value: 0)
+    let apps: AppManager
+    let store: Store
+    let logger: Logger
+    let shared = Mutex(Shared())
+    let wakeup: Wakeup
+    let interval: Duration
+    let burst: Int
+    let threadRuns = Mutex(false)
+    let ended = DispatchSemaphore(value: 0)
 
     // The thread's own, touched by nothing else.
-    private var followed: [WatchName: Followed] = [:]
-    private var order: [WatchName] = []
-    private var batcher: WatchBatcher<ContinuousClock.Instant, JSONObject>
-    private var reader: JournalReader?
+    var followed: [WatchName: Followed] = [:]
+    var order: [WatchName] = []
+    var batcher: WatchBatcher<ContinuousClock.Instant, JSONObject>
+    var reader: JournalReader?
     /// The cursor of the last entry read.
-    private var position: JournalCursor?
+    var position: JournalCursor?
     /// The reader stands on an entry not yet read for the watches (after a seek whose position was gone).
-    private var standsOnUnread = false
-    private var rewindWanted = false
+    var standsOnUnread = false
+    var rewindWanted = false
     /// Where the watches without a position start, as last given: a rewind starts them there again.
-    private var starts: [WatchName: WatchStart] = [:]
-    private var recipients: [WatchName: [AppName]] = [:]
+    var starts: [WatchName: WatchStart] = [:]
+    var recipients: [WatchName: [AppName]] = [:]
     /// What the watches matched in the pass under way, added to the shared figures at its end (one lock a pass).
-    private var passFigures: [WatchName: WatchFigures] = [:]
-    private var lastIdleWrite = ContinuousClock.now
+    var passFigures: [WatchName: WatchFigures] = [:]
+    var lastIdleWrite = ContinuousClock.now
 
     init(apps: AppManager, store: Store, settings: JournalSettings, logger: Logger) throws(SystemdError) {
         self.apps = apps
@@ -161,7 +161,7 @@ final class JournalFollower: @unchecked Sendable {
 
     /// Opens the journal the first time there is a watch to read it for (a daemon without watches holds no
     /// journal files and no inotify instance); `nil`, said once in the log and in Stats, if it cannot.
-    private func openReader() -> JournalReader? {
+    func openReader() -> JournalReader? {
         if let reader = self.reader { return reader }
         do {
             let reader = try JournalReader()
@@ -182,7 +182,7 @@ final class JournalFollower: @unchecked Sendable {
         }
     }
 
-    private func run() {
+    func run() {
         self.shared.withLock { $0.reader.reason = "no watches" }
         while true {
             let (commands, answered, stopping) = self.shared.withLock { shared in
@@ -218,7 +218,7 @@ final class JournalFollower: @unchecked Sendable {
     }
 
     /// Reads up to a pass of entries; true when more may be waiting.
-    private func pass() -> Bool {
+    func pass() -> Bool {
         guard let reader = self.reader, !self.followed.isEmpty else { return false }
         self.recipients = self.followed.mapValues { self.apps.journalRecipients($0.watch.target, poster: $0.poster) }
         var read = 0
@@ -252,7 +252,7 @@ final class JournalFollower: @unchecked Sendable {
         return more
     }
 
-    private func addPassFigures() {
+    func addPassFigures() {
         guard !self.passFigures.isEmpty else { return }
         let figures = self.passFigures
         self.passFigures = [:]
@@ -266,7 +266,7 @@ final class JournalFollower: @unchecked Sendable {
     }
 
     /// Tests the entry the reader stands on against each watch, and hands what matched to the batcher.
-    private func evaluate(_ reader: JournalReader) throws(SystemdError) {
+    func evaluate(_ reader: JournalReader) throws(SystemdError) {
         var fields: [String: String?] = [:]
         func field(_ name: String) -> String? {
             if let known = fields[name] { return known }
@@ -348,7 +348,7 @@ final class JournalFollower: @unchecked Sendable {
 
     /// An entry `name` selected whose message its pattern could not test: counted, and said in the log the first
     /// time and then at most once a minute, with how many since.
-    private func untested(_ name: WatchName, reason: String, at now: ContinuousClock.Instant) {
+    func untested(_ name: WatchName, reason: String, at now: ContinuousClock.Instant) {
         self.passFigures[name, default: WatchFigures()].untested += 1
         guard var followed = self.followed[name] else { return }
         followed.untestedSinceSaid += 1
@@ -377,11 +377,11 @@ final class JournalFollower: @unchecked Sendable {
         return String(value[..<end])
     }
 
-    private func postDue() {
+    func postDue() {
         for batch in self.batcher.due(at: .now) { self.post(batch) }
     }
 
-    private func post(_ batch: WatchBatcher<ContinuousClock.Instant, JSONObject>.Batch) {
+    func post(_ batch: WatchBatcher<ContinuousClock.Instant, JSONObject>.Batch) {
         guard let followed = self.followed[batch.key.watch] else { return }
         var payload = batch.last
         payload["watch"] = .string(batch.key.watch.value)
@@ -412,7 +412,7 @@ final class JournalFollower: @unchecked Sendable {
         self.shared.withLock { $0.figures[watch, default: WatchFigures()].posts += 1 }
     }
 
-    private func answered(_ watch: WatchName, _ outcome: Outcome) {
+    func answered(_ watch: WatchName, _ outcome: Outcome) {
         self.followed[watch]?.inFlight -= 1
         switch outcome {
         case .kept: break
@@ -426,7 +426,7 @@ final class JournalFollower: @unchecked Sendable {
 
     /// Once a second, each watch with nothing in flight and nothing folded writes its own position: the last entry
     /// read. (A watch that posts all the time keeps its per-app positions, written with its posts.)
-    private func writeIdlePositions() {
+    func writeIdlePositions() {
         let now = ContinuousClock.now
         guard now - self.lastIdleWrite >= .seconds(1), let position = self.position, !self.rewindWanted else { return }
         self.lastIdleWrite = now
@@ -439,171 +439,8 @@ final class JournalFollower: @unchecked Sendable {
         }
     }
 
-    // MARK: Watches and seeking
-
-    /// Follows `watches`: matches rebuilt from their union, and the reader placed at the earliest position any of
-    /// them needs.
-    private func change(to watches: [ConfiguredWatch], starts: [WatchName: WatchStart]) {
-        self.starts = starts
-        guard !watches.isEmpty || self.reader != nil, let reader = self.openReader() else {
-            self.followed = [:]
-            self.order = []
-            return
-        }
-        // The new union of matches first: a new watch's start (the tail, a time) is then an entry the watches read.
-        self.applyMatches(reader, watches)
-        let stored = (try? self.store.journalPositions()) ?? [:]
-        var next: [WatchName: Followed] = [:]
-        var tail: JournalCursor?
-        for configured in watches {
-            let name = configured.name
-            if var kept = self.followed[name], kept.configured.watch == configured.watch {
-                kept.configured = configured
-                // A watch that has caught up has read everything up to where the reader is; one that has not keeps
-                // where it starts.
-                if kept.caughtUp { kept.skip = JournalCursor.later(kept.skip, self.position) }
-                next[name] = kept
-                continue
-            }
-            var matcher: MessageMatcher?
-            if let pattern = configured.watch.pattern {
-                // Compiled when the watch was read; one that fails here all the same is left out, not made to take
-                // every entry.
-                do {
-                    matcher = try MessageMatcher(pattern)
-                } catch {
-                    self.logger.error("Journal watch \(name) left out: \(error.text)", metadata: ["watch": "\(name)"])
-                    continue
-                }
-            }
-            var followed = Followed(configured: configured, matcher: matcher, poster: Self.peer(configured.owner))
-            if let positions = stored[name.value] {
-                // Where it was: its own position, and past it each app's.
-                followed.skip = positions[""].flatMap(JournalCursor.init)
-                for (app, text) in positions where !app.isEmpty {
-                    if let app = try? AppName(app), let cursor = JournalCursor(text) { followed.appSkips[app] = cursor }
-                }
-                if followed.skip == nil {
-                    // Only per-app positions: the earliest of them is where it reads from.
-                    followed.skip = followed.appSkips.values.reduce(nil) { earliest, cursor in
-                        earliest.map { cursor.isAfter($0) ? $0 : cursor } ?? cursor
-                    }
-                }
-            } else {
-                switch starts[name] ?? .tail {
-                case .tail:
-                    if tail == nil { tail = Self.tail(of: reader) }
-                    followed.skip = tail
-                case .head:
-                    followed.skip = nil  // from the first entry the journal keeps
-                case .cursor(let text):
-                    followed.skip = JournalCursor(text)
-                case .time(let microseconds):
-                    followed.skip = Self.entryBefore(microseconds, in: reader)
-                }
-                if let skip = followed.skip {
-                    self.store.setJournalPosition(watch: name.value, cursor: skip.text)
-                    followed.written = skip.text
-                }
-            }
-            next[name] = followed
-        }
-        for name in self.followed.keys where next[name] == nil { self.batcher.forget(name) }
-        self.followed = next
-        self.order = watches.map(\.name)
-        self.shared.withLock { shared in
-            shared.figures = shared.figures.filter { next[$0.key] != nil }
-            for name in next.keys where shared.figures[name] == nil { shared.figures[name] = WatchFigures() }
-        }
-        self.seekToEarliest(reader)
-    }
-
-    /// The union of the watches' matches: any watch with none reads every entry.
-    private func applyMatches(_ reader: JournalReader, _ watches: [ConfiguredWatch]) {
-        reader.flushMatches()
-        guard !watches.contains(where: { $0.watch.selection.isEverything }) else { return }
-        do {
-            for configured in watches {
-                for group in configured.watch.selection.matchGroups {
-                    for term in group { try reader.addMatch(term) }
-                    try reader.addDisjunction()
-                }
-            }
-        } catch {
-            self.logger.warning("Cannot narrow the journal reader to the watches' matches (\(error)): it reads every entry")
-            reader.flushMatches()
-        }
-    }
-
-    /// Places the reader after the earliest position a watch needs (at the head if one reads from there).
-    private func seekToEarliest(_ reader: JournalReader) {
-        self.standsOnUnread = false
-        guard !self.followed.isEmpty else { return }
-        var earliest: JournalCursor?
-        var fromHead = false
-        for followed in self.followed.values {
-            // A watch without a position has read up to the reader's position, unless it reads from the head.
-            guard let skip = followed.skip ?? (followed.caughtUp ? self.position : nil) else {
-                fromHead = true
-                break
-            }
-            earliest = earliest.map { skip.isAfter($0) ? $0 : skip } ?? skip
-        }
-        do {
-            guard !fromHead, let earliest else {
-                try reader.seekHead()
-                return
-            }
-            try reader.seek(cursor: earliest.text)
-            if try reader.next() {
-                // On the entry itself (read before: the next pass goes past it), or past where it was.
-                guard try !reader.isAt(cursor: earliest.text) else { return }
-                self.standsOnUnread = true
-            } else {
-                // sd-journal found nothing to stand on from there: the entry's file is gone. The closest entry
-                // after it by time is where reading goes on; entries read before are skipped by position.
-                try reader.seek(realtimeMicroseconds: earliest.realtime)
-            }
-            self.logger.notice(
-                "The journal entry a watch read last is gone (vacuumed, rotated away, or no longer matched): reading on from the closest entry after it",
-                metadata: ["cursor": "\(earliest.text)", "message_id": "\(MessageID.journalPositionLost)"]
-            )
-        } catch {
-            self.logger.warning("Cannot seek in the journal (\(error)): reading from its head", metadata: ["reason": "\(error)"])
-            try? reader.seekHead()
-        }
-    }
-
-    /// Reads again from the positions on disk: a post of some watch was not kept.
-    private func rewind() {
-        guard self.reader != nil else { return }
-        self.rewindWanted = false
-        self.batcher.forget()
-        let watches = self.order.compactMap { self.followed[$0]?.configured }
-        self.followed = [:]
-        self.position = nil
-        self.shared.withLock { $0.reader.rewinds += 1 }
-        self.logger.warning("A journal watch's post was not kept: reading again from the positions on disk")
-        self.change(to: watches, starts: self.starts)
-    }
-
-    /// EBADMSG or EADDRNOTAVAIL while reading (a file damaged or changed under the reader): seek again from the
-    /// last entry read rather than stop or loop; anything else is logged and tried again on the next wake.
-    private func readFailed(_ error: SystemdError) {
-        guard let reader = self.reader else { return }
-        self.logger.warning("Reading the journal failed (\(error)): seeking again", metadata: ["reason": "\(error)"])
-        if let position = self.position {
-            for name in self.order where self.followed[name]?.caughtUp == true {
-                let skip = self.followed[name]?.skip
-                self.followed[name]?.skip = JournalCursor.later(skip, position)
-            }
-        }
-        self.seekToEarliest(reader)
-        if !JournalReader.needsSeek(error) { self.pause(.seconds(1)) }
-    }
-
     /// Names the thread where `top -H`, `ps -L` and perf show it.
-    private static func nameThisThread() {
+    static func nameThisThread() {
         let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -612,28 +449,28 @@ final class JournalFollower: @unchecked Sendable {
     }
 
     /// Waits `duration`, or until another thread wakes the thread (a stop, a command).
-    private func pause(_ duration: Duration) {
+    func pause(_ duration: Duration) {
         var descriptor = pollfd(fd: self.wakeup.descriptor, events: Int16(POLLIN), revents: 0)
         _ = poll(&descriptor, 1, Int32(clamping: duration.components.seconds * 1000))
         self.wakeup.clear()
     }
 
     /// The newest entry's cursor, leaving the reader where the next seek puts it.
-    private static func tail(of reader: JournalReader) -> JournalCursor? {
+    static func tail(of reader: JournalReader) -> JournalCursor? {
         try? reader.seekTail()
         guard (try? reader.previous()) == true, let text = try? reader.cursor() else { return nil }
         return JournalCursor(text)
     }
 
     /// The cursor of the last entry written before `microseconds`, or `nil` if none was.
-    private static func entryBefore(_ microseconds: UInt64, in reader: JournalReader) -> JournalCursor? {
+    static func entryBefore(_ microseconds: UInt64, in reader: JournalReader) -> JournalCursor? {
         try? reader.seek(realtimeMicroseconds: microseconds)
         guard (try? reader.previous()) == true, let text = try? reader.cursor() else { return nil }
         return JournalCursor(text)
     }
 
     /// The watch's owner as a poster: its groups looked up, for apps whose posters rules name groups.
-    private static func peer(_ uid: UInt32) -> VarlinkPeer {
+    static func peer(_ uid: UInt32) -> VarlinkPeer {
         guard uid != 0, let groups = QuotaLedger.groups(of: uid) else { return VarlinkPeer(pid: 0, uid: uid, gid: 0, groups: []) }
         return VarlinkPeer(pid: 0, uid: uid, gid: groups.primary, groups: groups.all)
     }

@@ -148,7 +148,7 @@ extension AppManager {
     /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
     /// launch unit, or when its process attaches), where the event reaches it after the launch's callbacks. An app
     /// already running holds the event until it runs code again; a launch already on its way is left as it is.
-    private func launchForEvent(_ appName: AppName) {
+    func launchForEvent(_ appName: AppName) {
         let start = self.state.withLock { state in
             guard let record = state.records[appName] else { return false }
             return record.lifecycle.state == .notRunning && record.pendingLaunch == nil
@@ -311,7 +311,7 @@ extension AppManager {
 
     /// Feeds one input to an app's inbox, as the app is now, with the next number of the app's one counter (the
     /// lifecycle's, so that callbacks and events share it); the ledger is charged with what its events take after.
-    private static func numbering<T>(
+    static func numbering<T>(
         _ record: inout Record,
         _ ledger: QuotaLedger,
         _ body: (inout AppInbox, Reception, inout UInt64) -> T
@@ -327,7 +327,7 @@ extension AppManager {
     }
 
     /// Sends the events among `actions` on the app's stream, in order.
-    private static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
+    static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
         // Looked for without copying the actions out: most inputs (a post held) send nothing.
         guard actions.contains(where: { if case .send = $0 { true } else { false } }) else { return }
         for case .send(let burst) in actions { Self.send(burst, to: stream, state: state) }
@@ -335,7 +335,7 @@ extension AppManager {
 
     /// Sends one burst of events. One write for them all: a wake's events reach the app as one burst (its library
     /// acknowledges a burst once).
-    private static func send(_ burst: [AppInbox.Sent], to stream: VarlinkResponder?, state: AppState) {
+    static func send(_ burst: [AppInbox.Sent], to stream: VarlinkResponder?, state: AppState) {
         stream?.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
     }
 
@@ -350,7 +350,7 @@ extension AppManager {
 
     /// Keeps what monitors are told of a post taken while one watches traffic, under the number its ticket carries,
     /// and tells them of it now when the inbox answered it at once (a volatile post), with what that sent.
-    private func seen(
+    func seen(
         _ post: Post,
         poster: UInt32,
         watch: WatchName?,
@@ -367,7 +367,7 @@ extension AppManager {
     }
 
     /// What ``count(_:of:in:)`` tells monitors: each answer's posts, and each burst's deliveries after them.
-    private func count(_ actions: [InboxAction], of app: AppName, watched state: inout State) {
+    func count(_ actions: [InboxAction], of app: AppName, watched state: inout State) {
         for (index, action) in actions.enumerated() {
             switch action {
             case .answer(let answers):
@@ -379,166 +379,6 @@ extension AppManager {
             case .write, .forget, .retryLater: break
             }
         }
-    }
-
-    /// Carries out what an inbox decided, outside the lock: writes to the store, answers to the posters,
-    /// acknowledged events forgotten, a retry armed. `failure` is the store's error of the write being answered.
-    func carryOut(_ actions: [InboxAction], of appName: AppName, failure: StoreError?) {
-        let failure = failure ?? self.writeRefused
-        for action in actions {
-            switch action {
-            case .write, .send:
-                break  // carried out under the lock (``inboxInput(_:of:together:_:)``)
-            case .answer(let answers):
-                for (ticket, answer) in answers {
-                    ticket.answer(answer, failure: failure)
-                }
-            case .forget(let ids):
-                // Not waited for: an acknowledgement lost in a crash only means the events come again.
-                _ = self.store.acknowledge(app: appName, ids: ids)
-            case .retryLater:
-                self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDelivery(appName) }
-            }
-        }
-    }
-
-    private static func storeRow(_ row: AppInbox.Row) -> EventRow {
-        switch row {
-        case .hold(let kind, let position, let slot): .hold(kind: kind.value, position: position, slot: EventCoding.encode(slot))
-        case .enqueue(let kind, let entry):
-            .enqueue(kind: kind.value, serial: entry.serial, posted: entry.posted, payload: entry.payload.value.jsonText)
-        case .dropQueued(let kind, let before): .dropQueued(kind: kind.value, before: before)
-        case .clearHeld: .clearHeld
-        case .delivery(let event): .delivery(event: EventCoding.event(event).jsonText)
-        case .baseline(let kind, let payload): .baseline(kind: kind.value, payload: payload.value.jsonText)
-        }
-    }
-
-    /// Makes the writes of the apps whose posts wait, once the posts that came together are in: at the end of the
-    /// event loop's pass, or at once off a loop.
-    private func scheduleFlush() {
-        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return self.flushInboxes() }
-        let first = self.state.withLock { state in
-            defer { state.flushScheduled = true }
-            return !state.flushScheduled
-        }
-        guard first else { return }
-        loop.execute { self.flushInboxes() }
-    }
-
-    /// Each app with posts waiting makes its write, or, while its write waits for the store to begin it, a
-    /// replacement of it with them; the writes go to the store together, in one transaction. Posts to an app whose
-    /// write the store has begun wait for its answer.
-    func flushInboxes() {
-        let together = MultiThreadedEventLoopGroup.currentEventLoop != nil
-        var decided: [(AppName, [InboxAction])] = []
-        self.state.withLock { state in
-            state.flushScheduled = false
-            let apps = state.unflushed
-            state.unflushed.removeAll(keepingCapacity: true)
-            let ledger = state.ledger
-            for appName in apps {
-                let flushed = state.update(appName) { record -> [InboxAction] in
-                    record.flushQueued = false
-                    guard record.inbox.writing else {
-                        return self.inboxInput(&record, of: appName, charging: ledger, together: together) { inbox, reception, next in
-                            inbox.flush(reception, next: &next)
-                        }
-                    }
-                    let write = record.pendingWrite
-                    let footprint = record.inbox.footprint
-                    defer { ledger.charge(record.account, record.inbox.footprint - footprint) }
-                    let marks = record.journalMarks.joiningWrite()
-                    let actions = record.inbox.join(Self.reception(record, ledger)) { change in
-                        write?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow) + marks) ?? false
-                    }
-                    // Joined: the posts waiting went into the write, and their positions with them.
-                    if !record.inbox.hasWaiting { record.journalMarks.joined() }
-                    return actions
-                }
-                guard let actions = flushed, !actions.isEmpty else { continue }
-                self.count(actions, of: appName, in: &state)
-                decided.append((appName, actions))
-            }
-        }
-        for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
-        if together { self.store.hurry() }
-    }
-
-    /// The store answered an app's write: the inbox applies it (or drops it), and what waited makes the next one.
-    /// The first write the store refuses, and the first one after that it keeps, are logged; so is a refused
-    /// delivery of what an app held, and its success when tried again.
-    private func written(_ appName: AppName, _ result: Result<[Int64], StoreError>) {
-        let failure: StoreError?
-        if case .failure(let error) = result { failure = error } else { failure = nil }
-        var refusalLog: DeliveryLog?
-        let (actions, storeLog) = self.state.withLock { state -> ([InboxAction], StoreLog?) in
-            let ledger = state.ledger
-            let actions = state.update(appName) { record -> [InboxAction] in
-                let drained = record.inbox.draining
-                record.pendingWrite = nil
-                record.journalMarks.writeFinished()
-                let actions = self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in
-                    switch result {
-                    case .success(let ids): inbox.written(ids: ids, reception, next: &next)
-                    case .failure: inbox.writeFailed(reception, next: &next)
-                    }
-                }
-                if drained, failure != nil, !record.deliveryRefused {
-                    record.deliveryRefused = true
-                    refusalLog = .refused
-                } else if drained, failure == nil, record.deliveryRefused {
-                    record.deliveryRefused = false
-                    refusalLog = .deliveredAgain
-                }
-                return actions
-            } ?? []
-            self.count(actions, of: appName, in: &state)
-            let failing = failure != nil
-            defer { state.storeFailing = failing }
-            guard failing != state.storeFailing else { return (actions, nil) }
-            return (actions, failing ? .failing : .writingAgain)
-        }
-        self.carryOut(actions, of: appName, failure: failure)
-        switch refusalLog {
-        case .refused?:
-            self.logger.error(
-                "\(appName): could not deliver what it held: \(failure.map { "\($0)" } ?? ""); trying again every second",
-                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
-            )
-        case .deliveredAgain?: self.logger.notice("\(appName): delivered what it held", metadata: ["app": "\(appName)"])
-        case nil: break
-        }
-        switch storeLog {
-        case .failing?:
-            self.logger.error(
-                "Cannot write events to the store: \(failure.map { "\($0)" } ?? "")",
-                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
-            )
-        case .writingAgain?: self.logger.notice("Writing events to the store again", metadata: ["app": "\(appName)"])
-        case nil: break
-        }
-    }
-
-    private enum DeliveryLog { case refused, deliveredAgain }
-    private enum StoreLog { case failing, writingAgain }
-
-    /// How long after a refused delivery of what an app held it is tried again.
-    static let drainRetryDelay = TimeAmount.seconds(1)
-
-    /// Tries again to deliver what an app held, after the store refused it; an app that no longer receives gets it
-    /// with its next wake instead.
-    private func retryDelivery(_ appName: AppName) {
-        let actions = self.state.withLock { state -> [InboxAction] in
-            let ledger = state.ledger
-            let actions =
-                state.update(appName) { record in
-                    self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.retry(reception, next: &next) }
-                } ?? []
-            self.count(actions, of: appName, in: &state)
-            return actions
-        }
-        self.carryOut(actions, of: appName, failure: nil)
     }
 
     /// The stream reply that sends an event numbered `seq`.
@@ -557,47 +397,5 @@ extension AppManager {
             let held = record.inbox.held
             return (held.kinds.map { ($0, held.slot(of: $0)!) }, record.inbox.outstanding)  // a kind held has a slot
         }
-    }
-}
-
-/// Answers a post to a topic once every subscriber it went to has its write on disk or refused it: a success when
-/// any kept it (listing those that refused), else the first refusal.
-final class PostTally: Sendable {
-    private struct State {
-        var remaining: Int
-        var sent = false
-        var refused: [(app: AppName, error: AppError)] = []
-    }
-
-    private let state: NIOLockedValueBox<State>
-    private let recipients: [AppName]
-    private let target: String
-    private let answer: @Sendable (AppManager.PostResult) -> Void
-
-    init(recipients: [AppName], target: String, answer: @escaping @Sendable (AppManager.PostResult) -> Void) {
-        self.state = NIOLockedValueBox(State(remaining: recipients.count))
-        self.recipients = recipients
-        self.target = target
-        self.answer = answer
-    }
-
-    /// One subscriber's write finished; `sent` says whether it sends the event.
-    func finished(_ app: AppName, sent: Bool, _ failure: (any Error)?) {
-        let result = self.state.withLockedValue { state -> AppManager.PostResult? in
-            if let failure {
-                state.refused.append((app, AppManager.postError(failure, target: self.target)))
-            } else if sent {
-                state.sent = true
-            }
-            state.remaining -= 1
-            guard state.remaining == 0 else { return nil }
-            // Refusals in the order of the recipients, not of the writer's answers.
-            let refused = self.recipients.compactMap { app in state.refused.first { $0.app == app } }
-            guard refused.count < self.recipients.count else { return .failure(refused[0].error) }
-            return .success(
-                AppManager.PostOutcome(delivered: state.sent, recipients: self.recipients.count - refused.count, refused: refused)
-            )
-        }
-        if let result { self.answer(result) }
     }
 }
