@@ -73,14 +73,9 @@ extension NotificationCenter {
             }
         }
         guard !active || presentation.style == .alert else { return nil }
-        if active {
-            // An alert over the app on screen interrupts it until it is answered.
-            let first = self.state.withLock { state in
-                let first = state.alerting[presentation.app]?.isEmpty ?? true
-                state.alerting[presentation.app, default: []].insert(presentation.id)
-                return first
-            }
-            if first { _ = try? self.apps.interrupt(name: presentation.app.value, begins: true) }
+        if let state = snapshot?.state, AlertInterruptions.interrupts(style: presentation.style, appIn: state) {
+            let change = self.state.withLock { $0.interruptions.presented(presentation.id, over: presentation.app) }
+            if change == .begins(presentation.app) { _ = try? self.apps.interrupt(name: presentation.app.value, begins: true) }
         }
         if let command = settings.command {
             var environment = [
@@ -175,15 +170,9 @@ extension NotificationCenter {
             )
             self.answered(app, id: id)
         }
-        let ended = self.state.withLock { state -> Bool in
-            guard state.alerting[app]?.remove(id) != nil else { return false }
-            if state.alerting[app]!.isEmpty {
-                state.alerting[app] = nil
-                return true
-            }
-            return false
+        if self.state.withLock({ $0.interruptions.answered(id, of: app) }) == .ends(app) {
+            _ = try? self.apps.interrupt(name: app.value, begins: false)
         }
-        if ended { _ = try? self.apps.interrupt(name: app.value, begins: false) }
         guard action != "dismiss" else { return }
         let destination: LaunchDestination = action == "default" || button?.foreground == true ? .foreground : .background
         switch snapshot.state {

@@ -124,12 +124,7 @@ extension NotificationCenter {
             if alerts.delivered.isEmpty { alerts.dropped = 0 }
             state.apps[app] = alerts
             step.touched.insert(app)
-            // An alert taken off can no longer be answered: it stops interrupting the app.
-            if var alerting = state.alerting[app] {
-                alerting.subtract(gone.map(\.id))
-                state.alerting[app] = alerting.isEmpty ? nil : alerting
-                if alerting.isEmpty { step.endsInterruption.insert(app) }
-            }
+            if case .ends = state.interruptions.removed(gone.map(\.id), of: app) { step.endsInterruption.insert(app) }
             return gone.count
         }, completion: completion)
     }

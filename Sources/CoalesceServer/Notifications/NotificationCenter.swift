@@ -63,9 +63,8 @@ final class NotificationCenter: Sendable {
         var apps: [AppName: AppAlerts] = [:]
         var agents: [Int: Agent] = [:]
         var nextAgent = 1
-        /// Alert-style notifications shown over the app while it was active, by app: it is interrupted until each is
-        /// answered.
-        var alerting: [AppName: Set<String>] = [:]
+        /// The alerts shown over the app on screen, which interrupt it until each is answered.
+        var interruptions = AlertInterruptions()
         /// Each pending request's record length, as the store keeps it: what it is charged against its owner's quota.
         var requestBytes: [AlertKey: Int] = [:]
         /// The presentation rate, and what it holds (``NotificationCenter+Rate``).
