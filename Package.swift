@@ -76,7 +76,7 @@ let package = Package(
         ),
         .target(
             name: "CoalesceStore",
-            dependencies: ["CoalesceCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CoalesceCore", "Systemd", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -1,6 +1,7 @@
 public import CoalesceCore
 import Foundation
 import GRDB
+import Systemd
 import Synchronization
 
 /// One write handed to the store: data to write, and whom to tell how it went. It touches nothing but the store.
@@ -217,7 +218,7 @@ final class GroupCommit: Sendable {
         self.full = full
         let queue = self.queue
         let thread = Thread {
-            Self.nameThisThread()
+            Systemd.nameThisThread(Self.threadName)
             while true {
                 queue.condition.lock()
                 while !queue.hurried {
@@ -237,17 +238,6 @@ final class GroupCommit: Sendable {
         }
         thread.name = Self.threadName
         thread.start()
-    }
-
-    /// Gives the calling thread ``threadName`` where `top -H`, `ps -L` and perf read it: Foundation's `Thread.name`
-    /// does not reach the kernel here (the writer showed as "oot.default-qos", a name it inherited cut to 15 bytes),
-    /// and Glibc's module leaves out `pthread_setname_np`, so it is written to the thread's `comm` (proc(5)).
-    private static func nameThisThread() {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }  // no /proc: the name only helps a person looking
-        defer { close(fd) }
-        var name = Self.threadName
-        _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Whether the last transaction failed because the file system holding the store is full (until the first

@@ -204,13 +204,7 @@ public final class BusConnection: @unchecked Sendable {
 
     private func serve() {
         var leftover: [@Sendable (BusConnection) -> Void] = []
-        // Named where `top -H` and `ps -L` show it.
-        let comm = Glibc.open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        if comm >= 0 {
-            var name = self.threadName
-            _ = name.withUTF8 { write(comm, $0.baseAddress, $0.count) }
-            Glibc.close(comm)
-        }
+        nameThisThread(self.threadName)
         while true {
             self.dispatch()
             let (jobs, stopping) = self.shared.withLock { shared in

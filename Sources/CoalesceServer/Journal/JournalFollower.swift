@@ -128,7 +128,7 @@ final class JournalFollower: @unchecked Sendable {
     func start(_ watches: [ConfiguredWatch], starts: [WatchName: WatchStart] = [:]) {
         self.shared.withLock { $0.commands.append(.watches(watches, starts: starts)) }
         let thread = Thread { [self] in
-            Self.nameThisThread()
+            Systemd.nameThisThread(Self.threadName)
             self.run()
             self.ended.signal()
         }
@@ -437,15 +437,6 @@ final class JournalFollower: @unchecked Sendable {
             self.store.setJournalPosition(watch: name.value, cursor: position.text)
             self.followed[name]?.written = position.text
         }
-    }
-
-    /// Names the thread where `top -H`, `ps -L` and perf show it.
-    static func nameThisThread() {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var name = Self.threadName
-        _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Waits `duration`, or until another thread wakes the thread (a stop, a command).

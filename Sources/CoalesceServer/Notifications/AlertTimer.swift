@@ -292,7 +292,7 @@ extension AlertTimer {
         // MARK: The thread
 
         func run() {
-            Self.nameThisThread()
+            Systemd.nameThisThread("coalesced-timer")
             var descriptors = [self.wakeup.descriptor, -1, self.boottime.descriptor, self.realtime.descriptor].map {
                 pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
             }
@@ -392,15 +392,6 @@ extension AlertTimer {
         private static func milliseconds(until deadline: Int64) -> CInt {
             let remaining = deadline - Self.monotonicNow()
             return remaining <= 0 ? 0 : CInt(min((remaining + 999_999) / 1_000_000, Int64(CInt.max)))
-        }
-
-        /// Names the thread where `top -H` and `ps -L` show it (as GroupCommit names its writer).
-        private static func nameThisThread() {
-            let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-            guard fd >= 0 else { return }  // no /proc: the name only helps a person looking
-            defer { close(fd) }
-            var name = "coalesced-timer"
-            _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
         }
     }
 }

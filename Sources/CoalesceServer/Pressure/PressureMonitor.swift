@@ -1,6 +1,7 @@
 import CoalesceCore
 import Logging
 import Synchronization
+import Systemd
 
 #if canImport(Glibc)
 import Glibc
@@ -155,7 +156,7 @@ final class PressureMonitor: Sendable {
             nil,
             { context in
                 let monitor = Unmanaged<PressureMonitor>.fromOpaque(context!).takeRetainedValue()
-                monitor.nameThisThread()
+                Systemd.nameThisThread("coalesced-psi")
                 monitor.run()
                 return nil
             },
@@ -175,15 +176,6 @@ final class PressureMonitor: Sendable {
         var byte: UInt8 = 1
         _ = write(self.wake.write, &byte, 1)
         pthread_join(thread, nil)
-    }
-
-    /// Names the thread where `top -H` and `ps -L` show it.
-    private func nameThisThread() {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var name = "coalesced-psi"
-        _ = name.withUTF8 { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// The thread: waits for a trigger, the policy's next reading or the polling interval; reads and decides.
