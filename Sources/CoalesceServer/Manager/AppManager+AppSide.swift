@@ -19,7 +19,7 @@ extension AppManager {
     /// Serves an Attach until its stream ends: sends the current state, launches the app if it was not running,
     /// and then parks until the client hangs up, the app ends, or another Attach replaces this one.
     /// - Parameter process: the peer's process (``ProcessHandle/connected(_:)``), `nil` where it cannot be had.
-    func attach(name: String, peer: VarlinkPeer, process: ProcessHandle?, responder: VarlinkResponder) async throws(AppError) {
+    func attach(name: String, peer: VarlinkPeer, process: (any AppProcess)?, responder: VarlinkResponder) async throws(AppError) {
         let appName = try Self.appName(name)
         if self.store.owesStartWrites {
             // This start's sequence numbers go out only once its generation is on disk (Store.generation). An app
@@ -88,7 +88,7 @@ extension AppManager {
             record.termination = nil  // a new process: the old one's end runs on its own timers
             record.inbox.attached()
             self.tellMonitors(.attachments, app: appName, in: &state) {
-                ["attach": ["app": .string(appName.value), "pid": .int(Int64(peer.pid)), "time": .double(wallClock())]]
+                ["attach": ["app": .string(appName.value), "pid": .int(Int64(peer.pid)), "time": .double(self.wall())]]
             }
             responder.send(["state": .string(record.lifecycle.state.rawValue)])
             if !unsent.isEmpty { responder.send(all: unsent) }
@@ -144,7 +144,7 @@ extension AppManager {
             self.tellMonitors(.acknowledgements, app: appName, in: &state) {
                 [
                     "acknowledgement": [
-                        "app": .string(appName.value), "seq": .int(Int64(bitPattern: sequence)), "time": .double(wallClock()),
+                        "app": .string(appName.value), "seq": .int(Int64(bitPattern: sequence)), "time": .double(self.wall()),
                     ]
                 ]
             }

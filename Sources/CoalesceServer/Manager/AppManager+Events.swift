@@ -212,7 +212,7 @@ extension AppManager {
             // The one check a post makes for monitors: while none watches traffic, it makes nothing for them.
             let watched = state.trafficMonitors > 0
             if watched { ticket.seen = state.nextPostSeen + 1 }
-            let posted = wallClock()
+            let posted = self.wall()
             let outcome = state.update(appName) { record -> Enqueued in
                 if checking {
                     let recipient = Recipient(record, appName, uid: posterUID)

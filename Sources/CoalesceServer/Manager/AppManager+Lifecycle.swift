@@ -23,7 +23,7 @@ extension AppManager {
     ) throws(Failure) -> T {
         var log: [LogEntry] = []
         var decided: [(AppName, [InboxAction])] = []
-        var kills: [ProcessHandle] = []
+        var kills: [any AppProcess] = []
         var protectedData: [(AppName, Bool)] = []
         defer {
             for process in kills { process.signal(SIGKILL) }
@@ -164,7 +164,7 @@ extension AppManager {
                 if to.isForeground { state.onScreen.insert(app) } else { state.onScreen.remove(app) }
                 state.counts[from, default: 0] -= 1
                 state.counts[to, default: 0] += 1
-                record.since = wallClock()
+                record.since = self.wall()
                 state.transitions += 1
                 log.append(
                     Self.transitionEntry(

@@ -184,7 +184,7 @@ extension AppManager {
 
     /// Events that went out on `app`'s stream.
     func tellDeliveries(_ burst: [AppInbox.Sent], of app: AppName, in state: inout State) {
-        let time = wallClock()
+        let time = self.wall()
         for sent in burst {
             self.tellMonitors(.deliveries, app: app, kind: sent.event.kind, in: &state) {
                 [
@@ -201,7 +201,7 @@ extension AppManager {
     /// A process's stream stopped being the app's: it closed, the daemon ended it, or another attach replaced it.
     func detached(_ app: AppName, _ attachment: Attachment, in state: inout State) {
         self.tellMonitors(.attachments, app: app, in: &state) {
-            ["detach": ["app": .string(app.value), "pid": .int(Int64(attachment.pid)), "time": .double(wallClock())]]
+            ["detach": ["app": .string(app.value), "pid": .int(Int64(attachment.pid)), "time": .double(self.wall())]]
         }
     }
 

@@ -21,6 +21,7 @@ extension AppManager {
         _ recorded: [AppName: Store.RecordedState],
         into state: inout State,
         store: Store,
+        opener: ProcessOpener,
         logger: Logger
     ) -> [AppName] {
         var restoring: [AppName] = []
@@ -28,7 +29,7 @@ extension AppManager {
             guard state.records[appName] != nil else { continue }
             // The pidfd is opened first and the process checked through it, so that the pid cannot pass to another
             // process between the check and its use.
-            let alive = last.pid.flatMap { try? ProcessHandle(pid: $0) }
+            let alive = last.pid.flatMap(opener.open)
             guard let alive, let identity = last.process, alive.identity == identity,
                 let taken = state.records[appName]!.lifecycle.restore(last.state, interrupted: last.interrupted)
             else {
@@ -61,7 +62,7 @@ extension AppManager {
     func setAside(_ unreadable: [(app: String, reason: String, declarations: Bool)]) {
         for (app, reason, declarations) in unreadable {
             let metadata: Logger.Metadata = ["message_id": "\(MessageID.heldDataSetAside)", "app": "\(app)", "reason": "\(reason)"]
-            self.store.setAside(app: app, reason: reason, at: wallClock(), declarations: declarations).whenFinished { result in
+            self.store.setAside(app: app, reason: reason, at: self.wall(), declarations: declarations).whenFinished { result in
                 switch result {
                 case .success:
                     self.logger.error(

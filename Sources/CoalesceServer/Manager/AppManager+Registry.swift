@@ -113,7 +113,7 @@ extension AppManager {
                     firstSequence: self.firstSequence,
                     earliestSequence: Self.earliestSequence
                 ),
-                since: wallClock(),
+                since: self.wall(),
                 inbox: AppInbox(kindLimit: self.daemon.configuration.maxKindsPerApp),
                 account: state.ledger.account(of: registration.owner)
             )

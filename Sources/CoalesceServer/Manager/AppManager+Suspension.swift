@@ -19,7 +19,7 @@ enum SuspensionChange: Sendable {
 struct SuspensionRecord {
     /// A process stopped (SIGSTOP) or frozen (its unit, through systemd).
     struct Held {
-        var process: ProcessHandle
+        var process: any AppProcess
         var how: ProcessHold
         /// The unit frozen, for ``ProcessHold/frozen``.
         var unit: String?
@@ -71,7 +71,7 @@ extension AppManager {
 
     /// Holds, continues or leaves the app's process as its state now asks, under the lock.
     /// - Parameter killed: processes about to be sent SIGKILL (``State/kills``), which are not continued first.
-    func settleSuspension(_ appName: AppName, _ record: inout Record, killed: [ProcessHandle], log: inout [LogEntry]) {
+    func settleSuspension(_ appName: AppName, _ record: inout Record, killed: [any AppProcess], log: inout [LogEntry]) {
         let current = record.process?.handle
         if let held = record.suspension.held, record.lifecycle.state != .suspended || held.process !== current {
             record.suspension.held = nil
@@ -158,7 +158,7 @@ extension AppManager {
         }
     }
 
-    private func stop(_ process: ProcessHandle, of appName: AppName, _ record: inout Record, log: inout [LogEntry]) {
+    private func stop(_ process: any AppProcess, of appName: AppName, _ record: inout Record, log: inout [LogEntry]) {
         guard process.signal(SIGSTOP) else { return }  // gone: its stream's end says so
         record.suspension.held = .init(process: process, how: .stopped)
         log.append(Self.suspensionEntry(appName, "stopped (SIGSTOP) while suspended", "stopped", pid: process.pid))
@@ -279,7 +279,7 @@ extension AppManager {
 
     /// Takes up, at start-up, a process of an app taken up suspended that an earlier run stopped or froze: it stays
     /// so until the app is woken; one that is held while its app is not suspended is continued.
-    static func takeUpHold(_ appName: AppName, _ record: inout Record, process: ProcessHandle, logger: Logger) {
+    static func takeUpHold(_ appName: AppName, _ record: inout Record, process: any AppProcess, logger: Logger) {
         let frozenUnit = record.registration.launchUnit.flatMap { process.runs(in: $0) && process.isFrozen ? $0 : nil }
         let how: ProcessHold? = frozenUnit != nil ? .frozen : process.isStopped ? .stopped : nil
         guard let how else { return }

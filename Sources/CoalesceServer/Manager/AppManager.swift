@@ -59,7 +59,7 @@ final class AppManager: Sendable {
     struct Attachment {
         var id: Int
         var responder: VarlinkResponder
-        var process: ProcessHandle?
+        var process: (any AppProcess)?
         var pid: Int32
         /// What tells the process from a later one with its pid (``ProcessHandle/identity``), recorded with the state.
         var identity: String?
@@ -68,7 +68,7 @@ final class AppManager: Sendable {
     /// The process of an app whose state was taken up from the store at start-up: it outlived the daemon's last run
     /// and has not attached again yet.
     struct RestoredProcess {
-        var process: ProcessHandle
+        var process: any AppProcess
         var identity: String
         /// When it no longer counts as the app unless it attached.
         var timeout: Scheduled<Void>?
@@ -102,7 +102,7 @@ final class AppManager: Sendable {
 
         /// The process that runs the app: the attached one, or the one taken up after a restart that has not
         /// attached again.
-        var process: (handle: ProcessHandle?, pid: Int32, identity: String?)? {
+        var process: (handle: (any AppProcess)?, pid: Int32, identity: String?)? {
             if let attachment { return (attachment.process, attachment.pid, attachment.identity) }
             if let restored { return (restored.process, restored.process.pid, restored.identity) }
             return nil
@@ -169,7 +169,7 @@ final class AppManager: Sendable {
         /// What inboxes decided under the lock, carried out once it is released (``AppManager/locked(_:)``).
         var inboxActions: [(AppName, [AppManager.InboxAction])] = []
         /// Processes the lifecycle decided to kill, signalled once the lock is released.
-        var kills: [ProcessHandle] = []
+        var kills: [any AppProcess] = []
         /// The daemon is stopping: a stream that closes from now on was closed by the daemon, not by its app's
         /// process ending (``AppManager/daemonStopping()``).
         var stopping = false
@@ -232,6 +232,9 @@ final class AppManager: Sendable {
     /// The lifecycle's clock. Its timers run on ``eventLoop``: a test gives both manual time (an
     /// `NIOAsyncTestingEventLoop`, and a clock that reads the loop's time).
     let now: @Sendable () -> Instant
+    /// The wall clock, seconds since the Unix epoch: when an app entered its state, when an event was posted, what
+    /// monitors are told. The real one unless a test sets it.
+    let wall: @Sendable () -> Double
     /// The error a post failed with its write hears when the store gave none.
     let writeRefused: StoreError
 
@@ -240,6 +243,9 @@ final class AppManager: Sendable {
     ///   - startUnit: starts a launch unit through systemd.
     ///   - unitControl: freezes and thaws launch units through systemd; its calls block.
     ///   - now: the lifecycle's clock; the real one unless a test moves time by hand.
+    ///   - wall: the wall clock, seconds since the Unix epoch; the real one unless a test sets it.
+    ///   - processes: opens the processes a restart takes up by their recorded pids; by pidfd unless a test has
+    ///     fake ones.
     init(
         store: Store,
         daemon: DaemonState,
@@ -247,7 +253,9 @@ final class AppManager: Sendable {
         logger: Logger,
         startUnit: @escaping @Sendable (String) async throws -> Void,
         unitControl: UnitControl = .unavailable,
-        now: @escaping @Sendable () -> Instant = { .now }
+        now: @escaping @Sendable () -> Instant = { .now },
+        wall: @escaping @Sendable () -> Double = wallClock,
+        processes: ProcessOpener = .pidfd
     ) throws(StoreError) {
         self.store = store
         self.daemon = daemon
@@ -256,11 +264,12 @@ final class AppManager: Sendable {
         self.startUnit = startUnit
         self.unitControl = unitControl
         self.now = now
+        self.wall = wall
         self.writeRefused = .cannotWrite(path: store.path, reason: "the write was refused")
         var state = State()
         state.ledger = QuotaLedger(quotas: daemon.configuration.quotas)
         let timings = daemon.configuration.timings
-        let now = wallClock()
+        let now = wall()
         // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
         self.firstSequence = UInt64(store.generation) << 32 + 1
         // A start on a full disk has said so (once): the first refused write is not news.
@@ -320,7 +329,9 @@ final class AppManager: Sendable {
         for app in unreadable.keys {
             if let name = try? AppName(app) { state.records[name]?.inbox = AppInbox(kindLimit: daemon.configuration.maxKindsPerApp) }
         }
-        let restoring = try Self.restoreStates(store.runningStates(), into: &state, store: store, logger: logger)
+        let restoring = try Self.restoreStates(
+            store.runningStates(), into: &state, store: store, opener: processes, logger: logger
+        )
         Self.account(&state, adminGroup: daemon.configuration.adminGroup)
         self.state = Mutex(state)
         self.setAsideData = Mutex(try store.setAsideSummaries())

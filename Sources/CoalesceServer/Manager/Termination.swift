@@ -16,7 +16,7 @@ import Glibc
 /// then SIGKILL if it still runs a grace period later.
 final class Termination: Sendable {
     let app: AppName
-    let process: ProcessHandle
+    let process: any AppProcess
     /// The willTerminate's sequence number.
     let sequence: UInt64
     private let grace: Duration
@@ -24,7 +24,7 @@ final class Termination: Sendable {
     let logger: Logger
     private let signalled = NIOLockedValueBox(false)
 
-    init(app: AppName, process: ProcessHandle, sequence: UInt64, grace: Duration, eventLoop: any EventLoop, logger: Logger) {
+    init(app: AppName, process: any AppProcess, sequence: UInt64, grace: Duration, eventLoop: any EventLoop, logger: Logger) {
         self.app = app
         self.process = process
         self.sequence = sequence
