@@ -11,7 +11,8 @@ import Varlink
 
 /// What an app holds survives a restart of the daemon whoever posted it, the daemon's own kinds included; and what a
 /// start cannot read back is set aside rather than keeping the store from opening. A manager in process on real
-/// SQLite in a temporary state directory, "restarted" by closing its store and opening a new manager on the file.
+/// SQLite in a temporary state directory (``withManager(configuration:directory:processes:units:logs:_:)``), "restarted"
+/// by closing its store and opening a new manager on the file.
 @Suite struct HeldAcrossRestartTests {
     static let mail = try! AppName("org.example.mail")
     static let notes = try! AppName("org.example.notes")
@@ -22,25 +23,6 @@ import Varlink
         AppManager.protectedDataWillBecomeUnavailable, AppManager.protectedDataDidBecomeAvailable,
         PlaceFollower.significantTimeChange, PlaceFollower.timeZoneChanged, PlaceFollower.localeChanged,
     ]
-
-    /// Runs `body` on a manager over the store in `directory`, then closes the store: the next call is a restart.
-    func withManager<T>(
-        _ directory: TemporaryDirectory, logs: LogCapture? = nil, _ body: (AppManager, Store) async throws -> T
-    ) async throws -> T {
-        let loop = NIOAsyncTestingEventLoop()
-        let store = try await openStore(directory)
-        let manager = try AppManager(
-            store: store,
-            daemon: DaemonState(configuration: Configuration()),
-            eventLoop: loop,
-            logger: Logger(label: "test", factory: { _ in logs.map { $0 as any LogHandler } ?? SwiftLogNoOpLogHandler() }),
-            startUnit: { _ in }
-        )
-        let result = try await body(manager, store)
-        try await store.close()
-        await loop.shutdownGracefully()
-        return result
-    }
 
     /// Posts as the daemon does (``AppManager/postFromDaemon``) and waits until the post is on disk.
     func post(_ manager: AppManager, to app: AppName, _ kind: EventKind, _ payload: JSONValue, policy: CoalescingPolicy) async throws {
@@ -62,7 +44,8 @@ import Varlink
         defer { withExtendedLifetime(directory) {} }
         var expected = Dictionary(uniqueKeysWithValues: Self.daemonKinds.map { ($0.value, 2) })
         expected["server.error"] = 1
-        try await self.withManager(directory) { (manager: AppManager, _: Store) async throws in
+        try await withManager(configuration: Configuration(), directory: directory) { (fixture: ManagerFixture) async throws in
+            let manager = fixture.manager
             _ = try await manager.register(
                 name: Self.mail.value, traits: AppTraits(), launchUnit: .keep, declarations: EventDeclarations(), uid: 0, limit: 10
             )
@@ -77,7 +60,8 @@ import Varlink
             try await self.post(manager, to: Self.mail, try EventKind("server.error"), ["MESSAGE": "disk error"], policy: .count)
             #expect(try self.heldKinds(manager, Self.mail) == expected)
         }
-        try await self.withManager(directory) { (manager: AppManager, _: Store) async throws in
+        try await withManager(configuration: Configuration(), directory: directory) { (fixture: ManagerFixture) async throws in
+            let manager = fixture.manager
             let held = try self.heldKinds(manager, Self.mail)
             #expect(held == expected, "every kind held before the restart, with its count: \(held)")
             #expect(manager.setAside.isEmpty, "\(manager.setAside)")
@@ -87,7 +71,8 @@ import Varlink
     @Test func whatCannotBeReadIsSetAsideKeptAndTheOtherAppsAreServed() async throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }
-        try await self.withManager(directory) { (manager: AppManager, _: Store) async throws in
+        try await withManager(configuration: Configuration(), directory: directory) { (fixture: ManagerFixture) async throws in
+            let manager = fixture.manager
             for app in [Self.mail, Self.notes] {
                 _ = try await manager.register(
                     name: app.value, traits: AppTraits(), launchUnit: .keep, declarations: EventDeclarations(), uid: 0, limit: 10
@@ -107,7 +92,8 @@ import Varlink
         }
 
         let logs = LogCapture()
-        try await self.withManager(directory, logs: logs) { manager, store in
+        try await withManager(configuration: Configuration(), directory: directory, logs: logs) { (fixture: ManagerFixture) async throws in
+            let (manager, store) = (fixture.manager, fixture.store)
             #expect(try self.heldKinds(manager, Self.mail).isEmpty, "the app whose data cannot be read starts with nothing held")
             #expect(try self.heldKinds(manager, Self.notes) == ["mail.received": 1, "chat.line": 1], "the other app keeps what it holds")
             try await onThread { [manager] in
@@ -129,47 +115,10 @@ import Varlink
         }
 
         // The next start opens cleanly, serves the new post, and still shows what is set aside.
-        try await self.withManager(directory) { (manager: AppManager, _: Store) async throws in
+        try await withManager(configuration: Configuration(), directory: directory) { (fixture: ManagerFixture) async throws in
+            let manager = fixture.manager
             #expect(try self.heldKinds(manager, Self.mail) == ["mail.received": 1])
             #expect(manager.setAside.map(\.app) == [Self.mail.value] && manager.setAside.first?.rows == 4)
         }
-    }
-}
-
-/// The store in `directory`, once the last start's has let its lock go: the lock goes with the last reference to
-/// that store, which a thread of the last start (a timer's, the writer's) may hold a moment after it closed.
-func openStore(_ directory: TemporaryDirectory) async throws -> Store {
-    let deadline = ContinuousClock.now + .seconds(20)
-    while true {
-        do {
-            return try Store(stateDirectory: directory.path)
-        } catch {
-            guard case .inUse = error, ContinuousClock.now < deadline else { throw error }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-}
-
-/// Log entries kept in memory, for a test to look at.
-final class LogCapture: LogHandler, @unchecked Sendable {
-    struct Entry {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let stored = Mutex<[Entry]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    var entries: [Entry] { self.stored.withLock { $0 } }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let metadata = (event.metadata ?? [:]).mapValues { "\($0)" }
-        self.stored.withLock { $0.append(Entry(level: event.level, message: "\(event.message)", metadata: metadata)) }
     }
 }

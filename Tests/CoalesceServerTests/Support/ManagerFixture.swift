@@ -1,0 +1,141 @@
+import CoalesceCore
+@testable import CoalesceServer
+@testable import CoalesceStore
+import CoalesceTestSupport
+import Logging
+import NIOEmbedded
+import Synchronization
+import Testing
+import Varlink
+
+/// The manager in process, without sockets: the real ``AppManager`` over the real store in a temporary directory,
+/// on a ``ManualClock``, with fake processes and units. Apps attach as ``TestApp``s. Made by
+/// ``withManager(configuration:directory:processes:units:logs:_:)``.
+final class ManagerFixture: Sendable {
+    let manager: AppManager
+    let clock: ManualClock
+    let store: Store
+    let directory: TemporaryDirectory
+    let processes: FakeProcesses
+    let units: FakeUnits
+    let logs: LogCapture
+    private let apps = Mutex<[TestApp]>([])
+
+    init(
+        manager: AppManager, clock: ManualClock, store: Store, directory: TemporaryDirectory, processes: FakeProcesses,
+        units: FakeUnits, logs: LogCapture
+    ) {
+        self.manager = manager
+        self.clock = clock
+        self.store = store
+        self.directory = directory
+        self.processes = processes
+        self.units = units
+        self.logs = logs
+    }
+
+    /// Registers `name` as root does, with no limit to speak of.
+    @discardableResult
+    func register(
+        _ name: String,
+        traits: AppTraits = AppTraits(),
+        launchUnit: LaunchUnitChange = .keep,
+        declarations: EventDeclarations = EventDeclarations(),
+        uid: UInt32 = 0
+    ) async throws -> AppManager.Snapshot {
+        try await self.manager.register(
+            name: name, traits: traits, launchUnit: launchUnit, declarations: declarations, uid: uid, limit: 1_000
+        )
+    }
+
+    /// Attaches a process (a new fake one unless given) as the app `name`; waits until the manager took it.
+    func attach(_ name: String, process: FakeProcess? = nil, uid: UInt32 = 0) async throws -> TestApp {
+        let app = try await TestApp.attach(
+            name, to: self.manager, loop: self.clock.loop, process: process ?? self.processes.spawn(), uid: uid
+        )
+        self.apps.withLock { $0.append(app) }
+        return app
+    }
+
+    /// Posts as a client of `uid` does (`io.coalesced.App.Post`) and waits for the answer, which comes once the post
+    /// is on disk: whether an app was sent it at once. Throws the error the poster would hear.
+    @discardableResult
+    func post(
+        _ target: String, _ kind: String, _ payload: JSONValue, policy: CoalescingPolicy? = nil, uid: UInt32 = 0
+    ) async throws -> Bool {
+        let peer = VarlinkPeer(pid: 1 << 30 - 1, uid: uid, gid: uid, groups: [])
+        let result = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<AppManager.PostResult, any Error>) in
+            do {
+                try self.manager.post(target: target, kind: kind, payload: payload, policy: policy, peer: peer) {
+                    continuation.resume(returning: $0)
+                }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+        return try result.get().delivered
+    }
+
+    /// Ends every app's stream still open (as its process going away does) and waits for the calls to return.
+    fileprivate func hangUpAll() async {
+        for app in self.apps.withLock({ $0 }) {
+            // An Attach that failed has said so to the test that made it.
+            try? await app.hangUp()
+        }
+    }
+}
+
+/// Runs `body` on a ``ManagerFixture``, then ends the apps' streams and closes the store: another call on the same
+/// `directory` is a restart of the daemon.
+/// - Parameters:
+///   - configuration: the daemon's; by default with a launch acknowledgement deadline of 5 s.
+///   - directory: the state directory; a new one unless given (a restart gives the last one's).
+///   - processes: the processes that exist (a restart takes up those that outlived the last start).
+///   - logs: where the manager's log goes, for the test to read.
+func withManager<T>(
+    configuration: Configuration? = nil,
+    directory: TemporaryDirectory? = nil,
+    processes: FakeProcesses = FakeProcesses(),
+    units: FakeUnits? = nil,
+    logs: LogCapture = LogCapture(),
+    _ body: (ManagerFixture) async throws -> T
+) async throws -> T {
+    let directory = try directory ?? TemporaryDirectory()
+    let configuration = configuration ?? {
+        var configuration = Configuration()
+        configuration.timings.launchAcknowledgement = .seconds(5)
+        return configuration
+    }()
+    let clock = ManualClock()
+    let units = units ?? FakeUnits(processes: processes)
+    let store = try await openStore(directory)
+    let manager = try AppManager(
+        store: store,
+        daemon: DaemonState(configuration: configuration),
+        eventLoop: clock.loop,
+        logger: Logger(label: "test", factory: { _ in logs }),
+        startUnit: { _ in },
+        unitControl: units.control,
+        now: { clock.now },
+        wall: { clock.wall },
+        processes: processes.opener
+    )
+    let fixture = ManagerFixture(
+        manager: manager, clock: clock, store: store, directory: directory, processes: processes, units: units,
+        logs: logs
+    )
+    let result: T
+    do {
+        result = try await body(fixture)
+    } catch {
+        await fixture.hangUpAll()
+        try? await store.close()  // the test's error is the one to report
+        await clock.loop.shutdownGracefully()
+        throw error
+    }
+    await fixture.hangUpAll()
+    try await store.close()
+    await clock.loop.shutdownGracefully()
+    return result
+}
