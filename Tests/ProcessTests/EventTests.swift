@@ -5,7 +5,8 @@ import Testing
 import Varlink
 
 /// Events through the real socket: posted to running apps, held and coalesced for suspended ones, durable across
-/// a killed daemon, sent again until acknowledged.
+/// a killed daemon, sent again until acknowledged. What needs no real process (each policy's result on a wake,
+/// delivery at once in every state that runs code) is in `InProcessEventTests`, on the manager in process.
 @Suite struct EventTests {
     static let mail = "org.example.mail"
 
@@ -49,55 +50,6 @@ import Varlink
         let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail)
         #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
         return app
-    }
-
-    @Test func eachPolicyCoalescesToItsExactResultOnWake() async throws {
-        let daemon = try DaemonProcess()
-        try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let client = try testClient(daemon.socketPath)
-            let app = try self.suspendedApp(daemon, client)
-            // While active, an event arrives at once; it is also what netChange compares against later.
-            #expect(try post(client, Self.mail, "temperature", ["celsius": 20]) == true)
-            #expect(try app.events(atLeast: 1) == [#"event temperature count=1 payload={"celsius":20}"#])
-            _ = try client.call("io.coalesced.System.Deactivate")
-            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            try waitForApp(client, Self.mail, "state", "suspended")
-
-            let posts: [(String, JSONValue)] = [
-                ("mail.received", ["id": 1]), ("badge", ["unread": 2]), ("temperature", ["celsius": 25]),
-                ("log.error", ["line": "a"]), ("mail.first", ["id": 10]), ("weather", ["wind": 3, "sky": "grey"]),
-                ("chat.message", ["text": "hi"]), ("mail.received", ["id": 2]), ("badge", ["unread": 3]),
-                ("log.error", ["line": "b"]), ("mail.first", ["id": 11]), ("weather", ["sky": "blue"]),
-                ("chat.message", ["text": "are you there"]), ("temperature", ["celsius": 20]),
-                ("chat.message", ["text": "hello?"]), ("log.error", ["line": "c"]),
-                ("dynamic.kind", ["v": 1]),
-            ]
-            for (kind, payload) in posts { #expect(try post(client, Self.mail, kind, payload) == false, "\(kind) is held") }
-            #expect(app.output.filter { $0.hasPrefix("event ") }.count == 1, "a suspended app receives nothing")
-
-            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
-            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
-            let events = try app.events(atLeast: 10).dropFirst()
-            #expect(
-                Array(events) == [
-                    #"event mail.received count=2 payload={"id":2}"#,
-                    #"event badge count=2 payload={"unread":5}"#,
-                    // temperature: back to 20, what the app had before it was suspended: nothing to deliver.
-                    #"event log.error count=3 payload=-"#,
-                    #"event mail.first count=2 payload={"id":10}"#,
-                    #"event weather count=2 payload={"sky":"blue","wind":3}"#,
-                    #"event chat.message count=1 payload={"text":"are you there"}"#,
-                    #"event chat.message count=1 payload={"text":"hello?"}"#,
-                    #"event chat.message count=1 payload=- dropped=1"#,
-                    #"event dynamic.kind count=1 payload={"v":1}"#,
-                ]
-            )
-            // The callbacks of the wake come first, then the events; numbers always increase.
-            let sequences = app.eventSequences
-            #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count)
-        }
-        daemon.signal(SIGKILL)
     }
 
     /// The Swift client library declares kinds and topics at registration (the example app passes them through),
@@ -269,35 +221,6 @@ import Varlink
             #expect(received.count == 4097)
             #expect(received.last?.count == Int64(5000 - 4096), "what was held comes as one event for the kind")
             #expect(zip(received, received.dropFirst()).allSatisfy { $0.seq < $1.seq })
-        }
-        daemon.signal(SIGKILL)
-    }
-
-    /// Every state that runs code receives at once: active, inactive (an interruption holds it), and background
-    /// (a background mode keeps it there); each event as posted, in order.
-    @Test func inactiveAndBackgroundAppsReceiveAtOnce() async throws {
-        let daemon = try DaemonProcess()
-        try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let client = try testClient(daemon.socketPath)
-            let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail, arguments: ["--mode", "audio"])
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            _ = try client.call("io.coalesced.System.Interrupt", ["phase": "begin"])
-            #expect(try app.nextCallbacks(1) == ["willResignActive"])
-            #expect(try post(client, Self.mail, "call.started", ["n": 1]) == true, "inactive: sent at once")
-            _ = try client.call("io.coalesced.System.Interrupt", ["phase": "end"])
-            _ = try client.call("io.coalesced.System.Deactivate")
-            #expect(try app.nextCallbacks(3) == ["didBecomeActive", "willResignActive", "didEnterBackground"])
-            try waitForApp(client, Self.mail, "state", "background")
-            #expect(try post(client, Self.mail, "track.changed", ["n": 2]) == true, "background: sent at once")
-            #expect(try post(client, Self.mail, "track.changed", ["n": 3]) == true)
-            #expect(
-                try app.events(atLeast: 3) == [
-                    #"event call.started count=1 payload={"n":1}"#, #"event track.changed count=1 payload={"n":2}"#,
-                    #"event track.changed count=1 payload={"n":3}"#,
-                ]
-            )
-            #expect(try client.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["state"] == "background")
         }
         daemon.signal(SIGKILL)
     }

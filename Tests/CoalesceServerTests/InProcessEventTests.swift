@@ -1,0 +1,133 @@
+@testable import CoalesceServer
+import CoalesceCore
+import Testing
+import Varlink
+
+/// Events posted to running apps, held and coalesced for suspended ones: the manager in process on a manual clock
+/// (``withManager(configuration:directory:processes:units:logs:_:)``), its app a ``TestApp`` that reads its stream
+/// and acknowledges what it read, as the example app does. What the app is sent is written as the example app
+/// prints it, as in the end-to-end `EventTests`.
+@Suite struct InProcessEventTests {
+    static let mail = "org.example.mail"
+
+    /// Registers the app with a policy for each kind and attaches it, launched into the foreground.
+    func activeApp(_ fixture: ManagerFixture) async throws -> TestApp {
+        let kinds: JSONValue = [
+            "mail.received": ["policy": "latest"], "mail.first": ["policy": "first"],
+            "log.error": ["policy": "count"], "badge": ["policy": "sum", "field": "unread"],
+            "weather": ["policy": "merge"], "temperature": ["policy": "netChange"],
+            "chat.message": ["policy": "queue", "bound": 2],
+        ]
+        try await fixture.register(Self.mail, declarations: try EventDeclarations(kinds: kinds, posters: nil))
+        let app = try await fixture.attach(Self.mail)
+        #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+        try app.acknowledge()
+        return app
+    }
+
+    @Test func eachPolicyCoalescesToItsExactResultOnWake() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            let app = try await self.activeApp(fixture)
+            // While active, an event arrives at once; it is also what netChange compares against later.
+            #expect(try await fixture.post(Self.mail, "temperature", ["celsius": 20]) == true)
+            #expect(try await app.sent().events == [#"event temperature count=1 payload={"celsius":20}"#])
+            try app.acknowledge()
+            _ = try fixture.manager.deactivate(name: nil)
+            #expect(try await app.sent().callbacks == ["willResignActive", "didEnterBackground"])
+            try app.acknowledge()
+            #expect(try app.state == .suspended)
+
+            let posts: [(String, JSONValue)] = [
+                ("mail.received", ["id": 1]), ("badge", ["unread": 2]), ("temperature", ["celsius": 25]),
+                ("log.error", ["line": "a"]), ("mail.first", ["id": 10]), ("weather", ["wind": 3, "sky": "grey"]),
+                ("chat.message", ["text": "hi"]), ("mail.received", ["id": 2]), ("badge", ["unread": 3]),
+                ("log.error", ["line": "b"]), ("mail.first", ["id": 11]), ("weather", ["sky": "blue"]),
+                ("chat.message", ["text": "are you there"]), ("temperature", ["celsius": 20]),
+                ("chat.message", ["text": "hello?"]), ("log.error", ["line": "c"]),
+                ("dynamic.kind", ["v": 1]),
+            ]
+            for (kind, payload) in posts {
+                #expect(try await fixture.post(Self.mail, kind, payload) == false, "\(kind) is held")
+            }
+            #expect(try await app.sent() == TestApp.Sent(), "a suspended app receives nothing")
+
+            _ = try fixture.manager.activate(name: Self.mail)
+            let woken = try await app.sent(untilEvents: 9)
+            #expect(woken.callbacks == ["willEnterForeground", "didBecomeActive"])
+            #expect(
+                woken.events == [
+                    #"event mail.received count=2 payload={"id":2}"#,
+                    #"event badge count=2 payload={"unread":5}"#,
+                    // temperature: back to 20, what the app had before it was suspended: nothing to deliver.
+                    #"event log.error count=3 payload=-"#,
+                    #"event mail.first count=2 payload={"id":10}"#,
+                    #"event weather count=2 payload={"sky":"blue","wind":3}"#,
+                    #"event chat.message count=1 payload={"text":"are you there"}"#,
+                    #"event chat.message count=1 payload={"text":"hello?"}"#,
+                    #"event chat.message count=1 payload=- dropped=1"#,
+                    #"event dynamic.kind count=1 payload={"v":1}"#,
+                ]
+            )
+            #expect(try await app.sent() == TestApp.Sent(), "nothing more")
+            // The callbacks of the wake come first, then the events; numbers always increase (``TestApp`` checks).
+        }
+    }
+
+    /// Every state that runs code receives at once: active, inactive (an interruption holds it), and background
+    /// (a background mode keeps it there); each event as posted, in order.
+    @Test func inactiveAndBackgroundAppsReceiveAtOnce() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            try await fixture.register(Self.mail, traits: AppTraits(backgroundModes: ["audio"]))
+            let app = try await fixture.attach(Self.mail)
+            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            try app.acknowledge()
+            _ = try fixture.manager.interrupt(name: nil, begins: true)
+            #expect(try await app.sent().callbacks == ["willResignActive"])
+            #expect(try await fixture.post(Self.mail, "call.started", ["n": 1]) == true, "inactive: sent at once")
+            _ = try fixture.manager.interrupt(name: nil, begins: false)
+            _ = try fixture.manager.deactivate(name: nil)
+            let moved = try await app.sent()
+            #expect(moved.callbacks == ["didBecomeActive", "willResignActive", "didEnterBackground"])
+            try app.acknowledge()
+            #expect(try app.state == .background)
+            #expect(try await fixture.post(Self.mail, "track.changed", ["n": 2]) == true, "background: sent at once")
+            #expect(try await fixture.post(Self.mail, "track.changed", ["n": 3]) == true)
+            let later = try await app.sent().events
+            #expect(
+                moved.events + later == [
+                    #"event call.started count=1 payload={"n":1}"#, #"event track.changed count=1 payload={"n":2}"#,
+                    #"event track.changed count=1 payload={"n":3}"#,
+                ]
+            )
+            #expect(try app.state == .background)
+        }
+    }
+
+    /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
+    /// in `GetQueue`: the times of the wall clock, which the test moves.
+    @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {
+        let configuration = try Configuration.parse([
+            ConfigurationSource(path: "coalesced.conf", text: "[Apps]\nAcknowledgeTimeoutSec=infinity\n")
+        ])
+        try await withManager(configuration: configuration) { (fixture: ManagerFixture) async throws in
+            try await fixture.register(Self.mail)
+            await fixture.clock.advance(to: .seconds(10))
+            #expect(try await fixture.post(Self.mail, "mail.received", ["id": 1]) == false)
+            await fixture.clock.advance(to: .milliseconds(10_200))
+            #expect(try await fixture.post(Self.mail, "mail.received", ["id": 2]) == false)
+            let first = ManualClock.wallStart + 10
+            let last = ManualClock.wallStart + 10.2
+            let held = try #require(try fixture.manager.queue(of: Self.mail).held.first)
+            #expect(held.kind.value == "mail.received" && held.slot.count == 2)
+            #expect(abs(held.slot.first - first) < 1e-6, "held: first post at \(held.slot.first), not \(first)")
+            #expect(abs(held.slot.last - last) < 1e-6, "held: last post at \(held.slot.last), not \(last)")
+            // The app, launched by its attach: the held event follows the callbacks.
+            let app = try await fixture.attach(Self.mail)
+            let event = try #require(try await app.callbacks().first { $0["kind"] == "mail.received" })
+            #expect(event["count"] == 2)
+            let posted = (event["firstPosted"]?.doubleValue ?? 0, event["lastPosted"]?.doubleValue ?? 0)
+            #expect(abs(posted.0 - first) < 1e-6, "first post at \(posted.0), not \(first)")
+            #expect(abs(posted.1 - last) < 1e-6, "last post at \(posted.1), not \(last)")
+        }
+    }
+}
