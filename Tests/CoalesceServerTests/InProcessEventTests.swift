@@ -1,5 +1,6 @@
 @testable import CoalesceServer
 import CoalesceCore
+import CoalesceTestSupport
 import Testing
 import Varlink
 
@@ -106,10 +107,7 @@ import Varlink
     /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
     /// in `GetQueue`: the times of the wall clock, which the test moves.
     @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {
-        let configuration = try Configuration.parse([
-            ConfigurationSource(path: "coalesced.conf", text: "[Apps]\nAcknowledgeTimeoutSec=infinity\n")
-        ])
-        try await withManager(configuration: configuration) { (fixture: ManagerFixture) async throws in
+        try await withManager(configuration: try configuration(noDeadlines)) { (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             await fixture.clock.advance(to: .seconds(10))
             #expect(try await fixture.post(Self.mail, "mail.received", ["id": 1]) == false)
@@ -128,6 +126,34 @@ import Varlink
             let posted = (event["firstPosted"]?.doubleValue ?? 0, event["lastPosted"]?.doubleValue ?? 0)
             #expect(abs(posted.0 - first) < 1e-6, "first post at \(posted.0), not \(first)")
             #expect(abs(posted.1 - last) < 1e-6, "last post at \(posted.1), not \(last)")
+        }
+    }
+
+    /// An app that reads its stream and acknowledges only its launch is sent 4,096 events at once, then has the
+    /// rest held (of one kind: one slot) until it acknowledges; what was held then comes as one event.
+    @Test func anAppThatDoesNotAcknowledgeHasItsEventsHeldPastTheBound() async throws {
+        try await withManager(configuration: try configuration(noDeadlines)) { (fixture: ManagerFixture) async throws in
+            try await fixture.register(Self.mail)
+            let app = try await fixture.attach(Self.mail)
+            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            try app.acknowledge()
+            let posts = (0..<5000).map { (kind: "tick", payload: JSONValue.object(["n": .int(Int64($0))])) }
+            let sentAtOnce = try await fixture.post(Self.mail, each: posts).count { $0 }
+            #expect(sentAtOnce == 4096, "sent at once up to the bound")
+            let held = try fixture.manager.queue(of: Self.mail).held
+            #expect(
+                held.count == 1 && held.first?.slot.count == 5000 - 4096,
+                "the rest held, one kind: \(held.map(\.slot.count))"
+            )
+            let first = try await app.callbacks()
+            #expect(first.count == 4096)
+            try app.acknowledge()
+            let after = try await app.sent(untilEvents: 1)
+            #expect(
+                after.events == ["event tick count=\(5000 - 4096) payload={\"n\":4999}"],
+                "what was held comes as one event for the kind"
+            )
+            #expect(try await app.sent() == TestApp.Sent())
         }
     }
 }

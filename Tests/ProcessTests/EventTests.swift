@@ -6,7 +6,8 @@ import Varlink
 
 /// Events through the real socket: posted to running apps, held and coalesced for suspended ones, durable across
 /// a killed daemon, sent again until acknowledged. What needs no real process (each policy's result on a wake,
-/// delivery at once in every state that runs code) is in `InProcessEventTests`, on the manager in process.
+/// delivery at once in every state that runs code, the bound on unacknowledged events) is in `InProcessEventTests`,
+/// on the manager in process.
 @Suite struct EventTests {
     static let mail = "org.example.mail"
 
@@ -177,54 +178,6 @@ import Varlink
 
     /// An app that does not acknowledge is sent at most 4,096 events; what is posted after that is held and
     /// coalesced like a suspended app's, and sent once it acknowledges.
-    @Test func anAppThatDoesNotAcknowledgeHasItsEventsHeldPastTheBound() async throws {
-        let daemon = try DaemonProcess(configuration: noDeadlines)
-        try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let client = try testClient(daemon.socketPath)
-            // The app, attached from this process: it reads its stream and acknowledges only its launch.
-            let stream = try attachedFromThisProcess(daemon.socketPath, app: Self.mail)
-            let reader = OpenConnection()
-            reader.client = stream
-            let events = Mutex<[(seq: Int64, count: Int64)]>([])
-            let reading = Thread {
-                while let reply = try? reader.client!.receiveReply(), let callback = reply.parameters["callback"] {
-                    events.withLock { $0.append((callback["seq"]?.intValue ?? -1, callback["count"]?.intValue ?? -1)) }
-                }
-            }
-            reading.start()
-            var sentAtOnce = 0
-            for window in 0..<50 {
-                var burst: [UInt8] = []
-                for number in 0..<100 {
-                    VarlinkCall(
-                        method: "io.coalesced.App.Post",
-                        parameters: ["target": .string(Self.mail), "kind": "tick", "payload": ["n": .int(Int64(window * 100 + number))]]
-                    ).message.write(to: &burst)
-                    burst.append(0)
-                }
-                try client.sendRaw(burst)
-                for _ in 0..<100 where try client.receiveReply().parameters["delivered"] == true { sentAtOnce += 1 }
-            }
-            #expect(sentAtOnce == 4096, "sent at once up to the bound")
-            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue?.first
-            #expect(held?["count"] == .int(5000 - 4096), "the rest held, one kind: \(held ?? .null)")
-            try waitUntil("4,096 events on the app's stream (\(events.withLock { $0.count }) so far)") {
-                events.withLock { $0.count } >= 4096
-            }
-            let last = events.withLock { $0.last?.seq ?? 0 }
-            _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": .int(last)])
-            try waitUntil("the held events after the acknowledgement (\(events.withLock { $0.count }) events so far)") {
-                events.withLock { $0.count } >= 4097
-            }
-            let received = events.withLock { $0 }
-            #expect(received.count == 4097)
-            #expect(received.last?.count == Int64(5000 - 4096), "what was held comes as one event for the kind")
-            #expect(zip(received, received.dropFirst()).allSatisfy { $0.seq < $1.seq })
-        }
-        daemon.signal(SIGKILL)
-    }
-
     /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
     /// in `GetQueue`.
     @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {

@@ -77,6 +77,21 @@ final class ManagerFixture: Sendable {
         return try result.get().delivered
     }
 
+    /// Posts each of `posts` to `target` in order, as a client of `uid` that sends its calls without waiting for
+    /// the answers (pipelined); then waits for every answer. Whether an app was sent each one at once, in order.
+    func post(
+        _ target: String, each posts: [(kind: String, payload: JSONValue)], uid: UInt32 = 0
+    ) async throws -> [Bool] {
+        let peer = VarlinkPeer(pid: 1 << 30 - 1, uid: uid, gid: uid, groups: [])
+        let answers = PostAnswers(count: posts.count)
+        for (index, post) in posts.enumerated() {
+            try self.manager.post(target: target, kind: post.kind, payload: post.payload, policy: nil, peer: peer) {
+                answers.answered(index, $0)
+            }
+        }
+        return try await answers.all().map { try $0.get().delivered }
+    }
+
     /// Ends every app's stream still open (as its process going away does) and waits for the calls to return.
     fileprivate func hangUpAll() async {
         for app in self.apps.withLock({ $0 }) {
@@ -138,4 +153,47 @@ func withManager<T>(
     try await store.close()
     await clock.loop.shutdownGracefully()
     return result
+}
+
+/// The answers to posts sent together, each kept where it belongs as it comes; ``all()`` waits for the last.
+private final class PostAnswers: Sendable {
+    private struct Waiting {
+        var results: [AppManager.PostResult?]
+        var left: Int
+        var continuation: CheckedContinuation<[AppManager.PostResult], Never>?
+    }
+
+    private let waiting: Mutex<Waiting>
+
+    init(count: Int) {
+        self.waiting = Mutex(Waiting(results: Array(repeating: nil, count: count), left: count))
+    }
+
+    func answered(_ index: Int, _ result: AppManager.PostResult) {
+        typealias Done = (CheckedContinuation<[AppManager.PostResult], Never>, [AppManager.PostResult])
+        let done = self.waiting.withLock { waiting -> Done? in
+            waiting.results[index] = result
+            waiting.left -= 1
+            guard waiting.left == 0, let continuation = waiting.continuation else { return nil }
+            waiting.continuation = nil
+            return (continuation, waiting.results.map { $0! })
+        }
+        if let (continuation, results) = done { continuation.resume(returning: results) }
+    }
+
+    func all() async -> [AppManager.PostResult] {
+        await withCheckedContinuation { continuation in
+            let results = self.waiting.withLock { waiting -> [AppManager.PostResult]? in
+                guard waiting.left > 0 else { return waiting.results.map { $0! } }
+                waiting.continuation = continuation
+                return nil
+            }
+            if let results { continuation.resume(returning: results) }
+        }
+    }
+}
+
+/// A configuration read from `text`, as a `coalesced.conf` that holds it.
+func configuration(_ text: String) throws -> Configuration {
+    try Configuration.parse([ConfigurationSource(path: "coalesced.conf", text: text)])
 }
