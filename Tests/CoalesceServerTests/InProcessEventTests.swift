@@ -19,7 +19,7 @@ import Varlink
             "weather": ["policy": "merge"], "temperature": ["policy": "netChange"],
             "chat.message": ["policy": "queue", "bound": 2],
         ]
-        try await fixture.register(Self.mail, declarations: try EventDeclarations(kinds: kinds, posters: nil))
+        try await fixture.register(Self.mail, kinds: kinds)
         let app = try await fixture.attach(Self.mail)
         #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
@@ -154,6 +154,36 @@ import Varlink
                 "what was held comes as one event for the kind"
             )
             #expect(try await app.sent() == TestApp.Sent())
+        }
+    }
+
+    @Test func volatileKindsAreHeldInMemoryOnly() async throws {
+        let directory = try TemporaryDirectory()
+        try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in
+            try await fixture.register(
+                Self.mail, kinds: ["cursor": ["policy": "latest", "volatile": true], "mail": ["policy": "count"]]
+            )
+            // A registration that leaves the kinds out keeps them as declared, volatility included.
+            try await fixture.register(Self.mail, traits: AppTraits(exitsOnSuspend: false))
+            #expect(try await fixture.post(Self.mail, "cursor", ["x": 1]) == false)
+            #expect(try await fixture.post(Self.mail, "cursor", ["x": 2]) == false)
+            #expect(try await fixture.post(Self.mail, "mail", [:]) == false)
+            let held = try fixture.manager.queue(of: Self.mail).held
+            #expect(held.map(\.kind.value) == ["cursor", "mail"])
+            #expect(held.first?.slot.policy == .latest)
+        }
+        // A restart: a new manager on the same state directory.
+        try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in
+            let held = try fixture.manager.queue(of: Self.mail).held
+            #expect(held.map(\.kind.value) == ["mail"], "the volatile kind died with the daemon")
+            // The declaration itself is durable.
+            let app = try await fixture.attach(Self.mail)
+            let launched = try await app.sent(untilEvents: 1)
+            #expect(launched.callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(launched.events == ["event mail count=1 payload=-"])
+            try app.acknowledge()
+            #expect(try await fixture.post(Self.mail, "cursor", ["x": 3]) == true)
+            #expect(try await app.sent().events == [#"event cursor count=1 payload={"x":3}"#])
         }
     }
 }

@@ -34,17 +34,26 @@ final class ManagerFixture: Sendable {
         self.logs = logs
     }
 
-    /// Registers `name` as root does, with no limit to speak of.
+    /// Registers `name` as a client of `uid` does (`io.coalesced.App.Register`), with no limit to speak of: `kinds`,
+    /// `posters` and `topics` as on the wire, each kept as it was when left out.
     @discardableResult
     func register(
         _ name: String,
         traits: AppTraits = AppTraits(),
         launchUnit: LaunchUnitChange = .keep,
-        declarations: EventDeclarations = EventDeclarations(),
+        kinds: JSONValue? = nil,
+        posters: JSONValue? = nil,
+        topics: JSONValue? = nil,
         uid: UInt32 = 0
     ) async throws -> AppManager.Snapshot {
         try await self.manager.register(
-            name: name, traits: traits, launchUnit: launchUnit, declarations: declarations, uid: uid, limit: 1_000
+            name: name,
+            traits: traits,
+            launchUnit: launchUnit,
+            declarations: try EventDeclarations(kinds: kinds, posters: posters, topics: topics),
+            keeping: (kinds: kinds == nil, posters: posters == nil, topics: topics == nil),
+            uid: uid,
+            limit: 1_000
         )
     }
 
