@@ -186,4 +186,55 @@ import Varlink
             #expect(try await app.sent().events == [#"event cursor count=1 payload={"x":3}"#])
         }
     }
+
+    /// Events sent to an app that runs on through a restart of the daemon and not acknowledged come again once its
+    /// process attaches again, numbered past everything sent before, with no launch in front of them; acknowledged
+    /// ones never do.
+    @Test func unacknowledgedEventsComeAgainWhenTheProcessAttachesAfterARestart() async throws {
+        let directory = try TemporaryDirectory()
+        let processes = FakeProcesses()
+        // The app's process, which outlives each start of the daemon.
+        let process = processes.spawn()
+        let configuration = try configuration(noDeadlines)
+        func seq(_ callback: JSONValue) -> UInt64 { UInt64(callback["seq"]?.intValue ?? 0) }
+        let old = try await withManager(configuration: configuration, directory: directory, processes: processes) {
+            (fixture: ManagerFixture) async throws -> [UInt64] in
+            try await fixture.register(Self.mail)
+            let app = try await fixture.attach(Self.mail, process: process)
+            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            try app.acknowledge()
+            #expect(try await fixture.post(Self.mail, "mail.received", ["id": 1]) == true)
+            #expect(try await fixture.post(Self.mail, "badge", ["unread": 2]) == true)
+            let events = try await app.callbacks()
+            #expect(events.map { $0["kind"] } == ["mail.received", "badge"])
+            return events.map(seq)
+        }
+        let again = try await withManager(configuration: configuration, directory: directory, processes: processes) {
+            (fixture: ManagerFixture) async throws -> [UInt64] in
+            #expect(try fixture.manager.get(Self.mail).state == .active)
+            let app = try await fixture.attach(Self.mail, process: process)
+            let replies = try await app.replies(atLeast: 3)
+            #expect(replies.first?["parameters"]?["state"] == "active", "taken up as it was: no launch")
+            let events = replies.dropFirst().compactMap { $0["parameters"]?["callback"] }
+            #expect(events.map { $0["kind"] } == ["mail.received", "badge"], "both come again, in order")
+            try app.acknowledge(upTo: seq(events.last ?? .null))
+            #expect(try await fixture.post(Self.mail, "weather", ["sky": "clear"]) == true)
+            #expect(try await app.kinds() == ["weather"])
+            return events.map(seq)
+        }
+        #expect(
+            again.allSatisfy { seq in old.allSatisfy { $0 < seq } }, "numbers never go backwards: \(old) then \(again)"
+        )
+        try await withManager(configuration: configuration, directory: directory, processes: processes) {
+            (fixture: ManagerFixture) async throws in
+            let app = try await fixture.attach(Self.mail, process: process)
+            let replies = try await app.replies(atLeast: 2)
+            #expect(replies.first?["parameters"]?["state"] == "active")
+            // Only the event never acknowledged comes again; a new post follows it.
+            #expect(replies.dropFirst().compactMap { $0["parameters"]?["callback"]?["kind"] } == ["weather"])
+            #expect(try await fixture.post(Self.mail, "mail.received", ["id": 3]) == true)
+            #expect(try await app.kinds() == ["mail.received"])
+        }
+        #expect(process.signals.isEmpty, "no restart signalled the process")
+    }
 }

@@ -101,8 +101,10 @@ final class ManagerFixture: Sendable {
         return try await answers.all().map { try $0.get().delivered }
     }
 
-    /// Ends every app's stream still open (as its process going away does) and waits for the calls to return.
-    fileprivate func hangUpAll() async {
+    /// The daemon stops, as on SIGTERM: it leaves the apps as they are for the next start (their processes run on),
+    /// ends every app's stream still open and waits for the calls to return.
+    fileprivate func stop() async {
+        self.manager.daemonStopping()
         for app in self.apps.withLock({ $0 }) {
             // An Attach that failed has said so to the test that made it.
             try? await app.hangUp()
@@ -110,8 +112,8 @@ final class ManagerFixture: Sendable {
     }
 }
 
-/// Runs `body` on a ``ManagerFixture``, then ends the apps' streams and closes the store: another call on the same
-/// `directory` is a restart of the daemon.
+/// Runs `body` on a ``ManagerFixture``, then stops as the daemon does (the apps left as they are, their streams
+/// ended) and closes the store: another call on the same `directory` and `processes` is a restart of the daemon.
 /// - Parameters:
 ///   - configuration: the daemon's; by default with a launch acknowledgement deadline of 5 s.
 ///   - directory: the state directory; a new one unless given (a restart gives the last one's).
@@ -153,12 +155,12 @@ func withManager<T>(
     do {
         result = try await body(fixture)
     } catch {
-        await fixture.hangUpAll()
+        await fixture.stop()
         try? await store.close()  // the test's error is the one to report
         await clock.loop.shutdownGracefully()
         throw error
     }
-    await fixture.hangUpAll()
+    await fixture.stop()
     try await store.close()
     await clock.loop.shutdownGracefully()
     return result

@@ -106,6 +106,16 @@ final class TestApp: Sendable {
         return replies
     }
 
+    /// The replies the stream sent until at least `count` came, read as they come; waits (bounded) for them.
+    func replies(atLeast count: Int) async throws -> [JSONValue] {
+        var replies: [JSONValue] = []
+        try await waitUntil("\(count) replies to \(self.name) (\(replies.count) so far)") { () async throws -> Bool in
+            replies += try await self.replies()
+            return replies.count >= count
+        }
+        return replies
+    }
+
     /// The callbacks and events sent since the last read, in order: each reply's `callback`.
     func callbacks() async throws -> [JSONValue] {
         try await self.replies().compactMap { $0["parameters"]?["callback"] }
