@@ -140,6 +140,33 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    /// An alert pushed off the delivered list by newer notifications (past MaxDelivered=) can no longer be answered:
+    /// it stops interrupting the app, as one removed with RemoveDelivered does.
+    @Test func anAlertDroppedFromTheDeliveredListForRoomEndsItsInterruption() async throws {
+        let daemon = try await onThread { try self.daemon(extra: "MaxDelivered=1") }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let stream = try attachedFromThisProcess(daemon.socketPath, app: Self.app)
+            var kinds: [String] = []
+            func read(until kind: String) throws {
+                while !kinds.contains(kind) {
+                    let callback = try stream.receiveReply().parameters["callback"] ?? .null
+                    kinds.append(callback["kind"]?.stringValue ?? "?")
+                    _ = try client.call("io.coalesced.App.Ack", ["app": .string(Self.app), "seq": callback["seq"] ?? .null])
+                }
+            }
+            _ = try Self.schedule(client, ["id": "alarm", "style": "alert", "content": ["title": "alarm"]])
+            try read(until: "lifecycle.willResignActive")
+            try waitForApp(client, Self.app, "state", "inactive")
+            // A banner while the app is interrupted goes to the desktop, and takes the alarm's place in the list.
+            _ = try Self.schedule(client, ["id": "news", "content": ["title": "news"]])
+            try waitForApp(client, Self.app, "state", "active")
+            try read(until: "lifecycle.didBecomeActive")
+            #expect(try Self.delivered(client).map { $0["id"] } == ["news"])
+        }
+        daemon.signal(SIGKILL)
+    }
+
     @Test func requestsSurviveKillMinusNineAndMissedFiresArePresentedOnceLateCoalescedByThread() async throws {
         let marker = "missed-\(UUID().uuidString.prefix(8))"
         let first = try await onThread { try self.daemon(extra: "LateAfterSec=1") }

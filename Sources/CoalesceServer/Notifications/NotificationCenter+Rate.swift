@@ -89,8 +89,13 @@ extension NotificationCenter {
                 step.change.undeliver.append((app.value, old.serial))
                 step.charges[app, default: 0] -= old.bytes
             }
+            let dropped = alerts.delivered.prefix(gone).map(\.id)
             alerts.delivered.removeFirst(gone)
             alerts.dropped += Int64(gone)
+            // An alert dropped for room can no longer be answered, unless a newer presentation of its request is
+            // still listed: it stops interrupting the app.
+            let unanswerable = dropped.filter { id in !alerts.delivered.contains { $0.id == id } }
+            if case .ends = state.interruptions.removed(unanswerable, of: app) { step.endsInterruption.insert(app) }
         }
         if let badge = presentation.content.badge { alerts.badge = max(0, badge) }
         state.apps[app] = alerts
