@@ -258,10 +258,11 @@ import Varlink
             #expect(try sandbox.run("logger", "-t", "m-ident", "ident line").status == 0)
             #expect(try sandbox.run("logger", "-t", "m-payload", "payload line").status == 0)
             #expect(try sandbox.run("logger", "-t", "m-news", "news line").status == 0)
-            // A user unit: the user manager of root, and a transient unit of its own.
+            // A user unit: the user manager of root, and a transient unit of its own. Its process stays a moment after
+            // writing, so that journald still finds the unit of the stream's peer however busy the machine is.
             #expect(try sandbox.run("systemctl", "start", "user@0.service").status == 0)
             let user = try sandbox.run(
-                "env", "XDG_RUNTIME_DIR=/run/user/0", "systemd-run", "--user", "--unit=m-user", "--wait", "--quiet", "/bin/echo", "user line"
+                "env", "XDG_RUNTIME_DIR=/run/user/0", "systemd-run", "--user", "--unit=m-user", "--wait", "--quiet", "/bin/sh", "-c", "echo user line; sleep 1"
             )
             #expect(user.status == 0, "\(user.stderr)")
 
