@@ -243,12 +243,12 @@ import Glibc
     /// byte found again and again before the rest matches), or a regular expression.
     @Test func aMessagePatternFindsItsTextAnywhereInTheMessagesFirstBytes() throws {
         let contains = try MessageMatcher(.contains("aab"))
-        for message in ["aab", "xaab", "aaab", "xx aab yy", "aaaaaab"] { #expect(contains.matches(message), "\(message)") }
-        for message in ["", "aa", "ab", "aba", "a a b", "AAB"] { #expect(!contains.matches(message), "\(message)") }
+        for message in ["aab", "xaab", "aaab", "xx aab yy", "aaaaaab"] { #expect(contains.test(message) == .matches, "\(message)") }
+        for message in ["", "aa", "ab", "aba", "a a b", "AAB"] { #expect(contains.test(message) != .matches, "\(message)") }
         let far = String(repeating: "x", count: MessageMatcher.maximumMessageBytes)
-        #expect(!contains.matches(far + "aab"), "past the bytes tested")
-        #expect(contains.matches(String(far.dropLast(3)) + "aab"), "ending at the last byte tested")
+        #expect(contains.test(far + "aab") != .matches, "past the bytes tested")
+        #expect(contains.test(String(far.dropLast(3)) + "aab") == .matches, "ending at the last byte tested")
         let regex = try MessageMatcher(.regex("fail(ed|ure) [0-9]+"))
-        #expect(regex.matches("the job failed 12 times") && regex.matches("failure 7") && !regex.matches("fail x"))
+        #expect(regex.test("the job failed 12 times") == .matches && regex.test("failure 7") == .matches && regex.test("fail x") != .matches)
     }
 }

@@ -109,7 +109,4 @@ final class MessageMatcher: @unchecked Sendable {
             return .untested(Self.words(result))
         }
     }
-
-    /// Whether `message` (its first ``maximumMessageBytes`` bytes) matches; one that could not be tested does not.
-    func matches(_ message: String) -> Bool { self.test(message) == .matches }
 }
