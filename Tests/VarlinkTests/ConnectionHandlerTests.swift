@@ -103,10 +103,11 @@ import Testing
         }
 
         /// The writes of the next `count` replies, once they have all been written (a stream's replies come from
-        /// its task, on the loop, a moment later).
+        /// its task, on the loop, a moment later). The deadline is the suite's usual one: with the whole suite
+        /// running on two cores, the task that writes them can wait seconds for a thread of the concurrency pool.
         func writes(replies count: Int) async throws -> [String] {
             var writes: [String] = []
-            return try await waitUntil("\(count) replies (came: \(writes))", timeout: .seconds(10)) {
+            return try await waitUntil("\(count) replies (came: \(writes))", timeout: .seconds(60)) {
                 writes += try await self.writes()
                 return writes.joined().utf8.count(where: { $0 == 0 }) >= count ? writes : nil
             }
@@ -372,7 +373,7 @@ import Testing
                         )
                 ]
             )
-            try await waitUntil("the connection to close", timeout: .seconds(10)) { !peer.channel.isActive }
+            try await waitUntil("the connection to close", timeout: .seconds(60)) { !peer.channel.isActive }
             #expect(peer.statistics.snapshot.protocolErrors == 1)
             #expect(peer.statistics.snapshot.calls == 2)
         }
@@ -388,7 +389,7 @@ import Testing
             try await peer.send("not json\0")
             let refusal = VarlinkReply(error: invalid.varlinkError(in: Self.protocolErrors))
             #expect(try await peer.writes() == [Self.frames(refusal)])
-            try await waitUntil("the connection to close", timeout: .seconds(10)) { !peer.channel.isActive }
+            try await waitUntil("the connection to close", timeout: .seconds(60)) { !peer.channel.isActive }
             #expect(peer.statistics.snapshot.protocolErrors == 1)
         }
     }
