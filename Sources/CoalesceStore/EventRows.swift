@@ -33,9 +33,19 @@ extension Store {
         together: Bool,
         finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void
     ) -> EventWrite {
-        let write = EventWrite(path: self.path, app: app, rows: rows, finished: finished)
+        let write = self.eventWrite(rows, of: app, finished: finished)
         if together { self.submitTogether(write) } else { self.submit(write) }
         return write
+    }
+
+    /// One app's event rows as a write that is not submitted yet: a caller that decides under a lock makes it there
+    /// (so that what it decides next can replace its rows) and submits it once the lock is let go.
+    public func eventWrite(
+        _ rows: [EventRow],
+        of app: AppName,
+        finished: @escaping @Sendable (Result<[Int64], StoreError>) -> Void
+    ) -> EventWrite {
+        EventWrite(path: self.path, app: app, rows: rows, finished: finished)
     }
 }
 

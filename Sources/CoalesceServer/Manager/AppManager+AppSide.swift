@@ -52,7 +52,7 @@ extension AppManager {
             }
         }
         let identity = process?.identity
-        let id = try self.locked { state, log throws(AppError) in
+        let id = try self.decide { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: peer.uid, in: state)
             let id = state.nextID
             state.nextID += 1
@@ -60,7 +60,7 @@ extension AppManager {
             if let waiting = record.restored {
                 // The process that ran the app before the daemon's restart: it goes on where it was, and hears what
                 // happened meanwhile. Any other: that process is not coming back, and this one is launched.
-                waiting.timeout?.cancel()
+                if waiting.timeoutArmed { state.outbox.add(.arm(.reattach(appName), after: nil)) }
                 record.restored = nil
                 state.records[appName] = record
                 if waiting.identity == identity {
@@ -90,16 +90,18 @@ extension AppManager {
             self.tellMonitors(.attachments, app: appName, in: &state) {
                 ["attach": ["app": .string(appName.value), "pid": .int(Int64(peer.pid)), "time": .double(self.wall())]]
             }
-            responder.send(["state": .string(record.lifecycle.state.rawValue)])
-            if !unsent.isEmpty { responder.send(all: unsent) }
+            state.outbox.add(.send(responder, [["state": .string(record.lifecycle.state.rawValue)]] + unsent))
             if record.lifecycle.receivesAtOnce {
-                state.inboxActions.append((appName, self.inboxInput(&record, of: appName, charging: state.ledger) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+                let woke = self.inboxInput(&record, of: appName, charging: state.ledger, outbox: &state.outbox) { inbox, reception, next in
+                    inbox.woke(reception, next: &next)
+                }
+                state.inboxActions.append((appName, woke))
             }
             state.records[appName] = record
             state.attached[id] = appName
             state.parks[id] = Park()
             guard record.lifecycle.state == .notRunning else {
-                self.recordState(appName, record)  // its process may be another one now
+                self.recordState(appName, record, in: &state)  // its process may be another one now
                 // A process it replaced, held while suspended, is continued; this one is held after the delay.
                 self.settleSuspension(appName, in: &state, log: &log)
                 return id
@@ -114,9 +116,9 @@ extension AppManager {
                 try lifecycle.launch(destination, now: now)
             } onError: { _ in }  // a not-running app can always be launched
             if let pending {
-                pending.timeout?.cancel()
+                state.outbox.add(.arm(.launch(appName), after: nil))
                 state.records[appName]!.pendingLaunch = nil
-                for waiter in pending.waiters { waiter.resume() }
+                state.outbox.add(.answerLaunch(pending.waiters, nil))
             }
             return id
         }
@@ -130,7 +132,7 @@ extension AppManager {
     /// The app has handled everything up to `sequence`.
     func acknowledge(name: String, uid: UInt32, upTo sequence: UInt64) throws(AppError) {
         let appName = try Self.appName(name)
-        let waiters = try self.locked { state, log throws(AppError) -> [CheckedContinuation<Bool, Never>] in
+        let waiters = try self.decide { state, log throws(AppError) -> [CheckedContinuation<Bool, Never>] in
             // The record is looked at, not kept: a copy held on would make the inbox's changes below copy it.
             let termination = try { () throws(AppError) in
                 let record = try self.appRecord(appName, uid: uid, in: state)
@@ -150,12 +152,14 @@ extension AppManager {
             }
             if let termination, sequence >= termination.sequence {
                 state.records[appName]!.termination = nil
-                termination.acknowledged()
+                state.outbox.add(.terminationAcknowledged(termination))
             }
             let ledger = state.ledger
-            let decided = state.update(appName) { record in
+            let decided = state.deciding(appName) { record, outbox in
                 record.suspension.acknowledged = max(record.suspension.acknowledged, sequence)
-                return self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.acknowledged(upTo: sequence, reception, next: &next) }
+                return self.inboxInput(&record, of: appName, charging: ledger, outbox: &outbox) { inbox, reception, next in
+                    inbox.acknowledged(upTo: sequence, reception, next: &next)
+                }
             }
             if let decided { state.inboxActions.append((appName, decided)) }
             let now = self.now()
@@ -169,12 +173,12 @@ extension AppManager {
 
     func beginBackgroundTask(name: String, uid: UInt32, taskName: String) throws(AppError) -> (id: Int, remaining: Duration?) {
         let appName = try Self.appName(name)
-        return try self.locked { state, log throws(AppError) in
+        return try self.decide { state, log throws(AppError) in
             var record = try self.appRecord(appName, uid: uid, in: state)
             let now = self.now()
             do throws(LifecycleError) {
                 let task = try record.lifecycle.beginBackgroundTask(name: taskName, now: now)
-                self.reschedule(appName, &record, now: now)
+                self.reschedule(appName, &record, now: now, in: &state)
                 state.records[appName] = record
                 return task
             } catch {
@@ -185,7 +189,7 @@ extension AppManager {
 
     func endBackgroundTask(name: String, uid: UInt32, id: Int) throws(AppError) {
         let appName = try Self.appName(name)
-        try self.locked { state, log throws(AppError) in
+        try self.decide { state, log throws(AppError) in
             _ = try self.appRecord(appName, uid: uid, in: state)
             let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: AppError.self) { lifecycle throws(LifecycleError) in

@@ -14,8 +14,8 @@ import Varlink
 ///
 /// Posts that come together (one pass of an event loop) are handed to the store together: the apps they touched
 /// make their writes at the end of the pass (``flushInboxes()``), one transaction and one fsync for all of them.
-/// Events go out on the stream under the manager's lock, so that an app's callbacks and events leave in the order
-/// they were numbered.
+/// Events are numbered under the manager's lock and go out through its outbox (``decide(_:)``), so that an app's
+/// callbacks and events leave in the order they were numbered.
 extension AppManager {
     /// Targets naming a topic start with this.
     static let topicPrefix: StaticString = "topic:"
@@ -207,13 +207,16 @@ extension AppManager {
         var launches = false
         var flushes = false
         var unwrittenMark: JournalMark?
+        var batch: [AppAction] = []
+        var drains = false
         let outcome = self.state.withLock { state -> Enqueued in
+            defer { drains = state.outbox.take(into: &batch) }
             let ledger = state.ledger
             // The one check a post makes for monitors: while none watches traffic, it makes nothing for them.
             let watched = state.trafficMonitors > 0
             if watched { ticket.seen = state.nextPostSeen + 1 }
             let posted = self.wall()
-            let outcome = state.update(appName) { record -> Enqueued in
+            let outcome = state.deciding(appName) { record, outbox -> Enqueued in
                 if checking {
                     let recipient = Recipient(record, appName, uid: posterUID)
                     switch recipient.permission {
@@ -244,7 +247,9 @@ extension AppManager {
                     // Decided at once (a volatile kind's): no write carries its position.
                     if let journalMark { unwrittenMark = journalMark }
                     if !burst.isEmpty {
-                        Self.send(burst, to: record.attachment?.responder, state: record.lifecycle.state)
+                        if let stream = record.attachment?.responder {
+                            outbox.add(.sendEvents(stream, burst, record.lifecycle.state))
+                        }
                         if watched { sentAtOnce = burst }
                     }
                     answered = answer
@@ -262,6 +267,7 @@ extension AppManager {
             }
             return outcome
         }
+        if drains { self.drain(&batch) }
         guard case .enqueued = outcome else { return outcome }
         if let unwrittenMark {
             self.store.setJournalPosition(watch: unwrittenMark.watch.value, app: appName.value, cursor: unwrittenMark.cursor)
@@ -283,28 +289,30 @@ extension AppManager {
     }
 
     /// Feeds one input to an app's inbox, numbering what it sends from the app's one counter. Two of its actions
-    /// are carried out now, under the lock: the events it sends go out on the app's stream (in the order numbered;
-    /// left in the list, for ``count(_:of:in:)`` to tell monitors), and its write is handed to the store (whose
-    /// handle the record keeps, so that posts that come before the store begins it can join it; taken out of the
-    /// list).
+    /// are queued now, in the order decided: the events it sends, for the app's stream (left in the list too, for
+    /// ``count(_:of:in:)`` to tell monitors), and its write, for the store (made here, so that the record keeps its
+    /// handle and posts that come before the store begins it can join it; taken out of the list).
     /// - Parameter together: the write waits for ``Store/hurry()`` to go with the others of the event loop's pass.
     func inboxInput(
         _ record: inout Record,
         of appName: AppName,
         charging ledger: QuotaLedger,
         together: Bool = false,
+        outbox: inout Outbox<AppAction>,
         _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]
     ) -> [InboxAction] {
         var actions = Self.numbering(&record, ledger, body)
-        Self.send(&actions, to: record.attachment?.responder, state: record.lifecycle.state)
+        Self.queueSends(actions, to: record.attachment?.responder, state: record.lifecycle.state, in: &outbox)
         if let index = actions.firstIndex(where: { if case .write = $0 { true } else { false } }),
             case .write(let rows) = actions.remove(at: index)
         {
             // Every post waiting is in this write: the journal positions they carry go with them.
             let marks = record.journalMarks.intoNewWrite()
-            record.pendingWrite = self.store.write(rows.map(Self.storeRow) + marks, of: appName, together: together) { result in
+            let write = self.store.eventWrite(rows.map(Self.storeRow) + marks, of: appName) { result in
                 self.written(appName, result)
             }
+            record.pendingWrite = write
+            outbox.add(.submit(write, together: together))
         }
         return actions
     }
@@ -326,17 +334,17 @@ extension AppManager {
         return body(&record.inbox, reception, &next)
     }
 
-    /// Sends the events among `actions` on the app's stream, in order.
-    static func send(_ actions: inout [InboxAction], to stream: VarlinkResponder?, state: AppState) {
+    /// Queues the events among `actions` for the app's stream, in order.
+    static func queueSends(_ actions: [InboxAction], to stream: VarlinkResponder?, state: AppState, in outbox: inout Outbox<AppAction>) {
         // Looked for without copying the actions out: most inputs (a post held) send nothing.
-        guard actions.contains(where: { if case .send = $0 { true } else { false } }) else { return }
-        for case .send(let burst) in actions { Self.send(burst, to: stream, state: state) }
+        guard let stream, actions.contains(where: { if case .send = $0 { true } else { false } }) else { return }
+        for case .send(let burst) in actions { outbox.add(.sendEvents(stream, burst, state)) }
     }
 
     /// Sends one burst of events. One write for them all: a wake's events reach the app as one burst (its library
     /// acknowledges a burst once).
-    static func send(_ burst: [AppInbox.Sent], to stream: VarlinkResponder?, state: AppState) {
-        stream?.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
+    static func send(_ burst: [AppInbox.Sent], to stream: VarlinkResponder, state: AppState) {
+        stream.send(all: burst.map { Self.reply(EventCoding.event($0.event), seq: $0.seq, state: state) })
     }
 
     /// Counts the posts the actions answer, sent at once or held, and tells the monitors that watch traffic of

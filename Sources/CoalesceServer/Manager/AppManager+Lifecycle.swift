@@ -12,41 +12,8 @@ import Varlink
 import Glibc
 #endif
 
-/// The lifecycle: each app's ``AppLifecycle`` fed one input at a time, its effects carried out, its timer armed.
+/// The lifecycle: each app's ``AppLifecycle`` fed one input at a time, its effects queued, its timer armed.
 extension AppManager {
-    // MARK: Carrying out the core's effects
-
-    /// Runs `body` under the lock; afterwards sends the SIGKILLs it decided, writes what it logged and carries out
-    /// what the inboxes decided.
-    func locked<T, Failure: Error>(
-        _ body: (inout State, inout [LogEntry]) throws(Failure) -> T
-    ) throws(Failure) -> T {
-        var log: [LogEntry] = []
-        var decided: [(AppName, [InboxAction])] = []
-        var kills: [any AppProcess] = []
-        var protectedData: [(AppName, Bool)] = []
-        defer {
-            for process in kills { process.signal(SIGKILL) }
-            for entry in log { self.logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata) }
-            for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
-            if !protectedData.isEmpty { self.tellProtectedData(protectedData) }
-        }
-        return try self.state.withLock { state throws(Failure) in
-            defer {
-                decided = state.inboxActions
-                state.inboxActions.removeAll()
-                for (appName, actions) in decided { self.count(actions, of: appName, in: &state) }
-                kills = state.kills
-                state.kills.removeAll()
-                if !state.protectedDataNews.isEmpty {
-                    protectedData = state.protectedDataNews
-                    state.protectedDataNews.removeAll()
-                }
-            }
-            return try body(&state, &log)
-        }
-    }
-
     /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the calling
     /// interface's error (`refusedAs`: WrongState, or NoSuchTask) and changes nothing.
     func input<Refusal: LifecycleRefusal>(
@@ -80,10 +47,15 @@ extension AppManager {
             try onError(error)
             return
         }
+        // A process continued from its hold is continued before the callbacks that woke it are written.
+        let effectsStart = state.outbox.end
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
         if !wasReceiving, record.lifecycle.receivesAtOnce {
             // After the callbacks the effects sent: a wake's events follow them.
-            state.inboxActions.append((appName, self.inboxInput(&record, of: appName, charging: state.ledger) { inbox, reception, next in inbox.woke(reception, next: &next) }))
+            let woke = self.inboxInput(&record, of: appName, charging: state.ledger, outbox: &state.outbox) { inbox, reception, next in
+                inbox.woke(reception, next: &next)
+            }
+            state.inboxActions.append((appName, woke))
             // The lock's net change while it ran no code: one callback, or none when it was locked and unlocked.
             if record.toldProtectedDataAvailable != state.protectedDataAvailable {
                 record.toldProtectedDataAvailable = state.protectedDataAvailable
@@ -91,15 +63,15 @@ extension AppManager {
             }
         }
         if !record.lifecycle.state.isRunning { record.toldProtectedDataAvailable = true }
-        self.reschedule(appName, &record, now: self.now())
+        self.reschedule(appName, &record, now: self.now(), in: &state)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {
-                restored.timeout?.cancel()
+                if restored.timeoutArmed { state.outbox.add(.arm(.reattach(appName), after: nil)) }
                 record.restored = nil
             }
-            self.recordState(appName, record)
+            self.recordState(appName, record, in: &state)
         }
-        self.settleSuspension(appName, &record, killed: state.kills, log: &log)
+        self.settleSuspension(appName, &record, continuingAt: effectsStart, in: &state, log: &log)
         state.records[appName] = record
     }
 
@@ -142,7 +114,7 @@ extension AppManager {
                 }
                 let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]
                 if let attachment = record.attachment {
-                    attachment.responder.send(reply)
+                    state.outbox.add(.send(attachment.responder, [reply]))
                 } else {
                     // The process of an app taken up after a restart has not attached again: it gets the callback
                     // when it does (within its deadline, if it has one).
@@ -175,7 +147,10 @@ extension AppManager {
                 self.tellMonitors(app: app, from: from, to: to, reason: reason, time: record.since, state: &state)
             case .kill:
                 // The transition that follows is the journal entry, with the pid.
-                if let process = record.process?.handle { state.kills.append(process) }
+                if let process = record.process?.handle {
+                    state.kills.append(process)
+                    state.outbox.add(.signal(process, SIGKILL))
+                }
                 if let attachment = record.attachment { self.endStream(attachment, in: &state) }
                 record.attachment = nil
             case .terminate:
@@ -192,7 +167,7 @@ extension AppManager {
                         logger: self.logger
                     )
                     record.termination = termination
-                    termination.start()
+                    state.outbox.add(.startTermination(termination))
                 }
                 record.attachment = nil
             }
@@ -251,20 +226,18 @@ extension AppManager {
         }
     }
 
-    /// Arms the app's timer for its next deadline.
-    func reschedule(_ appName: AppName, _ record: inout Record, now: Instant) {
-        record.deadline?.cancel()
-        record.deadline = nil
-        guard let deadline = record.lifecycle.nextDeadline else { return }
-        let delay = max(.zero, now.duration(to: deadline))
-        record.deadline = self.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
-            self.deadlineReached(appName)
-        }
+    /// Arms the app's timer for its next deadline, when that changed.
+    func reschedule(_ appName: AppName, _ record: inout Record, now: Instant, in state: inout State) {
+        let deadline = record.lifecycle.nextDeadline
+        guard deadline != record.deadline else { return }
+        record.deadline = deadline
+        state.outbox.add(.arm(.deadline(appName), after: deadline.map { max(.zero, now.duration(to: $0)) }))
     }
 
     func deadlineReached(_ appName: AppName) {
-        self.locked { state, log in
-            guard state.records[appName] != nil else { return }
+        self.decide { state, log in
+            // The timer fired: whatever the deadline is now, it is armed again.
+            guard state.update(appName, { $0.deadline = nil }) != nil else { return }
             let now = self.now()
             self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.timePassed(now: now) }
         }

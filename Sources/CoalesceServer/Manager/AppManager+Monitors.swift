@@ -76,7 +76,8 @@ final class PostSeen: Sendable {
 /// out (`+Lifecycle`), a post where its answer is counted (``count(_:of:in:)``, sent or held as the inbox decided),
 /// a delivery where the inbox's events are counted going out on the app's stream, an acknowledgement where it is
 /// taken (`+AppSide`), an attach where the stream becomes the app's, and a detach where it stops being
-/// (``detached(_:_:in:)``). All under the manager's lock, so that monitors see them in the order they happened.
+/// (``detached(_:_:in:)``). All decided under the manager's lock and sent in the order decided, so that monitors
+/// see them in the order they happened.
 extension AppManager {
     /// A Monitor call: its stream, and what it asked to see.
     struct Monitor {
@@ -86,13 +87,14 @@ extension AppManager {
 
     /// Serves a Monitor until its client hangs up or stops reading.
     func monitor(_ filter: MonitorFilter, responder: VarlinkResponder) async throws(SystemError) {
-        let id = self.state.withLock { state in
+        let id = self.decide { state, _ in
             let id = state.nextID
             state.nextID += 1
             state.monitors[id] = Monitor(responder: responder, filter: filter)
             if filter.watchesTraffic { state.trafficMonitors += 1 }
             state.parks[id] = Park()
-            responder.send([:])
+            // Its first reply goes ahead of the records decided after it.
+            state.outbox.add(.send(responder, [[:]]))
             return id
         }
         switch await self.park(id) {
@@ -118,7 +120,7 @@ extension AppManager {
                 self.endPark(id, .overrun, in: &state)
             } else {
                 if made == nil { made = reply() }
-                monitor.responder.send(made!)
+                state.outbox.add(.send(monitor.responder, [made!]))
             }
         }
     }
@@ -208,7 +210,7 @@ extension AppManager {
     /// Ends an app's stream with its last reply: the app is not running any more.
     func endStream(_ attachment: Attachment, in state: inout State) {
         if let app = state.attached.removeValue(forKey: attachment.id) { self.detached(app, attachment, in: &state) }
-        attachment.responder.finish(["state": "notRunning"])
+        state.outbox.add(.finish(attachment.responder, ["state": "notRunning"]))
         self.endPark(attachment.id, .finished, in: &state)
     }
 
@@ -217,26 +219,28 @@ extension AppManager {
     func park(_ id: Int) async -> StreamEnd {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<StreamEnd, Never>) in
-                self.state.withLock { state in
-                    if let end = state.parks[id]?.end {
-                        state.parks[id] = nil
-                        continuation.resume(returning: end)
-                    } else {
+                let ended = self.state.withLock { state -> StreamEnd? in
+                    guard let end = state.parks[id]?.end else {
                         state.parks[id]?.continuation = continuation
+                        return nil
                     }
+                    state.parks[id] = nil
+                    return end
                 }
+                if let ended { continuation.resume(returning: ended) }
             }
         } onCancel: {
-            // Cancellation can run inside a write this manager makes under its lock (a write to a peer that is gone
-            // closes the channel at once, and closing cancels the call's task): take the lock later, on the loop.
-            self.eventLoop.execute { self.streamClosed(id) }
+            // Cancellation may run inside a write to a peer that is gone (closing the channel cancels the call's
+            // task): no write is made under the lock, and a decision made while this thread carries actions out
+            // queues behind them.
+            self.streamClosed(id)
         }
     }
 
     /// A parked stream's client went away. For an attached app that means its process is gone, unless the daemon
     /// is stopping and closed the stream itself: then the app keeps its state (as recorded) for the next start.
     func streamClosed(_ id: Int) {
-        self.locked { state, log in
+        self.decide { state, log in
             self.removeMonitor(id, in: &state)
             if let appName = state.attached.removeValue(forKey: id), let attachment = state.records[appName]?.attachment,
                 attachment.id == id
@@ -256,7 +260,7 @@ extension AppManager {
         guard var park = state.parks[id] else { return }
         if let continuation = park.continuation {
             state.parks[id] = nil
-            continuation.resume(returning: end)
+            state.outbox.add(.endPark(continuation, end))
         } else if park.end == nil {
             park.end = end
             state.parks[id] = park

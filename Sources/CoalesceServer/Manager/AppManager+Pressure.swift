@@ -9,7 +9,7 @@ extension AppManager {
     /// Tells every app that runs code (inactive, active, in the background) didReceiveMemoryWarning; returns how many.
     @discardableResult
     func warnOfMemoryPressure() -> Int {
-        self.locked { state, log in
+        self.decide { state, log in
             let running = state.records.keys.filter { state.records[$0]!.lifecycle.receivesAtOnce }
             for appName in running {
                 self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.memoryWarning() }
@@ -33,7 +33,7 @@ extension AppManager {
     /// pressure that made the daemon do it (`figures`); `nil` when no app is suspended.
     func purgeUnderPressure(_ figures: Logger.Metadata) -> (app: AppName, residentBytes: Int)? {
         for candidate in self.purgeCandidates() {
-            let purged = self.locked { state, log -> Bool in
+            let purged = self.decide { state, log -> Bool in
                 // Still suspended now that the lock is held again.
                 guard state.records[candidate.app]?.lifecycle.state == .suspended else { return false }
                 let first = log.count

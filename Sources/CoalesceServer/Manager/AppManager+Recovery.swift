@@ -81,9 +81,13 @@ extension AppManager {
     /// An app taken up at start-up whose process has not attached again: it no longer counts as the app (its next
     /// attach launches it anew).
     func reattachTimedOut(_ appName: AppName, timeout: Duration) {
-        self.locked { state, log in
-            guard let restored = state.records[appName]?.restored else { return }
-            let reason: TransitionReason = restored.process.isAlive ? .notReattached : .processExited
+        // Whether the process still runs is read before the lock is taken, and counts for the process it was read of.
+        guard let process = self.state.withLock({ $0.records[appName]?.restored?.process }) else { return }
+        let alive = process.isAlive
+        self.decide { state, log in
+            guard let restored = state.records[appName]?.restored, restored.process === process else { return }
+            state.records[appName]!.restored!.timeoutArmed = false
+            let reason: TransitionReason = alive ? .notReattached : .processExited
             let now = self.now()
             self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.processExited(now: now, reason: reason) }
             if reason == .notReattached {
@@ -102,7 +106,7 @@ extension AppManager {
     /// states, recorded with their processes as each transition was, and the next start takes them up; their
     /// streams, closed by the daemon from now on, change nothing.
     func daemonStopping() {
-        let running = self.locked { state, _ in
+        let running = self.decide { state, _ in
             state.stopping = true
             return state.records.values.count { $0.process != nil }
         }
@@ -113,12 +117,12 @@ extension AppManager {
     }
 
     /// Records the app's state and the process running it, for a restart of the daemon to take up.
-    func recordState(_ appName: AppName, _ record: Record) {
+    func recordState(_ appName: AppName, _ record: Record, in state: inout State) {
         var recorded = Store.RecordedState(state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
         if recorded.state.isRunning, let process = record.process {
             recorded.pid = process.pid
             recorded.process = process.identity
         }
-        self.store.record(recorded, of: appName)
+        state.outbox.add(.recordState(appName, recorded))
     }
 }

@@ -19,7 +19,7 @@ extension AppManager {
     /// The system goes to sleep: every active app is interrupted (willResignActive, reason `sleep`). An app inactive
     /// for another interruption (a call) is left as it is, and so stays inactive after the wake.
     func systemWillSleep() -> [SleepInterruption] {
-        self.locked { state, log in
+        self.decide { state, log in
             let now = self.now()
             var told: [SleepInterruption] = []
             for appName in state.onScreen.sorted() where state.records[appName]?.lifecycle.state == .active {
@@ -42,7 +42,7 @@ extension AppManager {
     /// something else took them out of the foreground meanwhile. Returns them.
     @discardableResult
     func systemDidWake() -> [AppName] {
-        self.locked { state, log in
+        self.decide { state, log in
             let now = self.now()
             var woken: [AppName] = []
             for appName in state.interruptedBySleep.sorted() {

@@ -20,7 +20,7 @@ extension AppManager {
     func launch(name: String, destination: LaunchDestination) async throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
         let timeout = self.daemon.configuration.launchTimeout
-        let unit = try self.state.withLock { state throws(SystemError) -> String? in
+        let unit = try self.decide { state, _ throws(SystemError) -> String? in
             guard var record = state.records[appName] else { throw .noSuchApp(app: name) }
             guard record.lifecycle.state == .notRunning else {
                 throw .wrongState(
@@ -30,14 +30,9 @@ extension AppManager {
                 )
             }
             if record.pendingLaunch == nil {
-                var pending = PendingLaunch(destination: destination)
+                record.pendingLaunch = PendingLaunch(destination: destination)
                 // LaunchTimeoutSec=infinity: the launch waits for the app as long as it takes.
-                pending.timeout = timeout.map { timeout in
-                    self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
-                        self.launchTimedOut(appName, timeout: timeout)
-                    }
-                }
-                record.pendingLaunch = pending
+                if let timeout { state.outbox.add(.arm(.launch(appName), after: timeout)) }
             } else {
                 // A second Launch while one waits joins it; the later destination wins.
                 record.pendingLaunch!.destination = destination
@@ -55,14 +50,17 @@ extension AppManager {
         }
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                self.state.withLock { state in
-                    if state.records[appName]?.pendingLaunch != nil {
+                let running = self.state.withLock { state -> Bool? in
+                    guard state.records[appName]?.pendingLaunch == nil else {
                         state.records[appName]!.pendingLaunch!.waiters.append(continuation)
-                    } else if state.records[appName]?.lifecycle.state.isRunning == true {
-                        continuation.resume()  // it attached before this call started waiting
-                    } else {
-                        continuation.resume(throwing: Self.launchEnded(name, timeout: timeout))
+                        return nil
                     }
+                    return state.records[appName]?.lifecycle.state.isRunning == true
+                }
+                switch running {
+                case nil: break  // answered when it attaches, or its launch fails
+                case true?: continuation.resume()  // it attached before this call started waiting
+                case false?: continuation.resume(throwing: Self.launchEnded(name, timeout: timeout))
                 }
             }
         } catch let error as SystemError {
@@ -85,7 +83,7 @@ extension AppManager {
     /// Brings a running app to the foreground.
     func activate(name: String) throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
-        return try self.locked { state, log throws(SystemError) in
+        return try self.decide { state, log throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             let now = self.now()
             if record.lifecycle.state.isRunning, record.lifecycle.state != .active {
@@ -100,7 +98,7 @@ extension AppManager {
 
     /// Sends an app (by default the foreground one) to the background.
     func deactivate(name: String?) throws(SystemError) -> Snapshot {
-        try self.locked { state, log throws(SystemError) in
+        try self.decide { state, log throws(SystemError) in
             let appName = try self.target(name, in: state) { $0.lifecycle.state.isForeground }
             let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
@@ -112,7 +110,7 @@ extension AppManager {
 
     /// An interruption begins or ends for an app (by default the foreground one).
     func interrupt(name: String?, begins: Bool) throws(SystemError) -> Snapshot {
-        try self.locked { state, log throws(SystemError) in
+        try self.decide { state, log throws(SystemError) in
             let appName = try self.target(name, in: state) { record in
                 begins ? record.lifecycle.state == .active : record.lifecycle.interrupted
             }
@@ -126,7 +124,7 @@ extension AppManager {
 
     func terminate(name: String) throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
-        return try self.locked { state, log throws(SystemError) in
+        return try self.decide { state, log throws(SystemError) in
             guard state.records[appName] != nil else { throw .noSuchApp(app: name) }
             let now = self.now()
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
@@ -144,7 +142,7 @@ extension AppManager {
             largest = self.purgeCandidates().map(\.app)
             guard !largest!.isEmpty else { throw .nothingToPurge }
         }
-        return try self.locked { state, log throws(SystemError) in
+        return try self.decide { state, log throws(SystemError) in
             let chosen: [AppName]
             if let name {
                 let appName = try Self.systemAppName(name)
@@ -175,12 +173,11 @@ extension AppManager {
     }
 
     func failLaunch(_ appName: AppName, _ error: SystemError) {
-        let waiters = self.state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard let pending = state.records[appName]?.pendingLaunch else { return [] }
-            pending.timeout?.cancel()
+        self.decide { state, _ in
+            guard let pending = state.records[appName]?.pendingLaunch else { return }
+            state.outbox.add(.arm(.launch(appName), after: nil))
             state.records[appName]!.pendingLaunch = nil
-            return pending.waiters
+            state.outbox.add(.answerLaunch(pending.waiters, error))
         }
-        for waiter in waiters { waiter.resume(throwing: error) }
     }
 }

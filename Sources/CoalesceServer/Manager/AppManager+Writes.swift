@@ -19,7 +19,7 @@ extension AppManager {
         for action in actions {
             switch action {
             case .write, .send:
-                break  // carried out under the lock (``inboxInput(_:of:together:_:)``)
+                break  // queued as they were decided (``inboxInput(_:of:charging:together:outbox:_:)``)
             case .answer(let answers):
                 for (ticket, answer) in answers {
                     ticket.answer(answer, failure: failure)
@@ -62,18 +62,17 @@ extension AppManager {
     /// write the store has begun wait for its answer.
     func flushInboxes() {
         let together = MultiThreadedEventLoopGroup.currentEventLoop != nil
-        var decided: [(AppName, [InboxAction])] = []
-        self.state.withLock { state in
+        self.decide { state, _ in
             state.flushScheduled = false
             let apps = state.unflushed
             state.unflushed.removeAll(keepingCapacity: true)
             let ledger = state.ledger
             for appName in apps {
-                let flushed = state.update(appName) { record -> [InboxAction] in
+                let flushed = state.deciding(appName) { record, outbox -> [InboxAction] in
                     record.flushQueued = false
                     guard record.inbox.writing else {
-                        return self.inboxInput(&record, of: appName, charging: ledger, together: together) { inbox, reception, next in
-                            inbox.flush(reception, next: &next)
+                        return self.inboxInput(&record, of: appName, charging: ledger, together: together, outbox: &outbox) {
+                            inbox, reception, next in inbox.flush(reception, next: &next)
                         }
                     }
                     let write = record.pendingWrite
@@ -88,12 +87,11 @@ extension AppManager {
                     return actions
                 }
                 guard let actions = flushed, !actions.isEmpty else { continue }
-                self.count(actions, of: appName, in: &state)
-                decided.append((appName, actions))
+                state.inboxActions.append((appName, actions))
             }
+            // After the writes it submits: the store begins them together.
+            if together { state.outbox.add(.hurryStore) }
         }
-        for (appName, actions) in decided { self.carryOut(actions, of: appName, failure: nil) }
-        if together { self.store.hurry() }
     }
 
     /// The store answered an app's write: the inbox applies it (or drops it), and what waited makes the next one.
@@ -102,14 +100,15 @@ extension AppManager {
     func written(_ appName: AppName, _ result: Result<[Int64], StoreError>) {
         let failure: StoreError?
         if case .failure(let error) = result { failure = error } else { failure = nil }
-        var refusalLog: DeliveryLog?
-        let (actions, storeLog) = self.state.withLock { state -> ([InboxAction], StoreLog?) in
+        let reason = failure.map { "\($0)" } ?? ""
+        self.decide { state, log in
             let ledger = state.ledger
-            let actions = state.update(appName) { record -> [InboxAction] in
+            var delivery: DeliveryLog?
+            let actions = state.deciding(appName) { record, outbox -> [InboxAction] in
                 let drained = record.inbox.draining
                 record.pendingWrite = nil
                 record.journalMarks.writeFinished()
-                let actions = self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in
+                let actions = self.inboxInput(&record, of: appName, charging: ledger, outbox: &outbox) { inbox, reception, next in
                     switch result {
                     case .success(let ids): inbox.written(ids: ids, reception, next: &next)
                     case .failure: inbox.writeFailed(reception, next: &next)
@@ -117,42 +116,40 @@ extension AppManager {
                 }
                 if drained, failure != nil, !record.deliveryRefused {
                     record.deliveryRefused = true
-                    refusalLog = .refused
+                    delivery = .refused
                 } else if drained, failure == nil, record.deliveryRefused {
                     record.deliveryRefused = false
-                    refusalLog = .deliveredAgain
+                    delivery = .deliveredAgain
                 }
                 return actions
             } ?? []
             self.count(actions, of: appName, in: &state)
+            state.outbox.add(.carryOut(appName, actions, failure: failure))
+            switch delivery {
+            case .refused?:
+                log.append(LogEntry(
+                    level: .error, message: "\(appName): could not deliver what it held: \(reason); trying again every second",
+                    metadata: ["app": "\(appName)", "reason": "\(reason)"]
+                ))
+            case .deliveredAgain?:
+                log.append(LogEntry(level: .notice, message: "\(appName): delivered what it held", metadata: ["app": "\(appName)"]))
+            case nil: break
+            }
             let failing = failure != nil
-            defer { state.storeFailing = failing }
-            guard failing != state.storeFailing else { return (actions, nil) }
-            return (actions, failing ? .failing : .writingAgain)
-        }
-        self.carryOut(actions, of: appName, failure: failure)
-        switch refusalLog {
-        case .refused?:
-            self.logger.error(
-                "\(appName): could not deliver what it held: \(failure.map { "\($0)" } ?? ""); trying again every second",
-                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
+            guard failing != state.storeFailing else { return }
+            state.storeFailing = failing
+            log.append(
+                failing
+                    ? LogEntry(
+                        level: .error, message: "Cannot write events to the store: \(reason)",
+                        metadata: ["app": "\(appName)", "reason": "\(reason)"]
+                    )
+                    : LogEntry(level: .notice, message: "Writing events to the store again", metadata: ["app": "\(appName)"])
             )
-        case .deliveredAgain?: self.logger.notice("\(appName): delivered what it held", metadata: ["app": "\(appName)"])
-        case nil: break
-        }
-        switch storeLog {
-        case .failing?:
-            self.logger.error(
-                "Cannot write events to the store: \(failure.map { "\($0)" } ?? "")",
-                metadata: ["app": "\(appName)", "reason": "\(failure.map { "\($0)" } ?? "")"]
-            )
-        case .writingAgain?: self.logger.notice("Writing events to the store again", metadata: ["app": "\(appName)"])
-        case nil: break
         }
     }
 
     private enum DeliveryLog { case refused, deliveredAgain }
-    private enum StoreLog { case failing, writingAgain }
 
     /// How long after a refused delivery of what an app held it is tried again.
     static let drainRetryDelay = TimeAmount.seconds(1)
@@ -160,15 +157,14 @@ extension AppManager {
     /// Tries again to deliver what an app held, after the store refused it; an app that no longer receives gets it
     /// with its next wake instead.
     func retryDelivery(_ appName: AppName) {
-        let actions = self.state.withLock { state -> [InboxAction] in
+        self.decide { state, _ in
             let ledger = state.ledger
-            let actions =
-                state.update(appName) { record in
-                    self.inboxInput(&record, of: appName, charging: ledger) { inbox, reception, next in inbox.retry(reception, next: &next) }
-                } ?? []
-            self.count(actions, of: appName, in: &state)
-            return actions
+            let actions = state.deciding(appName) { record, outbox in
+                self.inboxInput(&record, of: appName, charging: ledger, outbox: &outbox) { inbox, reception, next in
+                    inbox.retry(reception, next: &next)
+                }
+            }
+            if let actions { state.inboxActions.append((appName, actions)) }
         }
-        self.carryOut(actions, of: appName, failure: nil)
     }
 }

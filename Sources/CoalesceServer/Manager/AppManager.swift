@@ -16,14 +16,14 @@ import Glibc
 ///
 /// This is the shell around the core's ``AppLifecycle`` and ``Inbox``: requests come in from the Varlink methods,
 /// the clock and the store, the core decides, and the shell carries the decisions out. One `Mutex` owns the
-/// manager's ``State`` and guards memory only; under it the core is fed, and the writes to app streams and
-/// monitors are made, so that each app's stream receives its callbacks and events in the order they were
-/// numbered. Everything else (SIGKILLs, journal entries, store writes, answers to posters, retries) is carried
-/// out from a list of values once the lock is released (``locked(_:)``).
+/// manager's ``State`` and guards memory only: under it the core is fed and decides, and what it decided (stream
+/// replies, store writes, signals, unit calls, timers, journal entries, answers to waiting calls) is carried out
+/// once the lock is let go, in the order decided (``decide(_:)``, ``AppAction``, `+Outbox`).
 ///
-/// One file per concern: the registry (`+Registry`), the app side (`+AppSide`), launch and process control
-/// (`+SystemSide`), the lifecycle's effects (`+Lifecycle`), events (`+Events`), monitors and parked streams
-/// (`+Monitors`), restart recovery (`+Recovery`).
+/// One file per concern: deciding and carrying out (`+Outbox`), the registry (`+Registry`), the app side
+/// (`+AppSide`), launch and process control (`+SystemSide`), the lifecycle's effects (`+Lifecycle`), events
+/// (`+Events`, `+Writes`), monitors and parked streams (`+Monitors`), suspension (`+Suspension`), restart recovery
+/// (`+Recovery`).
 final class AppManager: Sendable {
     /// The lifecycle's time: CLOCK_MONOTONIC, which stands still while the machine sleeps, as the event loop's
     /// timers do. So a sleep neither kills an app for an acknowledgement it could not send nor uses up its
@@ -70,8 +70,8 @@ final class AppManager: Sendable {
     struct RestoredProcess {
         var process: any AppProcess
         var identity: String
-        /// When it no longer counts as the app unless it attached.
-        var timeout: Scheduled<Void>?
+        /// Its time to attach again runs (``AppTimer/reattach(_:)``): not while it is held.
+        var timeoutArmed = false
         /// Callbacks of what happened to the app meanwhile (a System request), in order: sent when it attaches.
         var unsent: [JSONObject] = []
     }
@@ -85,7 +85,6 @@ final class AppManager: Sendable {
     struct PendingLaunch {
         var destination: LaunchDestination
         var waiters: [CheckedContinuation<Void, any Error>] = []
-        var timeout: Scheduled<Void>?
     }
 
     struct Record {
@@ -93,7 +92,8 @@ final class AppManager: Sendable {
         var lifecycle: AppLifecycle<Instant>
         var attachment: Attachment?
         var pendingLaunch: PendingLaunch?
-        var deadline: Scheduled<Void>?
+        /// The deadline its timer is armed for (``AppTimer/deadline(_:)``).
+        var deadline: Instant?
         var since: Double
         /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
         var termination: Termination?
@@ -166,10 +166,12 @@ final class AppManager: Sendable {
         /// makes those writes is scheduled.
         var unflushed: [AppName] = []
         var flushScheduled = false
-        /// What inboxes decided under the lock, carried out once it is released (``AppManager/locked(_:)``).
+        /// What inboxes decided in this decision, counted and queued at its end (``AppManager/decide(_:)``).
         var inboxActions: [(AppName, [AppManager.InboxAction])] = []
-        /// Processes the lifecycle decided to kill, signalled once the lock is released.
+        /// Processes this decision kills: not continued first (``AppManager/settleSuspension(_:_:killed:log:)``).
         var kills: [any AppProcess] = []
+        /// What was decided and is yet to be carried out.
+        var outbox = Outbox<AppAction>()
         /// The daemon is stopping: a stream that closes from now on was closed by the daemon, not by its app's
         /// process ending (``AppManager/daemonStopping()``).
         var stopping = false
@@ -182,7 +184,7 @@ final class AppManager: Sendable {
         var interruptedBySleep: Set<AppName> = []
         /// Whether the screen is unlocked (protected data available), as the seat's session last said.
         var protectedDataAvailable = true
-        /// Apps that woke not knowing the lock's state: told once the lock is released (``AppManager/locked(_:)``).
+        /// Apps that woke not knowing the lock's state: told once the lock is let go (``AppManager/decide(_:)``).
         var protectedDataNews: [(AppName, Bool)] = []
 
         /// Counts a post the inbox answered: sent at once, or held.
@@ -199,6 +201,12 @@ final class AppManager: Sendable {
         mutating func update<T, Failure: Error>(_ app: AppName, _ body: (inout Record) throws(Failure) -> T) throws(Failure) -> T? {
             guard let index = self.records.index(forKey: app) else { return nil }
             return try body(&self.records.values[index])
+        }
+
+        /// ``update(_:_:)`` for a body that also queues actions.
+        mutating func deciding<T>(_ app: AppName, _ body: (inout Record, inout Outbox<AppAction>) -> T) -> T? {
+            guard let index = self.records.index(forKey: app) else { return nil }
+            return body(&self.records.values[index], &self.outbox)
         }
     }
 
@@ -222,6 +230,8 @@ final class AppManager: Sendable {
     /// FreezeUnit and ThawUnit of apps' launch units (`+Suspension`); they block.
     let unitControl: UnitControl
     let state: Mutex<State>
+    /// The timers armed, by name; touched only while carrying actions out (``arm(_:after:)``).
+    let timers = Mutex<[AppTimer: Scheduled<Void>]>([:])
     /// What the store has set aside, per app: what a start could not read back (``setAside(_:)``).
     let setAsideData: Mutex<[Store.SetAsideSummary]>
     /// The first sequence number of this generation of the daemon.
@@ -341,9 +351,13 @@ final class AppManager: Sendable {
         // whose process is held cannot attach: its time starts when it is continued (`+Suspension`).
         for appName in restoring {
             guard let timeout = daemon.configuration.launchTimeout else { break }
-            if self.state.withLock({ $0.records[appName]?.suspension.held != nil }) { continue }
-            let scheduled = eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { self.reattachTimedOut(appName, timeout: timeout) }
-            self.state.withLock { $0.records[appName]?.restored?.timeout = scheduled }
+            let held = self.state.withLock { state in
+                state.update(appName) { record in
+                    if record.suspension.held == nil { record.restored?.timeoutArmed = true }
+                    return record.suspension.held != nil
+                }
+            }
+            if held == false { self.arm(.reattach(appName), after: timeout) }
         }
         self.thawLeftOver()
     }
