@@ -91,12 +91,7 @@ extension AppManager {
                 ["attach": ["app": .string(appName.value), "pid": .int(Int64(peer.pid)), "time": .double(self.wall())]]
             }
             state.outbox.add(.send(responder, [["state": .string(record.lifecycle.state.rawValue)]] + unsent))
-            if record.lifecycle.receivesAtOnce {
-                let woke = self.inboxInput(&record, of: appName, charging: state.ledger, outbox: &state.outbox) { inbox, reception, next in
-                    inbox.woke(reception, next: &next)
-                }
-                state.inboxActions.append((appName, woke))
-            }
+            if record.lifecycle.receivesAtOnce { self.beganReceiving(appName, &record, woken: false, in: &state) }
             state.records[appName] = record
             state.attached[id] = appName
             state.parks[id] = Park()

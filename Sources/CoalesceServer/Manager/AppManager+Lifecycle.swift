@@ -50,18 +50,8 @@ extension AppManager {
         // A process continued from its hold is continued before the callbacks that woke it are written.
         let effectsStart = state.outbox.end
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
-        if !wasReceiving, record.lifecycle.receivesAtOnce {
-            // After the callbacks the effects sent: a wake's events follow them.
-            let woke = self.inboxInput(&record, of: appName, charging: state.ledger, outbox: &state.outbox) { inbox, reception, next in
-                inbox.woke(reception, next: &next)
-            }
-            state.inboxActions.append((appName, woke))
-            // The lock's net change while it ran no code: one callback, or none when it was locked and unlocked.
-            if record.toldProtectedDataAvailable != state.protectedDataAvailable {
-                record.toldProtectedDataAvailable = state.protectedDataAvailable
-                state.protectedDataNews.append((appName, state.protectedDataAvailable))
-            }
-        }
+        // After the callbacks the effects sent: a wake's events follow them.
+        if !wasReceiving, record.lifecycle.receivesAtOnce { self.beganReceiving(appName, &record, woken: true, in: &state) }
         if !record.lifecycle.state.isRunning { record.toldProtectedDataAvailable = true }
         self.reschedule(appName, &record, now: self.now(), in: &state)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
@@ -73,6 +63,20 @@ extension AppManager {
         }
         self.settleSuspension(appName, &record, continuingAt: effectsStart, in: &state, log: &log)
         state.records[appName] = record
+    }
+
+    /// The wake: the app receives at once from now on where it did not, woken by its lifecycle (`woken`) or by a
+    /// process attaching to it while it runs. What its inbox held goes out, and a woken app is told the lock's net
+    /// change while it ran no code: one callback, or none when the screen was locked and unlocked meanwhile.
+    func beganReceiving(_ appName: AppName, _ record: inout Record, woken: Bool, in state: inout State) {
+        let woke = self.inboxInput(&record, of: appName, charging: state.ledger, outbox: &state.outbox) { inbox, reception, next in
+            inbox.woke(reception, next: &next)
+        }
+        state.inboxActions.append((appName, woke))
+        if woken, record.toldProtectedDataAvailable != state.protectedDataAvailable {
+            record.toldProtectedDataAvailable = state.protectedDataAvailable
+            state.protectedDataNews.append((appName, state.protectedDataAvailable))
+        }
     }
 
     /// Requests that cannot be refused (acknowledgements, the clock).

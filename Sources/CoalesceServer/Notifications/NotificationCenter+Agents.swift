@@ -27,16 +27,15 @@ extension NotificationCenter {
     func serveAgent(_ responder: VarlinkResponder, peer: VarlinkPeer?) async {
         guard let peer else { return }
         let admin = Authorization.isAdmin(peer, group: self.daemon.configuration.adminGroup)
-        // The first reply and what was missed go out under the lock, with the registration: a presentation carried
-        // out before it is among the missed ones or was shown, one after it reaches this agent live; none comes
-        // before them, none twice.
-        let (id, missed) = self.state.withLock { state in
+        // The first reply and what was missed are decided with the registration, and sent in that order: a
+        // presentation carried out before it is among the missed ones or was shown, one after it reaches this agent
+        // live; none comes before them, none twice.
+        let (id, missed) = self.decide { state in
             let id = state.nextAgent
             state.nextAgent += 1
             state.agents[id] = Agent(responder: responder, uid: peer.uid, admin: admin)
-            responder.send([:])
             let missed = self.takeMissed(of: peer.uid, &state)
-            responder.send(all: missed.sent.map { ["presentation": .object($0)] })
+            state.outbox.add(.send(responder, [[:]] + missed.sent.map { ["presentation": .object($0)] }))
             return (id, missed)
         }
         self.logger.info(
@@ -56,9 +55,9 @@ extension NotificationCenter {
                 if gone { continuation.resume() }
             }
         } onCancel: {
-            // Cancellation can run inside a write made under the lock (a write to a peer that is gone closes the
-            // channel, which cancels this task): the lock is taken later, on a task of its own.
-            Task { self.state.withLock { $0.agents.removeValue(forKey: id) }?.continuation?.resume() }
+            // Cancellation may run inside a write to a peer that is gone (closing the channel cancels this task): no
+            // write is made under the lock, so it is taken here.
+            self.state.withLock { $0.agents.removeValue(forKey: id) }?.continuation?.resume()
         }
         self.logger.info("A presentation agent went away", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
     }
@@ -89,7 +88,7 @@ extension NotificationCenter {
             bytes += entry.bytes
             sent.append(entry.entry)
         }
-        self.noteShown(change)
+        self.noteShown(change, in: &state)
         return (sent.reversed(), found.count - sent.count)
     }
 
@@ -98,7 +97,7 @@ extension NotificationCenter {
     /// the desktop owes it nothing). One that does not read is ended.
     func tellAgents(_ presentations: [(app: AppName, serial: Int64, owner: UInt32?, entry: JSONObject)]) {
         var overrun: [Agent] = []
-        let agents = self.state.withLock { state -> [(Agent, [JSONObject])] in
+        let agents = self.decide { state -> [(Agent, [JSONObject])] in
             var chosen: [(Agent, [JSONObject])] = []
             var told: Set<UInt32> = []
             for (id, agent) in state.agents {
@@ -123,7 +122,7 @@ extension NotificationCenter {
                 state.apps[presentation.app]!.delivered[index].sight = shown ? .shown : .unseen
                 if shown { change.shown.append((presentation.app.value, presentation.serial)) }
             }
-            self.noteShown(change)
+            self.noteShown(change, in: &state)
             return chosen
         }
         for (agent, replies) in agents { agent.responder.send(all: replies) }
@@ -136,7 +135,7 @@ extension NotificationCenter {
 
     /// The user answered the app's notification `id`: the desktop owes its presentations nothing more.
     func answered(_ app: AppName, id: String) {
-        self.state.withLock { state in
+        self.decide { state in
             guard var alerts = state.apps[app] else { return }
             var change = Store.AlertChange()
             for index in alerts.delivered.indices where alerts.delivered[index].id == id && alerts.delivered[index].sight == .unseen {
@@ -144,15 +143,16 @@ extension NotificationCenter {
                 change.shown.append((app.value, alerts.delivered[index].serial))
             }
             state.apps[app] = alerts
-            self.noteShown(change)
+            self.noteShown(change, in: &state)
         }
     }
 
-    /// Writes which entries are shown; under the lock, so that it reaches the store after the entries' own write.
-    /// A write the store refuses leaves them unshown there: the next start sends them once more rather than never.
-    private func noteShown(_ change: Store.AlertChange) {
+    /// Writes which entries are shown; queued in the order decided, so that it reaches the store after the entries'
+    /// own write. A write the store refuses leaves them unshown there: the next start sends them once more rather
+    /// than never.
+    private func noteShown(_ change: Store.AlertChange, in state: inout State) {
         guard !change.isEmpty else { return }
-        self.store.write(change).whenFinished { outcome in
+        self.queueWrite(change, in: &state) { outcome in
             if case .failure(let error) = outcome {
                 self.logger.warning("Cannot note which notifications the desktop was sent (\(error)), ignoring: a restart sends them again")
             }

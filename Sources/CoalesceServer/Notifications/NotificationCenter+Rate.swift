@@ -17,8 +17,8 @@ extension NotificationCenter {
         var rate = PresentationRate(bound: PresentationRate.Bound(burst: 20, interval: .seconds(10)))
         /// The serial of the delivered entry that stands for each thread's held presentation.
         var entries: [PresentationRate.Thread: Int64] = [:]
-        /// The window end the timer is armed for.
-        var armed: (due: BootTime, timer: Scheduled<Void>)?
+        /// The window end the timer is armed for (``NotificationCenter/rateTimer``).
+        var armed: BootTime?
     }
 
     /// What the journal says of the presentation rate.
@@ -106,16 +106,14 @@ extension NotificationCenter {
     /// Arms the timer for the rate's next window end, unless it is armed for then or sooner. Under the lock.
     private func armRate(_ state: inout State, now: BootTime) {
         guard let due = state.rate.rate.nextDue else { return }
-        if let armed = state.rate.armed, armed.due <= due { return }
-        state.rate.armed?.timer.cancel()
-        let delay = TimeAmount.nanoseconds(max(0, due.nanoseconds - now.nanoseconds))
-        let timer = self.apps.eventLoop.scheduleTask(in: delay) { self.rateDue() }
-        state.rate.armed = (due, timer)
+        if let armed = state.rate.armed, armed <= due { return }
+        state.rate.armed = due
+        state.outbox.add(.armRate(after: .nanoseconds(max(0, due.nanoseconds - now.nanoseconds))))
     }
 
     /// The rate's timer: the windows that ended present what they held (a held presentation answered or removed
     /// meanwhile presents nothing), and the stretches that ended are logged.
-    private func rateDue() {
+    func rateDue() {
         self.perform({ state, now, step in
             state.rate.armed = nil
             for action in state.rate.rate.due(now: now.boot) {
@@ -135,9 +133,9 @@ extension NotificationCenter {
 
     /// Cancels the rate's timer: what it holds stays in the delivered lists, shown to the next agent after a start.
     func stopRate() {
-        self.state.withLock { state in
-            state.rate.armed?.timer.cancel()
+        self.decide { state in
             state.rate.armed = nil
+            state.outbox.add(.armRate(after: nil))
         }
     }
 

@@ -58,7 +58,7 @@ extension NotificationCenter {
             }
             let next = state.scheduler.next(of: AlertKey(app: app, id: request.id), now: now)
             self.apply(actions, to: &state, &step)
-            self.watchZone(for: request)
+            if Self.followsZone(request) { step.watchesZone = true }
             return next ?? step.presentations.last?.0.date ?? now.wall
         }, completion: completion)
     }

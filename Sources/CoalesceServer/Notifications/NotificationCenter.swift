@@ -1,6 +1,7 @@
 import CoalesceCore
 import CoalesceStore
 import Logging
+import NIOCore
 import Synchronization
 import Varlink
 
@@ -10,9 +11,11 @@ import Varlink
 /// each presentation put in the app's delivered list and presented (``NotificationCenter+Presenting``), the timers
 /// armed.
 ///
-/// One `Mutex` owns the scheduler, the delivered lists, badges and agents; under it the core is fed and the store
-/// write is submitted, so that writes reach the store in the order the scheduler made them. Waiting for the write
-/// and presenting happen once it is released.
+/// One `Mutex` owns the scheduler, the delivered lists, badges and agents, and guards memory only: under it the core
+/// is fed and decides, and what it decided (the store's writes, the timers, agents' replies) is carried out once it
+/// is let go, in the order decided (``decide(_:)``, ``NotificationAction``). Waiting for a write and presenting
+/// happen after that. Lock order: the manager's lock may be taken under this one (quota charges and owner look-ups
+/// go with the decision), never the reverse.
 final class NotificationCenter: Sendable {
     /// One entry of an app's delivered list: the presentation as io.coalesced.Notifications shows it.
     struct Delivered: Sendable {
@@ -71,6 +74,10 @@ final class NotificationCenter: Sendable {
         var rate = RateState()
         /// Delivered notifications whose answer is on its way to the app: answered already, for another Respond.
         var answering: Set<AlertKey> = []
+        /// Writes decided since start: a reload from the store applies what it read only if none came meanwhile.
+        var writes = 0
+        /// What was decided and is yet to be carried out.
+        var outbox = Outbox<NotificationAction>()
     }
 
     /// What one input to the center comes to, carried out once the lock is released.
@@ -86,6 +93,8 @@ final class NotificationCenter: Sendable {
         var endsInterruption: Set<AppName> = []
         /// What the journal says of the presentation rate: users that passed it, and stretches over it that ended.
         var rateNotices: [RateNotice] = []
+        /// A request's dates now follow the machine's zone: the zone link is to be watched.
+        var watchesZone = false
     }
 
     let store: Store
@@ -96,6 +105,8 @@ final class NotificationCenter: Sendable {
     let state: Mutex<State>
     let commands: CommandSink
     let timer = Mutex<AlertTimer?>(nil)
+    /// The presentation rate's timer; touched only while carrying actions out.
+    let rateTimer = Mutex<Scheduled<Void>?>(nil)
     /// Told of each clock setting and zone change the timer reports, for the apps (``PlaceFollower``); and whether
     /// the zone link is watched from the start rather than once a floating rule needs it.
     let changes = Mutex<(follower: (@Sendable (AlertTimer.Event, String) -> Void)?, watchZone: Bool)>((nil, false))
@@ -160,7 +171,7 @@ final class NotificationCenter: Sendable {
             }
             self.apply(state.scheduler.started(restoring: records, now: now), to: &state, &step)
         }
-        // The zone link is watched once a floating calendar rule depends on it (``watchZone(for:)``).
+        // The zone link is watched once a floating calendar rule depends on it (``followsZone(_:)``).
         let timer = try AlertTimer(localtimePath: localtimePath, watchingZone: false) { [weak self] event in
             self?.timerEvent(event)
         }
@@ -168,7 +179,7 @@ final class NotificationCenter: Sendable {
         if self.changes.withLock({ $0.watchZone }), let problem = timer.watchZone() {
             self.logger.warning("Time zone changes are not watched (\(problem.failure)): apps are not told of them")
         }
-        for record in records { self.watchZone(for: record.request) }
+        if records.contains(where: { Self.followsZone($0.request) }) { self.watchZone() }
         timer.arm(wall: self.state.withLock { $0.scheduler.timers.wall }, boot: self.state.withLock { $0.scheduler.timers.boot })
     }
 
@@ -178,10 +189,15 @@ final class NotificationCenter: Sendable {
         self.changes.withLock { $0 = (follower, watchZone) }
     }
 
-    /// Has the timer watch the machine's zone link once a request's dates depend on it: a calendar rule in floating
-    /// local time. Without such a rule no daemon holds an inotify instance for it.
-    func watchZone(for request: AlertRequest) {
-        guard case .calendar(_, .floating, _) = request.trigger, let timer = self.timer.withLock({ $0 }) else { return }
+    /// Whether a request's dates depend on the machine's zone: a calendar rule in floating local time. The zone link
+    /// is watched once one does; without such a rule no daemon holds an inotify instance for it.
+    static func followsZone(_ request: AlertRequest) -> Bool {
+        if case .calendar(_, .floating, _) = request.trigger { true } else { false }
+    }
+
+    /// Has the timer watch the machine's zone link.
+    func watchZone() {
+        guard let timer = self.timer.withLock({ $0 }) else { return }
         if let problem = timer.watchZone() {
             self.logger.warning(
                 "Time zone changes are not watched (\(problem.failure)); floating notification dates follow a new zone from the next start"
@@ -246,9 +262,9 @@ final class NotificationCenter: Sendable {
         }
     }
 
-    /// Feeds one input under the lock, submits its store write there, and once the lock is released arms the
-    /// timers; once the write is on disk carries out the presentations and calls `completion`, without a task
-    /// (deferred Varlink methods answer from it). Presentations are carried out off the store's thread.
+    /// Feeds one input under the lock; once the lock is let go its store write is submitted and the timers armed, in
+    /// the order decided; once the write is on disk carries out the presentations and calls `completion`, without a
+    /// task (deferred Varlink methods answer from it). Presentations are carried out off the store's thread.
     /// - Parameter completion: the value, or what `body` threw (nothing changed then), or
     ///   ``NotificationError/storageFailed(reason:)`` when the store refused the write: then what the center holds
     ///   is read back from the store.
@@ -259,26 +275,15 @@ final class NotificationCenter: Sendable {
     ) {
         let now = AlertTimer.now()
         var step = Step()
-        let value: T
-        let commit: StoreCommit?
-        do {
-            (value, commit) = try self.state.withLock { state throws(NotificationError) -> (T, StoreCommit?) in
-                let settings = self.daemon.configuration.notifications
-                state.scheduler.configuration.pendingLimit = settings.pendingLimit
-                state.scheduler.configuration.lateAfter = settings.lateAfter
-                let value = try body(&state, now, &step)
-                for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
-                // Under the center's lock, so that the ledger and the timers follow the changes in the order they
-                // were made: two steps arming from two threads must not leave the earlier's dates armed.
-                self.apps.chargeNotifications(step.charges)
-                if let arm = step.arm { self.timer.withLock { $0 }?.arm(wall: arm.wall, boot: arm.boot) }
-                return (value, step.change.isEmpty ? nil : self.store.write(step.change))
+        // Set once the step is decided: the write's answer, which may come at once, needs the whole step.
+        let decided = Mutex<(Step, T)?>(nil)
+        let finish: @Sendable (Result<Void, StoreError>) -> Void = { outcome in
+            guard let (done, value) = decided.withLock({ $0 }) else { return }
+            if case .failure(let error) = outcome {
+                self.logger.error("The store refused a notification change: \(error)")
+                self.reloadFromStore()
+                return completion(.failure(.storageFailed(reason: error.description)))
             }
-        } catch {
-            return completion(.failure(error))
-        }
-        let done = step
-        let finish: @Sendable () -> Void = {
             for app in done.endsInterruption { _ = try? self.apps.interrupt(name: app.value, begins: false) }
             self.logRate(done.rateNotices)
             guard !done.presentations.isEmpty || !done.drops.isEmpty else { return completion(.success(value)) }
@@ -287,16 +292,33 @@ final class NotificationCenter: Sendable {
                 completion(.success(value))
             }
         }
-        guard let commit else { return finish() }
-        commit.whenFinished { outcome in
-            switch outcome {
-            case .success: finish()
-            case .failure(let error):
-                self.logger.error("The store refused a notification change: \(error)")
-                self.reloadFromStore()
-                completion(.failure(.storageFailed(reason: error.description)))
+        let writes: Bool
+        do {
+            writes = try self.decide { state throws(NotificationError) -> Bool in
+                let settings = self.daemon.configuration.notifications
+                state.scheduler.configuration.pendingLimit = settings.pendingLimit
+                state.scheduler.configuration.lateAfter = settings.lateAfter
+                let value = try body(&state, now, &step)
+                for app in step.touched { step.change.apps.append(state.apps[app, default: AppAlerts()].row(app)) }
+                decided.withLock { $0 = (step, value) }
+                // With the decision, so that the ledger follows the changes in the order they were made.
+                self.apps.chargeNotifications(step.charges)
+                if let arm = step.arm { state.outbox.add(.arm(wall: arm.wall, boot: arm.boot)) }
+                if step.watchesZone { state.outbox.add(.watchZone) }
+                guard !step.change.isEmpty else { return false }
+                self.queueWrite(step.change, in: &state, finished: finish)
+                return true
             }
+        } catch {
+            return completion(.failure(error))
         }
+        if !writes { finish(.success(())) }
+    }
+
+    /// Queues a write of `change`, counted for a reload from the store.
+    func queueWrite(_ change: Store.AlertChange, in state: inout State, finished: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        state.writes += 1
+        state.outbox.add(.write(change, finished: finished))
     }
 
     /// ``perform(reason:_:completion:)``, awaited.
@@ -310,57 +332,66 @@ final class NotificationCenter: Sendable {
     }
 
     /// Takes what the store holds as the truth again after a write it refused: the requests, the delivered lists
-    /// and badges, what they are charged, and the timers. Read under the lock, after the writes submitted before it
-    /// (a barrier write ordered after them), so that no change the store took is read back as missing.
+    /// and badges, what they are charged, and the timers. Read after the writes queued before it (a barrier write
+    /// ordered after them) and without the lock; applied under the lock only if no write was decided meanwhile,
+    /// else read again after that one, so that no change the store took is read back as missing.
     func reloadFromStore() {
-        Task {
-            let barrier = self.state.withLock { _ in self.store.write(Store.AlertChange.barrier) }
-            try? await barrier.wait()
-            self.state.withLock { state in
-                guard let rows = try? self.store.alertRequestRows(), let delivered = try? self.store.alertDeliveredRows(),
-                    let appRows = try? self.store.alertAppRows()
-                else { return }
-                let records = rows.compactMap { row in
-                    (try? AppName(row.app)).flatMap { try? NotificationWire.record(row.record, app: $0, zones: self.zones) }
-                }
-                var scheduler = AlertScheduler(configuration: state.scheduler.configuration, localZone: state.scheduler.localZone)
-                // Only to restore: what is due is handled by the fire the timers are armed for below, at once.
-                _ = scheduler.started(restoring: records, now: AlertTimer.now())
-                state.scheduler = scheduler
-                var charges: [AppName: Int] = [:]
-                for (key, bytes) in state.requestBytes { charges[key.app, default: 0] -= bytes }
-                for (app, alerts) in state.apps { charges[app, default: 0] -= alerts.delivered.reduce(0) { $0 + $1.bytes } }
-                state.requestBytes = [:]
-                for row in rows {
-                    guard let app = try? AppName(row.app) else { continue }
-                    state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
-                    charges[app, default: 0] += row.record.utf8.count
-                }
-                // What the desktop was sent is known here first: the store hears of it a write later.
-                var sights: [AppName: [Int64: Delivered.Sight]] = [:]
-                for (app, alerts) in state.apps {
-                    for entry in alerts.delivered { sights[app, default: [:]][entry.serial] = entry.sight }
-                }
-                state.apps = [:]
-                for row in appRows {
-                    guard let app = try? AppName(row.app) else { continue }
-                    state.apps[app] = AppAlerts(badge: row.badge ?? 0, nextSerial: row.nextSerial, dropped: row.dropped)
-                }
-                for row in delivered {
-                    guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
-                    state.apps[app, default: AppAlerts()].delivered.append(
-                        Delivered(
-                            serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count,
-                            sight: sights[app]?[row.serial] ?? (row.shown ? .shown : .unseen)
-                        )
-                    )
-                    charges[app, default: 0] += row.entry.utf8.count
-                }
-                self.apps.chargeNotifications(charges)
-                let timers = state.scheduler.timers
-                self.timer.withLock { $0 }?.arm(wall: timers.wall, boot: timers.boot)
+        self.decide { state in
+            let writes = state.writes + 1
+            self.queueWrite(Store.AlertChange.barrier, in: &state) { _ in
+                Task { self.reload(ifWritesAre: writes) }
             }
         }
+    }
+
+    private func reload(ifWritesAre writes: Int) {
+        guard let rows = try? self.store.alertRequestRows(), let delivered = try? self.store.alertDeliveredRows(),
+            let appRows = try? self.store.alertAppRows()
+        else { return }
+        let records = rows.compactMap { row in
+            (try? AppName(row.app)).flatMap { try? NotificationWire.record(row.record, app: $0, zones: self.zones) }
+        }
+        let applied = self.decide { state -> Bool in
+            guard state.writes == writes else { return false }
+            var scheduler = AlertScheduler(configuration: state.scheduler.configuration, localZone: state.scheduler.localZone)
+            // Only to restore: what is due is handled by the fire the timers are armed for below, at once.
+            _ = scheduler.started(restoring: records, now: AlertTimer.now())
+            state.scheduler = scheduler
+            var charges: [AppName: Int] = [:]
+            for (key, bytes) in state.requestBytes { charges[key.app, default: 0] -= bytes }
+            for (app, alerts) in state.apps { charges[app, default: 0] -= alerts.delivered.reduce(0) { $0 + $1.bytes } }
+            state.requestBytes = [:]
+            for row in rows {
+                guard let app = try? AppName(row.app) else { continue }
+                state.requestBytes[AlertKey(app: app, id: row.id)] = row.record.utf8.count
+                charges[app, default: 0] += row.record.utf8.count
+            }
+            // What the desktop was sent is known here first: the store hears of it a write later.
+            var sights: [AppName: [Int64: Delivered.Sight]] = [:]
+            for (app, alerts) in state.apps {
+                for entry in alerts.delivered { sights[app, default: [:]][entry.serial] = entry.sight }
+            }
+            state.apps = [:]
+            for row in appRows {
+                guard let app = try? AppName(row.app) else { continue }
+                state.apps[app] = AppAlerts(badge: row.badge ?? 0, nextSerial: row.nextSerial, dropped: row.dropped)
+            }
+            for row in delivered {
+                guard let app = try? AppName(row.app), let entry = (try? JSONParser.parse(row.entry))?.objectValue else { continue }
+                state.apps[app, default: AppAlerts()].delivered.append(
+                    Delivered(
+                        serial: row.serial, id: entry["id"]?.stringValue ?? "", entry: entry, bytes: row.entry.utf8.count,
+                        sight: sights[app]?[row.serial] ?? (row.shown ? .shown : .unseen)
+                    )
+                )
+                charges[app, default: 0] += row.entry.utf8.count
+            }
+            self.apps.chargeNotifications(charges)
+            let timers = state.scheduler.timers
+            state.outbox.add(.arm(wall: timers.wall, boot: timers.boot))
+            return true
+        }
+        if !applied { self.reloadFromStore() }
     }
 
     /// Carries the scheduler's actions into the state and the step: records to write, presentations put in the
