@@ -37,7 +37,7 @@ enum AppAction: Sendable {
     case startTermination(Termination)
     /// It acknowledged willTerminate: SIGTERM now.
     case terminationAcknowledged(Termination)
-    /// FreezeUnit or ThawUnit for the app's launch unit, answered to ``AppManager/unitAnswered(_:call:_:)``.
+    /// FreezeUnit or ThawUnit for the app's launch unit, its answer fed to the app's ``SuspensionHold``.
     case unitCall(AppName, UnitCall)
     case log(AppManager.LogEntry)
     /// Arms the timer (replacing the one armed with its name), or, `nil`, cancels it.

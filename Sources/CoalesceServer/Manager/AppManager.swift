@@ -126,7 +126,7 @@ final class AppManager: Sendable {
         /// into an unlocked world, and told otherwise as it starts.
         var toldProtectedDataAvailable = true
         /// Its process stopped or frozen while it is suspended (`+Suspension`).
-        var suspension = SuspensionRecord()
+        var suspension = SuspensionHold<HeldProcess>()
     }
 
     /// A parked stream's task, waiting for its end.
