@@ -131,6 +131,7 @@ let package = Package(
             name: "CoalesceNotifyAgent",
             dependencies: [
                 "Varlink",
+                "CoalesceCore",
                 "CoalesceWire",
                 "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
