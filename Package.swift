@@ -131,6 +131,7 @@ let package = Package(
             name: "CoalesceNotifyAgent",
             dependencies: [
                 "Varlink",
+                "CoalesceCore",
                 "CoalesceWire",
                 "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -226,7 +227,7 @@ let package = Package(
             name: "ProcessTests",
             dependencies: [
                 "CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl", "CoalesceExample",
-                "NotesExample", "CoalesceClient", "CoalesceNotifyAgent", "Systemd",
+                "NotesExample", "CoalesceClient", "CoalesceNotifyAgent", "CoalesceWire", "Systemd",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

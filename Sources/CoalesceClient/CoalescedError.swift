@@ -1,3 +1,4 @@
+import CoalesceWire
 import Varlink
 
 #if canImport(Glibc)
@@ -160,45 +161,43 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The Varlink name of the daemon's error, such as `io.coalesced.App.NotOwner`; `nil` for a failure of the
     /// connection or of a payload, which the library itself found.
     public var daemonErrorName: String? {
-        let app = "io.coalesced.App."
-        let notifications = "io.coalesced.Notifications."
         switch self {
         case .daemonUnreachable, .connectionLost, .invalidPayload: return nil
-        case .invalidAppName: return app + "InvalidAppName"
-        case .notOwner: return app + "NotOwner"
-        case .tooManyApps: return app + "TooManyApps"
-        case .notRegistered: return app + "NotRegistered"
-        case .wrongState: return app + "WrongState"
-        case .noSuchTask: return app + "NoSuchTask"
-        case .tooManyTasks: return app + "TooManyTasks"
-        case .launchUnitNotAllowed: return app + "LaunchUnitNotAllowed"
-        case .backgroundModeNotDeclared: return app + "BackgroundModeNotDeclared"
-        case .stateTooLarge: return app + "StateTooLarge"
-        case .replaced: return app + "Replaced"
-        case .unknownTarget: return app + "UnknownTarget"
-        case .invalidKind: return app + "InvalidKind"
-        case .notAllowedToPost: return app + "NotAllowedToPost"
-        case .tooManyKinds: return app + "TooManyKinds"
-        case .notANumber: return app + "NotANumber"
-        case .payloadTooLarge: return app + "PayloadTooLarge"
-        case .storageFailed: return app + "StorageFailed"
-        case .quotaExceeded: return app + "QuotaExceeded"
-        case .sequenceNotSent: return app + "SequenceNotSent"
-        case .invalidPolicy: return app + "InvalidPolicy"
-        case .invalidTopic: return app + "InvalidTopic"
-        case .invalidPosters: return app + "InvalidPosters"
-        case .invalidBackgroundMode: return app + "InvalidBackgroundMode"
-        case .invalidLaunchUnit: return app + "InvalidLaunchUnit"
-        case .tooManyDeclared: return app + "TooManyDeclared"
-        case .unknownApp: return notifications + "UnknownApp"
-        case .notAllowed: return notifications + "NotAllowed"
-        case .invalidRequest: return notifications + "InvalidRequest"
-        case .pendingLimit: return notifications + "PendingLimit"
-        case .unknownNotification: return notifications + "UnknownNotification"
-        case .unknownAction: return notifications + "UnknownAction"
-        case .notificationStorageFailed: return notifications + "StorageFailed"
-        case .agentOverrun: return notifications + "AgentOverrun"
-        case .notificationQuotaExceeded: return notifications + "QuotaExceeded"
+        case .invalidAppName: return AppErrorName.invalidAppName.qualified
+        case .notOwner: return AppErrorName.notOwner.qualified
+        case .tooManyApps: return AppErrorName.tooManyApps.qualified
+        case .notRegistered: return AppErrorName.notRegistered.qualified
+        case .wrongState: return AppErrorName.wrongState.qualified
+        case .noSuchTask: return AppErrorName.noSuchTask.qualified
+        case .tooManyTasks: return AppErrorName.tooManyTasks.qualified
+        case .launchUnitNotAllowed: return AppErrorName.launchUnitNotAllowed.qualified
+        case .backgroundModeNotDeclared: return AppErrorName.backgroundModeNotDeclared.qualified
+        case .stateTooLarge: return AppErrorName.stateTooLarge.qualified
+        case .replaced: return AppErrorName.replaced.qualified
+        case .unknownTarget: return AppErrorName.unknownTarget.qualified
+        case .invalidKind: return AppErrorName.invalidKind.qualified
+        case .notAllowedToPost: return AppErrorName.notAllowedToPost.qualified
+        case .tooManyKinds: return AppErrorName.tooManyKinds.qualified
+        case .notANumber: return AppErrorName.notANumber.qualified
+        case .payloadTooLarge: return AppErrorName.payloadTooLarge.qualified
+        case .storageFailed: return AppErrorName.storageFailed.qualified
+        case .quotaExceeded: return AppErrorName.quotaExceeded.qualified
+        case .sequenceNotSent: return AppErrorName.sequenceNotSent.qualified
+        case .invalidPolicy: return AppErrorName.invalidPolicy.qualified
+        case .invalidTopic: return AppErrorName.invalidTopic.qualified
+        case .invalidPosters: return AppErrorName.invalidPosters.qualified
+        case .invalidBackgroundMode: return AppErrorName.invalidBackgroundMode.qualified
+        case .invalidLaunchUnit: return AppErrorName.invalidLaunchUnit.qualified
+        case .tooManyDeclared: return AppErrorName.tooManyDeclared.qualified
+        case .unknownApp: return NotificationErrorName.unknownApp.qualified
+        case .notAllowed: return NotificationErrorName.notAllowed.qualified
+        case .invalidRequest: return NotificationErrorName.invalidRequest.qualified
+        case .pendingLimit: return NotificationErrorName.pendingLimit.qualified
+        case .unknownNotification: return NotificationErrorName.unknownNotification.qualified
+        case .unknownAction: return NotificationErrorName.unknownAction.qualified
+        case .notificationStorageFailed: return NotificationErrorName.storageFailed.qualified
+        case .agentOverrun: return NotificationErrorName.agentOverrun.qualified
+        case .notificationQuotaExceeded: return NotificationErrorName.quotaExceeded.qualified
         case .invalidParameter: return "org.varlink.service.InvalidParameter"
         case .refused(let name, _): return name
         }
@@ -221,97 +220,92 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// A known error with the parameters its interface declares; `nil` for another name or missing parameters.
     private static func known(_ name: String, _ parameters: JSONObject) -> CoalescedError? {
-        func string(_ key: String) -> String? { parameters[key]?.stringValue }
-        func int(_ key: String) -> Int? { parameters[key]?.intValue.map { Int($0) } }
-        let prefix = "io.coalesced.App."
-        if name == "org.varlink.service.InvalidParameter", let parameter = string("parameter") {
-            return .invalidParameter(parameter: parameter, reason: string("reason"))
+        if name == "org.varlink.service.InvalidParameter", let parameter = parameters["parameter"]?.stringValue {
+            return .invalidParameter(parameter: parameter, reason: parameters["reason"]?.stringValue)
         }
-        if name.hasPrefix(Self.notificationsPrefix) { return Self.knownNotificationError(name, parameters) }
-        guard name.hasPrefix(prefix) else { return nil }
-        switch String(name.dropFirst(prefix.count)) {
-        case "InvalidAppName": return string("name").map { .invalidAppName(name: $0, reason: string("reason") ?? "") }
-        case "NotOwner": return string("app").map { .notOwner(app: $0) }
-        case "TooManyApps": return int("limit").map { .tooManyApps(limit: $0) }
-        case "NotRegistered": return string("app").map { .notRegistered(app: $0) }
-        case "WrongState":
-            guard let app = string("app"), let state = string("state") else { return nil }
-            return .wrongState(app: app, state: state, reason: string("reason") ?? "")
-        case "NoSuchTask":
-            guard let app = string("app"), let id = int("id") else { return nil }
+        if let error = NotificationErrorName(qualified: name) { return Self.known(error, parameters) }
+        guard let error = AppErrorName(qualified: name) else { return nil }
+        func string(_ key: ErrorParameter) -> String? { parameters[key.rawValue]?.stringValue }
+        func int(_ key: ErrorParameter) -> Int? { parameters[key.rawValue]?.intValue.map { Int($0) } }
+        switch error {
+        case .invalidAppName: return string(.name).map { .invalidAppName(name: $0, reason: string(.reason) ?? "") }
+        case .notOwner: return string(.app).map { .notOwner(app: $0) }
+        case .tooManyApps: return int(.limit).map { .tooManyApps(limit: $0) }
+        case .notRegistered: return string(.app).map { .notRegistered(app: $0) }
+        case .wrongState:
+            guard let app = string(.app), let state = string(.state) else { return nil }
+            return .wrongState(app: app, state: state, reason: string(.reason) ?? "")
+        case .noSuchTask:
+            guard let app = string(.app), let id = int(.id) else { return nil }
             return .noSuchTask(app: app, id: id)
-        case "TooManyTasks":
-            guard let app = string("app"), let limit = int("limit") else { return nil }
+        case .tooManyTasks:
+            guard let app = string(.app), let limit = int(.limit) else { return nil }
             return .tooManyTasks(app: app, limit: limit)
-        case "LaunchUnitNotAllowed":
-            guard let app = string("app"), let unit = string("unit") else { return nil }
+        case .launchUnitNotAllowed:
+            guard let app = string(.app), let unit = string(.unit) else { return nil }
             return .launchUnitNotAllowed(app: app, unit: unit)
-        case "BackgroundModeNotDeclared":
-            guard let app = string("app"), let kind = string("kind"), let mode = string("mode") else { return nil }
+        case .backgroundModeNotDeclared:
+            guard let app = string(.app), let kind = string(.kind), let mode = string(.mode) else { return nil }
             return .backgroundModeNotDeclared(app: app, kind: kind, mode: mode)
-        case "StateTooLarge":
-            guard let app = string("app"), let size = int("size"), let limit = int("limit") else { return nil }
+        case .stateTooLarge:
+            guard let app = string(.app), let size = int(.size), let limit = int(.limit) else { return nil }
             return .stateTooLarge(app: app, size: size, limit: limit)
-        case "Replaced": return string("app").map { .replaced(app: $0) }
-        case "UnknownTarget": return string("target").map { .unknownTarget(target: $0) }
-        case "InvalidKind": return string("kind").map { .invalidKind(kind: $0, reason: string("reason") ?? "") }
-        case "InvalidPolicy": return string("kind").map { .invalidPolicy(kind: $0, reason: string("reason") ?? "") }
-        case "InvalidTopic": return string("topic").map { .invalidTopic(topic: $0, reason: string("reason") ?? "") }
-        case "InvalidPosters": return .invalidPosters(reason: string("reason") ?? "")
-        case "InvalidBackgroundMode":
-            return string("mode").map { .invalidBackgroundMode(mode: $0, reason: string("reason") ?? "") }
-        case "InvalidLaunchUnit": return string("unit").map { .invalidLaunchUnit(unit: $0, reason: string("reason") ?? "") }
-        case "TooManyDeclared":
-            guard let parameter = string("parameter"), let count = int("count"), let limit = int("limit") else { return nil }
+        case .replaced: return string(.app).map { .replaced(app: $0) }
+        case .unknownTarget: return string(.target).map { .unknownTarget(target: $0) }
+        case .invalidKind: return string(.kind).map { .invalidKind(kind: $0, reason: string(.reason) ?? "") }
+        case .invalidPolicy: return string(.kind).map { .invalidPolicy(kind: $0, reason: string(.reason) ?? "") }
+        case .invalidTopic: return string(.topic).map { .invalidTopic(topic: $0, reason: string(.reason) ?? "") }
+        case .invalidPosters: return .invalidPosters(reason: string(.reason) ?? "")
+        case .invalidBackgroundMode:
+            return string(.mode).map { .invalidBackgroundMode(mode: $0, reason: string(.reason) ?? "") }
+        case .invalidLaunchUnit: return string(.unit).map { .invalidLaunchUnit(unit: $0, reason: string(.reason) ?? "") }
+        case .tooManyDeclared:
+            guard let parameter = string(.parameter), let count = int(.count), let limit = int(.limit) else { return nil }
             return .tooManyDeclared(parameter: parameter, count: count, limit: limit)
-        case "NotAllowedToPost": return string("target").map { .notAllowedToPost(target: $0) }
-        case "TooManyKinds":
-            guard let target = string("target"), let limit = int("limit") else { return nil }
+        case .notAllowedToPost: return string(.target).map { .notAllowedToPost(target: $0) }
+        case .tooManyKinds:
+            guard let target = string(.target), let limit = int(.limit) else { return nil }
             return .tooManyKinds(target: target, limit: limit)
-        case "NotANumber":
-            guard let target = string("target"), let kind = string("kind"), let field = string("field") else { return nil }
+        case .notANumber:
+            guard let target = string(.target), let kind = string(.kind), let field = string(.field) else { return nil }
             return .notANumber(target: target, kind: kind, field: field)
-        case "PayloadTooLarge":
-            guard let size = int("size"), let limit = int("limit") else { return nil }
+        case .payloadTooLarge:
+            guard let size = int(.size), let limit = int(.limit) else { return nil }
             return .payloadTooLarge(size: size, limit: limit)
-        case "StorageFailed": return .storageFailed(reason: string("reason") ?? "")
-        case "QuotaExceeded":
-            guard let quota = string("quota"), let limit = int("limit") else { return nil }
-            return .quotaExceeded(quota: quota, limit: limit, uid: int("uid"))
-        case "SequenceNotSent":
-            guard let app = string("app"), let seq = int("seq"), let next = int("next") else { return nil }
+        case .storageFailed: return .storageFailed(reason: string(.reason) ?? "")
+        case .quotaExceeded:
+            guard let quota = string(.quota), let limit = int(.limit) else { return nil }
+            return .quotaExceeded(quota: quota, limit: limit, uid: int(.uid))
+        case .sequenceNotSent:
+            guard let app = string(.app), let seq = int(.seq), let next = int(.next) else { return nil }
             return .sequenceNotSent(app: app, seq: seq, next: next)
-        default: return nil
         }
     }
 
-    private static let notificationsPrefix = "io.coalesced.Notifications."
-
     /// An error of io.coalesced.Notifications with the parameters its interface declares.
-    private static func knownNotificationError(_ name: String, _ parameters: JSONObject) -> CoalescedError? {
-        func string(_ key: String) -> String? { parameters[key]?.stringValue }
-        func int(_ key: String) -> Int? { parameters[key]?.intValue.map { Int($0) } }
-        switch String(name.dropFirst(Self.notificationsPrefix.count)) {
-        case "UnknownApp": return string("app").map { .unknownApp(app: $0) }
-        case "NotAllowed": return string("app").map { .notAllowed(app: $0) }
-        case "InvalidRequest":
-            guard let app = string("app"), let id = string("id") else { return nil }
-            return .invalidRequest(app: app, id: id, reason: string("reason") ?? "")
-        case "PendingLimit":
-            guard let app = string("app"), let limit = int("limit"), let pending = int("pending") else { return nil }
+    private static func known(_ error: NotificationErrorName, _ parameters: JSONObject) -> CoalescedError? {
+        func string(_ key: ErrorParameter) -> String? { parameters[key.rawValue]?.stringValue }
+        func int(_ key: ErrorParameter) -> Int? { parameters[key.rawValue]?.intValue.map { Int($0) } }
+        switch error {
+        case .unknownApp: return string(.app).map { .unknownApp(app: $0) }
+        case .notAllowed: return string(.app).map { .notAllowed(app: $0) }
+        case .invalidRequest:
+            guard let app = string(.app), let id = string(.id) else { return nil }
+            return .invalidRequest(app: app, id: id, reason: string(.reason) ?? "")
+        case .pendingLimit:
+            guard let app = string(.app), let limit = int(.limit), let pending = int(.pending) else { return nil }
             return .pendingLimit(app: app, limit: limit, pending: pending)
-        case "UnknownNotification":
-            guard let app = string("app"), let id = string("id") else { return nil }
+        case .unknownNotification:
+            guard let app = string(.app), let id = string(.id) else { return nil }
             return .unknownNotification(app: app, id: id)
-        case "UnknownAction":
-            guard let app = string("app"), let id = string("id"), let action = string("action") else { return nil }
+        case .unknownAction:
+            guard let app = string(.app), let id = string(.id), let action = string(.action) else { return nil }
             return .unknownAction(app: app, id: id, action: action)
-        case "StorageFailed": return .notificationStorageFailed(reason: string("reason") ?? "")
-        case "AgentOverrun": return int("limit").map { .agentOverrun(limit: $0) }
-        case "QuotaExceeded":
-            guard let quota = string("quota"), let limit = int("limit") else { return nil }
-            return .notificationQuotaExceeded(quota: quota, limit: limit, uid: int("uid"))
-        default: return nil
+        case .storageFailed: return .notificationStorageFailed(reason: string(.reason) ?? "")
+        case .agentOverrun: return int(.limit).map { .agentOverrun(limit: $0) }
+        case .quotaExceeded:
+            guard let quota = string(.quota), let limit = int(.limit) else { return nil }
+            return .notificationQuotaExceeded(quota: quota, limit: limit, uid: int(.uid))
         }
     }
 }

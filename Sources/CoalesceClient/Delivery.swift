@@ -6,28 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// An app's state, as the daemon reports it.
-public enum AppState: String, Sendable, Hashable, CaseIterable {
-    /// Not launched, or terminated.
-    case notRunning
-    /// In the foreground, not receiving input (launching, or interrupted).
-    case inactive
-    /// In the foreground, receiving input.
-    case active
-    /// Running code in the background.
-    case background
-    /// In memory, running no code: what is posted to it is held, folded by each kind's policy.
-    case suspended
-}
-
-/// Where a launch put the app.
-public enum LaunchDestination: String, Sendable, Hashable {
-    /// The user or an operator opened it.
-    case foreground
-    /// It was woken: by a post of a kind mapped to a background mode, or a background launch.
-    case background
-}
-
 /// What didFinishLaunching hands the app.
 public struct LaunchOptions: Sendable, Hashable {
     /// Where the launch put the app.
@@ -66,7 +44,7 @@ public struct Event: Sendable, Hashable {
     public var sequence: Int
     /// The posted kind, such as `mail.received`.
     public var kind: String
-    /// What the posts add up to, as JSON text (an object); `nil` for a ``CoalescingPolicy/count`` kind and for a
+    /// What the posts add up to, as JSON text (an object); `nil` for a kind whose policy is `count` and for a
     /// queue's overflow marker. ``decode(_:)`` reads it into a `Decodable` type.
     public var payloadJSON: String?
     /// How many posts this event stands for.

@@ -1,3 +1,5 @@
+import CoalesceCore
+import CoalesceWire
 import Varlink
 
 #if canImport(FoundationEssentials)
@@ -62,13 +64,8 @@ public enum NotificationTrigger: Sendable, Hashable {
 /// 08:30:00. Weekdays count 1 = Sunday … 7 = Saturday. Dates that do not exist (31 April, 29 February of most
 /// years) are skipped.
 public struct NotificationCalendar: Sendable, Hashable {
-    public var year: Int?
-    public var month: Int?
-    public var day: Int?
-    public var weekday: Int?
-    public var hour: Int?
-    public var minute: Int?
-    public var second: Int?
+    /// The components, as the daemon's scheduler reads them.
+    var components: CalendarComponents
     /// A time zone name of the tz database (`Europe/Berlin`); `nil` is floating local time, read in the machine's
     /// zone whatever it is when the date comes.
     public var timeZone: String?
@@ -83,72 +80,50 @@ public struct NotificationCalendar: Sendable, Hashable {
         second: Int? = nil,
         timeZone: String? = nil
     ) {
-        self.year = year
-        self.month = month
-        self.day = day
-        self.weekday = weekday
-        self.hour = hour
-        self.minute = minute
-        self.second = second
+        self.components = CalendarComponents(
+            year: year, month: month, day: day, weekday: weekday, hour: hour, minute: minute, second: second
+        )
         self.timeZone = timeZone
     }
-}
 
-/// How a presentation shows.
-public enum NotificationStyle: String, Sendable, Hashable, CaseIterable {
-    /// Shown without interrupting the app on screen. The default.
-    case banner
-    /// Shown over the active app, which gets willResignActive until it is answered, then didBecomeActive.
-    case alert
-}
+    init(_ components: CalendarComponents, timeZone: String?) {
+        self.components = components
+        self.timeZone = timeZone
+    }
 
-/// What becomes of fires missed (while the machine slept, the daemon was down or the clock was set past them).
-public enum LatePolicy: Sendable, Hashable {
-    /// Each is presented, marked late.
-    case deliver
-    /// One presentation per app and thread, with the count. The default.
-    case coalesce
-    /// Dropped when later than the grace period, presented late within it.
-    case dropAfter(Duration)
-}
-
-/// A button a presentation offers.
-public struct NotificationAction: Sendable, Hashable {
-    /// What the response's action is for this button; not `default` or `dismiss`.
-    public var id: String
-    /// The button's label.
-    public var title: String
-    /// Whether answering with it brings the app to the foreground (launching it there when it is not running);
-    /// otherwise it is launched into the background.
-    public var foreground: Bool
-
-    public init(id: String, title: String, foreground: Bool = false) {
-        self.id = id
-        self.title = title
-        self.foreground = foreground
+    public var year: Int? {
+        get { self.components.year }
+        set { self.components.year = newValue }
+    }
+    public var month: Int? {
+        get { self.components.month }
+        set { self.components.month = newValue }
+    }
+    public var day: Int? {
+        get { self.components.day }
+        set { self.components.day = newValue }
+    }
+    public var weekday: Int? {
+        get { self.components.weekday }
+        set { self.components.weekday = newValue }
+    }
+    public var hour: Int? {
+        get { self.components.hour }
+        set { self.components.hour = newValue }
+    }
+    public var minute: Int? {
+        get { self.components.minute }
+        set { self.components.minute = newValue }
+    }
+    public var second: Int? {
+        get { self.components.second }
+        set { self.components.second = newValue }
     }
 }
 
-/// What a notification shows.
-public struct NotificationContent: Sendable, Hashable {
-    public var title: String
-    /// Empty: none.
-    public var subtitle: String
-    /// Empty: none.
-    public var body: String
-    /// A sound's name; `nil`: silent.
-    public var sound: String?
-    /// The app's badge once presented: 0 clears it; `nil` leaves it as it is.
-    public var badge: Int?
-    /// Notifications of one thread are grouped on the desktop, and missed ones coalesced together.
-    public var threadID: String?
-    public var categoryID: String?
-    /// The buttons it offers, at most 8.
-    public var actions: [NotificationAction]
-    /// Handed back as it is with each response: the text of a JSON object. ``setUserInfo(_:)`` encodes any
-    /// `Encodable` into it, ``decodeUserInfo(_:)`` reads it.
-    public var userInfoJSON: String
-
+extension NotificationContent {
+    /// What a notification shows, with its user info given as `userInfoJSON`: the text of a JSON object, handed
+    /// back as it is with each response.
     public init(
         title: String,
         subtitle: String = "",
@@ -158,29 +133,34 @@ public struct NotificationContent: Sendable, Hashable {
         threadID: String? = nil,
         categoryID: String? = nil,
         actions: [NotificationAction] = [],
-        userInfoJSON: String = "{}"
+        userInfoJSON: String
     ) {
-        self.title = title
-        self.subtitle = subtitle
-        self.body = body
-        self.sound = sound
-        self.badge = badge
-        self.threadID = threadID
-        self.categoryID = categoryID
-        self.actions = actions
-        self.userInfoJSON = userInfoJSON
+        self.init(
+            title: title, subtitle: subtitle, body: body, sound: sound, badge: badge, threadID: threadID,
+            categoryID: categoryID, actions: actions, userInfo: userInfoJSON
+        )
     }
 
-    /// Sets ``userInfoJSON`` to `value` encoded with a `JSONEncoder`.
+    /// Handed back as it is with each response: the text of a JSON object (`userInfo`). `setUserInfo(_:)` encodes
+    /// any `Encodable` into it, `decodeUserInfo(_:)` reads it.
+    public var userInfoJSON: String {
+        get { self.userInfo }
+        set { self.userInfo = newValue }
+    }
+
+    /// Sets the user info to `value` encoded with a `JSONEncoder`.
+    /// - Parameter value: what to hand back with each response; it encodes to a JSON object.
     /// - Throws: ``CoalescedError/invalidPayload(kind:reason:)`` (kind `userInfo`) when it does not encode to a JSON
     ///   object.
     public mutating func setUserInfo(_ value: some Encodable) throws(CoalescedError) {
-        self.userInfoJSON = JSONValue.object(try payloadObject(value, kind: "userInfo")).jsonText
+        self.userInfo = JSONValue.object(try payloadObject(value, kind: "userInfo")).jsonText
     }
 
-    /// ``userInfoJSON`` read into `type` with a `JSONDecoder`.
+    /// The user info read into `type` with a `JSONDecoder`.
+    /// - Parameter type: what it decodes as.
+    /// - Throws: ``CoalescedError/invalidPayload(kind:reason:)`` (kind `userInfo`) when it does not decode.
     public func decodeUserInfo<Info: Decodable>(_ type: Info.Type = Info.self) throws(CoalescedError) -> Info {
-        try decodeJSON(self.userInfoJSON, as: type, what: "userInfo")
+        try decodeJSON(self.userInfo, as: type, what: "userInfo")
     }
 }
 
@@ -288,7 +268,7 @@ public struct NotificationResponse: Sendable, Hashable {
     public var action: Action
     /// What the user typed, if anything.
     public var text: String?
-    /// The content's ``NotificationContent/userInfoJSON``, handed back as it was scheduled.
+    /// The content's `userInfoJSON`, handed back as it was scheduled.
     public var userInfoJSON: String
 
     public init(id: String, action: Action, text: String? = nil, userInfoJSON: String = "{}") {
@@ -315,16 +295,6 @@ func decodeJSON<Value: Decodable>(_ text: String, as type: Value.Type, what: Str
     }
 }
 
-/// Seconds since the Unix epoch as the interface carries them.
-private func seconds(_ duration: Duration) -> Double {
-    let (whole, fraction) = duration.components
-    return Double(whole) + Double(fraction) / 1e18
-}
-
-private func duration(_ seconds: Double) -> Duration {
-    .nanoseconds(Int64((seconds * 1e9).rounded()))
-}
-
 /// A reply the library cannot read: what it lacks.
 struct NotificationWireError: Error {
     var reason: String
@@ -333,115 +303,43 @@ struct NotificationWireError: Error {
 extension NotificationRequest {
     /// `Request` as Schedule takes it.
     func wire() throws(CoalescedError) -> JSONValue {
-        var object: JSONObject = [
-            "id": .string(self.id), "content": try self.content.wire(), "style": .string(self.style.rawValue),
-        ]
-        switch self.trigger {
-        case .now: break
-        case .at(let date): object["trigger"] = ["at": .double(date.timeIntervalSince1970)]
-        case .after(let interval, let repeats):
-            object["trigger"] = ["after": .double(seconds(interval)), "repeats": .bool(repeats)]
-        case .calendar(let calendar, let repeats):
-            var components: JSONObject = [:]
-            let fields: [(String, Int?)] = [
-                ("year", calendar.year), ("month", calendar.month), ("day", calendar.day), ("weekday", calendar.weekday),
-                ("hour", calendar.hour), ("minute", calendar.minute), ("second", calendar.second),
-            ]
-            for (name, value) in fields { if let value { components[name] = .int(Int64(value)) } }
-            if let zone = calendar.timeZone { components["timeZone"] = .string(zone) }
-            object["trigger"] = ["calendar": .object(components), "repeats": .bool(repeats)]
-        }
-        switch self.late {
-        case .deliver: object["late"] = "deliver"
-        case .coalesce: object["late"] = "coalesce"
-        case .dropAfter(let grace):
-            object["late"] = "dropAfter"
-            object["dropAfterSec"] = .double(seconds(grace))
-        }
-        return .object(object)
-    }
-
-    init(wire value: JSONValue) throws(NotificationWireError) {
-        guard let object = value.objectValue, let id = object["id"]?.stringValue, let content = object["content"] else {
-            throw NotificationWireError(reason: "a request without id or content")
-        }
-        self.id = id
-        self.content = try NotificationContent(wire: content)
-        self.style = object["style"]?.stringValue.flatMap(NotificationStyle.init(rawValue:)) ?? .banner
-        switch object["late"]?.stringValue {
-        case "deliver"?: self.late = .deliver
-        case "dropAfter"?: self.late = .dropAfter(duration(object["dropAfterSec"]?.doubleValue ?? 0))
-        default: self.late = .coalesce
-        }
-        self.trigger = .now
-        guard let trigger = object["trigger"]?.objectValue else { return }
-        let repeats = trigger["repeats"]?.boolValue ?? false
-        if let at = trigger["at"]?.doubleValue {
-            self.trigger = .at(Date(timeIntervalSince1970: at))
-        } else if let after = trigger["after"]?.doubleValue {
-            self.trigger = .after(duration(after), repeats: repeats)
-        } else if let calendar = trigger["calendar"]?.objectValue {
-            func component(_ name: String) -> Int? { calendar[name]?.intValue.map { Int(clamping: $0) } }
-            self.trigger = .calendar(
-                NotificationCalendar(
-                    year: component("year"), month: component("month"), day: component("day"),
-                    weekday: component("weekday"), hour: component("hour"), minute: component("minute"),
-                    second: component("second"), timeZone: calendar["timeZone"]?.stringValue
-                ),
-                repeats: repeats
-            )
-        }
-    }
-}
-
-extension NotificationContent {
-    func wire() throws(CoalescedError) -> JSONValue {
-        var object: JSONObject = ["title": .string(self.title)]
-        if !self.subtitle.isEmpty { object["subtitle"] = .string(self.subtitle) }
-        if !self.body.isEmpty { object["body"] = .string(self.body) }
-        if let sound = self.sound { object["sound"] = .string(sound) }
-        if let badge = self.badge { object["badge"] = .int(Int64(badge)) }
-        if let thread = self.threadID { object["threadId"] = .string(thread) }
-        if let category = self.categoryID { object["categoryId"] = .string(category) }
-        if !self.actions.isEmpty {
-            object["actions"] = .array(
-                self.actions.map { action -> JSONValue in
-                    ["id": .string(action.id), "title": .string(action.title), "foreground": .bool(action.foreground)]
-                }
-            )
-        }
         let userInfo: JSONValue
         do {
-            userInfo = try JSONParser.parse(self.userInfoJSON)
+            userInfo = try JSONParser.parse(self.content.userInfo)
         } catch {
             throw .invalidPayload(kind: "userInfo", reason: "is not JSON: \(error)")
         }
         guard userInfo.objectValue != nil else {
-            throw .invalidPayload(kind: "userInfo", reason: "userInfo is a JSON object, not \(self.userInfoJSON)")
+            throw .invalidPayload(kind: "userInfo", reason: "userInfo is a JSON object, not \(self.content.userInfo)")
         }
-        object["userInfo"] = userInfo
-        return .object(object)
+        let trigger: AlertRequestForm.Trigger
+        switch self.trigger {
+        case .now: trigger = .now
+        case .at(let date): trigger = .at(seconds: date.timeIntervalSince1970)
+        case .after(let interval, let repeats): trigger = .after(interval, repeats: repeats)
+        case .calendar(let calendar, let repeats):
+            trigger = .calendar(calendar.components, timeZone: calendar.timeZone, repeats: repeats)
+        }
+        let form = AlertRequestForm(id: self.id, trigger: trigger, content: self.content, style: self.style, late: self.late)
+        return form.wire(compact: true)
     }
 
     init(wire value: JSONValue) throws(NotificationWireError) {
-        guard let object = value.objectValue, let title = object["title"]?.stringValue else {
-            throw NotificationWireError(reason: "content without a title")
+        let form: AlertRequestForm
+        do throws(WireFormError) {
+            form = try AlertRequestForm.reading(wire: value)
+        } catch {
+            throw NotificationWireError(reason: error.reason)
         }
-        self.init(
-            title: title,
-            subtitle: object["subtitle"]?.stringValue ?? "",
-            body: object["body"]?.stringValue ?? "",
-            sound: object["sound"]?.stringValue,
-            badge: object["badge"]?.intValue.map { Int(clamping: $0) },
-            threadID: object["threadId"]?.stringValue,
-            categoryID: object["categoryId"]?.stringValue,
-            actions: (object["actions"]?.arrayValue ?? []).compactMap { action -> NotificationAction? in
-                guard let id = action["id"]?.stringValue else { return nil }
-                let foreground = action["foreground"]?.boolValue ?? false
-                return NotificationAction(id: id, title: action["title"]?.stringValue ?? id, foreground: foreground)
-            },
-            userInfoJSON: userInfoText(object["userInfo"])
-        )
+        let trigger: NotificationTrigger
+        switch form.trigger {
+        case .now: trigger = .now
+        case .at(let seconds): trigger = .at(Date(timeIntervalSince1970: seconds))
+        case .after(let interval, let repeats): trigger = .after(interval, repeats: repeats)
+        case .calendar(let components, let zone, let repeats):
+            trigger = .calendar(NotificationCalendar(components, timeZone: zone), repeats: repeats)
+        }
+        self.init(id: form.id, trigger: trigger, content: form.content, style: form.style, late: form.late)
     }
 }
 
@@ -467,18 +365,21 @@ extension PendingNotification {
 
 extension NotificationPresentation {
     init(wire value: JSONValue) throws(NotificationWireError) {
-        guard let app = value["app"]?.stringValue, let id = value["id"]?.stringValue,
-            let serial = value["serial"]?.intValue, let content = value["content"], let date = value["date"]?.doubleValue
-        else { throw NotificationWireError(reason: "a presentation without app, id, serial, content or date") }
+        let form: AlertPresentationForm
+        do throws(WireFormError) {
+            form = try AlertPresentationForm(wire: value)
+        } catch {
+            throw NotificationWireError(reason: error.reason)
+        }
         self.init(
-            app: app,
-            id: id,
-            serial: Int(serial),
-            content: try NotificationContent(wire: content),
-            style: value["style"]?.stringValue.flatMap(NotificationStyle.init(rawValue:)) ?? .banner,
-            date: Date(timeIntervalSince1970: date),
-            count: value["count"]?.intValue.map { Int($0) } ?? 1,
-            late: value["late"]?.boolValue ?? false
+            app: form.app,
+            id: form.id,
+            serial: Int(form.serial),
+            content: form.content,
+            style: form.style,
+            date: Date(timeIntervalSince1970: form.date),
+            count: form.count,
+            late: form.late
         )
     }
 }

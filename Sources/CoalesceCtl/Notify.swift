@@ -1,4 +1,6 @@
 import ArgumentParser
+import CoalesceCore
+import CoalesceWire
 import Varlink
 
 #if canImport(Glibc)
@@ -67,49 +69,47 @@ struct NotifySchedule: ParsableCommand {
     }
 
     func run() throws {
-        var trigger: JSONObject = [:]
+        var trigger = AlertRequestForm.Trigger.now
         if let at = self.at {
-            trigger["at"] = .double(try NotifyTime.instant(at))
+            trigger = .at(seconds: try NotifyTime.instant(at))
         } else if let after = self.after {
-            trigger["after"] = .double(try NotifyTime.span(after, option: "--in"))
+            trigger = .after(try NotifyTime.duration(after, option: "--in", member: "after"), repeats: self.repeat)
         } else if let on = self.on {
-            trigger["calendar"] = .object(try CalendarEvent.parse(on))
+            let calendar = try CalendarEvent.parse(on)
+            trigger = .calendar(calendar.components, timeZone: calendar.timeZone, repeats: self.repeat)
         }
-        if self.repeat { trigger["repeats"] = true }
-        var content: JSONObject = ["title": .string(self.title)]
-        if let subtitle { content["subtitle"] = .string(subtitle) }
-        if let body { content["body"] = .string(body) }
-        if let thread { content["threadId"] = .string(thread) }
-        if let badge { content["badge"] = .int(Int64(badge)) }
-        if let sound { content["sound"] = .string(sound) }
-        if !self.actions.isEmpty {
-            content["actions"] = .array(
-                try self.actions.map { text in
-                    let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-                    guard parts.count >= 2, !parts[0].isEmpty, !parts[1].isEmpty,
-                        parts.count == 2 || parts[2] == "foreground"
-                    else { throw ValidationError("--action '\(text)': expected ID:TITLE or ID:TITLE:foreground") }
-                    return ["id": .string(parts[0]), "title": .string(parts[1]), "foreground": .bool(parts.count == 3)]
-                }
-            )
+        let buttons = try self.actions.map { text in
+            let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count >= 2, !parts[0].isEmpty, !parts[1].isEmpty, parts.count == 2 || parts[2] == "foreground"
+            else { throw ValidationError("--action '\(text)': expected ID:TITLE or ID:TITLE:foreground") }
+            return AlertButton(id: parts[0], title: parts[1], foreground: parts.count == 3)
         }
+        var userInfoText = "{}"
         if let userInfo {
             guard let value = try? JSONParser.parse(userInfo), value.isObject else {
                 throw ValidationError("--user-info: expected a JSON object, such as '{\"note\": 7}'")
             }
-            content["userInfo"] = value
+            userInfoText = value.jsonText
         }
-        var request: JSONObject = ["id": .string(self.id), "content": .object(content)]
-        if !trigger.isEmpty { request["trigger"] = .object(trigger) }
-        if let style { request["style"] = .string(style) }
+        let content = AlertContent(
+            title: self.title, subtitle: self.subtitle ?? "", body: self.body ?? "", sound: self.sound, badge: self.badge,
+            threadID: self.thread, actions: buttons, userInfo: userInfoText
+        )
+        var late = LatePolicy.coalesce
         switch self.late {
-        case nil: break
-        case "deliver"?, "coalesce"?: request["late"] = .string(self.late!)
-        case let grace?:
-            request["late"] = "dropAfter"
-            request["dropAfterSec"] = .double(try NotifyTime.span(grace, option: "--late"))
+        case nil, "coalesce"?: break
+        case "deliver"?: late = .deliver
+        case let grace?: late = .dropAfter(try NotifyTime.duration(grace, option: "--late", member: "dropAfterSec"))
         }
-        guard let reply = self.global.call("io.coalesced.Notifications.Schedule", ["app": .string(self.app), "request": .object(request)])
+        let style = self.style.flatMap(AlertStyle.init(rawValue:)) ?? .banner
+        let form = AlertRequestForm(id: self.id, trigger: trigger, content: content, style: style, late: late)
+        var request = form.wire(compact: true)
+        // A style that is not one goes to the daemon as given, whose refusal names it as it does for any client.
+        if let named = self.style, AlertStyle(rawValue: named) == nil, var object = request.objectValue {
+            object["style"] = .string(named)
+            request = .object(object)
+        }
+        guard let reply = self.global.call("io.coalesced.Notifications.Schedule", ["app": .string(self.app), "request": request])
         else { return }
         CtlOutput.print("next: " + (reply["next"]?.doubleValue.map(CtlOutput.timestamp) ?? "?"))
     }
@@ -311,6 +311,17 @@ enum NotifyTime {
         return total
     }
 
+    /// A systemd time span (``span(_:option:)``) as the interface's `member` takes it.
+    /// - Throws: a `ValidationError` naming the option, for a span the interface does not take (a billion seconds
+    ///   or more), with the reason the daemon gives.
+    static func duration(_ text: String, option: String, member: String) throws -> Duration {
+        do {
+            return try AlertRequestForm.duration(try self.span(text, option: option), member)
+        } catch let error as WireFormError {
+            throw ValidationError("\(option) '\(text)': \(error.reason)")
+        }
+    }
+
     /// A trigger in words for the pending table: `in 90s`, `at …`, `Mon *-*-* 08:30:00 (repeats)`.
     static func describe(_ trigger: JSONValue?, calendar: String?) -> String {
         guard let trigger, trigger != .null else { return "now" }
@@ -328,27 +339,28 @@ enum NotifyTime {
 enum CalendarEvent {
     static let weekdays = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 
-    static func parse(_ text: String) throws -> JSONObject {
+    static func parse(_ text: String) throws -> (components: CalendarComponents, timeZone: String?) {
         func fail(_ why: String) -> ValidationError {
             ValidationError("--on '\(text)': \(why); expected [WEEKDAY] [YYYY-MM-DD] [HH:MM[:SS]] [ZONE] with numbers or '*', such as 'Mon *-*-* 08:30'")
         }
         var words = text.split(separator: " ").map(String.init)
-        var calendar: JSONObject = [:]
+        var weekday: Int?
+        var timeZone: String?
         let names = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
         if let first = words.first?.lowercased(),
             let day = self.weekdays.firstIndex(of: first) ?? names.firstIndex(of: first)
         {
-            calendar["weekday"] = .int(Int64(day + 1))
+            weekday = day + 1
             words.removeFirst()
         }
         if let last = words.last, last.contains("/") || last == "UTC" {
-            calendar["timeZone"] = .string(last)
+            timeZone = last
             words.removeLast()
         }
-        func field(_ text: Substring, _ name: String) throws -> JSONValue? {
+        func field(_ text: Substring, _ name: String) throws -> Int? {
             if text == "*" { return nil }
             guard let value = Int(text) else { throw fail("'\(text)' is not a number or '*' for the \(name)") }
-            return .int(Int64(value))
+            return value
         }
         var date: [Substring] = ["*", "*", "*"]
         var time: [Substring] = ["00", "00", "00"]
@@ -365,8 +377,11 @@ enum CalendarEvent {
                 throw fail("'\(word)' is neither a date nor a time")
             }
         }
-        for (name, value) in zip(["year", "month", "day"], date) { calendar[name] = try field(value, name) }
-        for (name, value) in zip(["hour", "minute", "second"], time) { calendar[name] = try field(value, name) }
-        return calendar
+        let components = CalendarComponents(
+            year: try field(date[0], "year"), month: try field(date[1], "month"), day: try field(date[2], "day"),
+            weekday: weekday, hour: try field(time[0], "hour"), minute: try field(time[1], "minute"),
+            second: try field(time[2], "second")
+        )
+        return (components, timeZone)
     }
 }

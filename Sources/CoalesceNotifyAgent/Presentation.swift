@@ -1,51 +1,34 @@
+import CoalesceCore
+import CoalesceWire
 import Varlink
 
 /// One presentation as io.coalesced.Notifications.Presentations streams it, with what the agent shows of it.
 struct Presentation: Sendable, Hashable {
-    struct Action: Sendable, Hashable {
-        var id: String
-        var title: String
-    }
+    /// The presentation as the daemon wrote it.
+    var form: AlertPresentationForm
 
-    var app: String
-    var id: String
-    var title: String
-    var subtitle: String?
-    var body: String?
-    var sound: String?
-    var threadId: String?
-    var categoryId: String?
-    var actions: [Action]
-    var style: String
-    var count: Int
-
-    /// Reads a `Presentation` of the interface; `nil` when a field it cannot do without is missing.
+    /// Reads a `Presentation` of the interface; `nil` when it is not one (``AlertPresentationForm/init(wire:)``).
     init?(_ object: JSONObject) {
-        guard let app = object.string("app"), let id = object.string("id"),
-            let content = object["content"]?.objectValue, let title = content.string("title")
-        else { return nil }
-        self.app = app
-        self.id = id
-        self.title = title
-        self.subtitle = content.string("subtitle")
-        self.body = content.string("body")
-        self.sound = content.string("sound")
-        self.threadId = content.string("threadId")
-        self.categoryId = content.string("categoryId")
-        self.actions = (content["actions"]?.arrayValue ?? []).compactMap { value in
-            guard let action = value.objectValue, let id = action.string("id"), let title = action.string("title")
-            else { return nil }
-            return Action(id: id, title: title)
-        }
-        self.style = object.string("style") ?? "banner"
-        self.count = Int(object["count"]?.intValue ?? 1)
+        // The caller logs the object it could not read, which shows what is wrong with it.
+        guard let form = try? AlertPresentationForm(wire: .object(object)) else { return nil }
+        self.form = form
     }
+
+    var app: String { self.form.app }
+    var id: String { self.form.id }
+    var title: String { self.form.content.title }
+    var sound: String? { self.form.content.sound }
+    var threadId: String? { self.form.content.threadID }
+    var categoryId: String? { self.form.content.categoryID }
+    /// The buttons, for the desktop's action list.
+    var actions: [(id: String, title: String)] { self.form.content.actions.map { ($0.id, $0.title) } }
+    var style: String { self.form.style.rawValue }
 
     /// The notification's body: the subtitle and the body on lines of their own, and for missed fires coalesced
     /// into one, how many it stands for.
     var desktopBody: String {
-        var lines = [self.subtitle, self.body].compactMap { $0 }.filter { !$0.isEmpty }
-        if self.count > 1 { lines.append("(\(self.count) notifications)") }
+        var lines = [self.form.content.subtitle, self.form.content.body].filter { !$0.isEmpty }
+        if self.form.count > 1 { lines.append("(\(self.form.count) notifications)") }
         return lines.joined(separator: "\n")
     }
 

@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Varlink
 
 /// The errors of `io.coalesced.App`, one case for each error its interface file declares, with its parameters.
@@ -45,72 +46,78 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     /// Ack named a number the app was not sent; `next` is the number its next callback or event carries.
     case sequenceNotSent(app: String, seq: Int64, next: Int64)
 
-    static let interface = "io.coalesced.App"
+    static let interface = AppErrorName.interface
 
-    var varlinkName: String {
+    var varlinkName: String { self.errorName.qualified }
+
+    /// The error as the interface file names it, with its parameters' names.
+    var errorName: AppErrorName {
         switch self {
-        case .invalidAppName: return Self.interface + ".InvalidAppName"
-        case .notOwner: return Self.interface + ".NotOwner"
-        case .tooManyApps: return Self.interface + ".TooManyApps"
-        case .notRegistered: return Self.interface + ".NotRegistered"
-        case .wrongState: return Self.interface + ".WrongState"
-        case .noSuchTask: return Self.interface + ".NoSuchTask"
-        case .tooManyTasks: return Self.interface + ".TooManyTasks"
-        case .launchUnitNotAllowed: return Self.interface + ".LaunchUnitNotAllowed"
-        case .backgroundModeNotDeclared: return Self.interface + ".BackgroundModeNotDeclared"
-        case .stateTooLarge: return Self.interface + ".StateTooLarge"
-        case .replaced: return Self.interface + ".Replaced"
-        case .unknownTarget: return Self.interface + ".UnknownTarget"
-        case .invalidKind: return Self.interface + ".InvalidKind"
-        case .invalidPolicy: return Self.interface + ".InvalidPolicy"
-        case .invalidTopic: return Self.interface + ".InvalidTopic"
-        case .invalidPosters: return Self.interface + ".InvalidPosters"
-        case .invalidBackgroundMode: return Self.interface + ".InvalidBackgroundMode"
-        case .invalidLaunchUnit: return Self.interface + ".InvalidLaunchUnit"
-        case .tooManyDeclared: return Self.interface + ".TooManyDeclared"
-        case .notAllowedToPost: return Self.interface + ".NotAllowedToPost"
-        case .tooManyKinds: return Self.interface + ".TooManyKinds"
-        case .notANumber: return Self.interface + ".NotANumber"
-        case .payloadTooLarge: return Self.interface + ".PayloadTooLarge"
-        case .storageFailed: return Self.interface + ".StorageFailed"
-        case .quotaExceeded: return Self.interface + ".QuotaExceeded"
-        case .sequenceNotSent: return Self.interface + ".SequenceNotSent"
+        case .invalidAppName: .invalidAppName
+        case .notOwner: .notOwner
+        case .tooManyApps: .tooManyApps
+        case .notRegistered: .notRegistered
+        case .wrongState: .wrongState
+        case .noSuchTask: .noSuchTask
+        case .tooManyTasks: .tooManyTasks
+        case .launchUnitNotAllowed: .launchUnitNotAllowed
+        case .backgroundModeNotDeclared: .backgroundModeNotDeclared
+        case .stateTooLarge: .stateTooLarge
+        case .replaced: .replaced
+        case .unknownTarget: .unknownTarget
+        case .invalidKind: .invalidKind
+        case .invalidPolicy: .invalidPolicy
+        case .invalidTopic: .invalidTopic
+        case .invalidPosters: .invalidPosters
+        case .invalidBackgroundMode: .invalidBackgroundMode
+        case .invalidLaunchUnit: .invalidLaunchUnit
+        case .tooManyDeclared: .tooManyDeclared
+        case .notAllowedToPost: .notAllowedToPost
+        case .tooManyKinds: .tooManyKinds
+        case .notANumber: .notANumber
+        case .payloadTooLarge: .payloadTooLarge
+        case .storageFailed: .storageFailed
+        case .quotaExceeded: .quotaExceeded
+        case .sequenceNotSent: .sequenceNotSent
         }
     }
 
     var varlinkParameters: JSONObject {
         switch self {
-        case .invalidAppName(let name, let reason): return ["name": .string(name), "reason": .string(reason)]
-        case .notOwner(let app), .notRegistered(let app), .replaced(let app): return ["app": .string(app)]
-        case .tooManyApps(let limit): return ["limit": .int(Int64(limit))]
+        case .invalidAppName(let name, let reason): ErrorParameter.object([.name: .string(name), .reason: .string(reason)])
+        case .notOwner(let app), .notRegistered(let app), .replaced(let app): ErrorParameter.object([.app: .string(app)])
+        case .tooManyApps(let limit): ErrorParameter.object([.limit: .int(Int64(limit))])
         case .wrongState(let app, let state, let reason):
-            return ["app": .string(app), "state": .string(state.rawValue), "reason": .string(reason)]
-        case .noSuchTask(let app, let id): return ["app": .string(app), "id": .int(Int64(id))]
-        case .tooManyTasks(let app, let limit): return ["app": .string(app), "limit": .int(Int64(limit))]
-        case .launchUnitNotAllowed(let app, let unit): return ["app": .string(app), "unit": .string(unit)]
+            ErrorParameter.object([.app: .string(app), .state: .string(state.rawValue), .reason: .string(reason)])
+        case .noSuchTask(let app, let id): ErrorParameter.object([.app: .string(app), .id: .int(Int64(id))])
+        case .tooManyTasks(let app, let limit): ErrorParameter.object([.app: .string(app), .limit: .int(Int64(limit))])
+        case .launchUnitNotAllowed(let app, let unit): ErrorParameter.object([.app: .string(app), .unit: .string(unit)])
         case .backgroundModeNotDeclared(let app, let kind, let mode):
-            return ["app": .string(app), "kind": .string(kind), "mode": .string(mode)]
+            ErrorParameter.object([.app: .string(app), .kind: .string(kind), .mode: .string(mode)])
         case .stateTooLarge(let app, let size, let limit):
-            return ["app": .string(app), "size": .int(Int64(size)), "limit": .int(Int64(limit))]
-        case .unknownTarget(let target), .notAllowedToPost(let target): return ["target": .string(target)]
+            ErrorParameter.object([.app: .string(app), .size: .int(Int64(size)), .limit: .int(Int64(limit))])
+        case .unknownTarget(let target), .notAllowedToPost(let target): ErrorParameter.object([.target: .string(target)])
         case .invalidKind(let kind, let reason), .invalidPolicy(let kind, let reason):
-            return ["kind": .string(kind), "reason": .string(reason)]
-        case .invalidTopic(let topic, let reason): return ["topic": .string(topic), "reason": .string(reason)]
-        case .invalidPosters(let reason): return ["reason": .string(reason)]
-        case .invalidBackgroundMode(let mode, let reason): return ["mode": .string(mode), "reason": .string(reason)]
-        case .invalidLaunchUnit(let unit, let reason): return ["unit": .string(unit), "reason": .string(reason)]
+            ErrorParameter.object([.kind: .string(kind), .reason: .string(reason)])
+        case .invalidTopic(let topic, let reason): ErrorParameter.object([.topic: .string(topic), .reason: .string(reason)])
+        case .invalidPosters(let reason), .storageFailed(let reason): ErrorParameter.object([.reason: .string(reason)])
+        case .invalidBackgroundMode(let mode, let reason):
+            ErrorParameter.object([.mode: .string(mode), .reason: .string(reason)])
+        case .invalidLaunchUnit(let unit, let reason): ErrorParameter.object([.unit: .string(unit), .reason: .string(reason)])
         case .tooManyDeclared(let parameter, let count, let limit):
-            return ["parameter": .string(parameter), "count": .int(Int64(count)), "limit": .int(Int64(limit))]
-        case .tooManyKinds(let target, let limit): return ["target": .string(target), "limit": .int(Int64(limit))]
+            ErrorParameter.object([.parameter: .string(parameter), .count: .int(Int64(count)), .limit: .int(Int64(limit))])
+        case .tooManyKinds(let target, let limit):
+            ErrorParameter.object([.target: .string(target), .limit: .int(Int64(limit))])
         case .notANumber(let target, let kind, let field):
-            return ["target": .string(target), "kind": .string(kind), "field": .string(field)]
-        case .payloadTooLarge(let size, let limit): return ["size": .int(Int64(size)), "limit": .int(Int64(limit))]
-        case .storageFailed(let reason): return ["reason": .string(reason)]
+            ErrorParameter.object([.target: .string(target), .kind: .string(kind), .field: .string(field)])
+        case .payloadTooLarge(let size, let limit):
+            ErrorParameter.object([.size: .int(Int64(size)), .limit: .int(Int64(limit))])
         case .quotaExceeded(let quota):
-            var parameters: JSONObject = ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
-            if let uid = quota.uid { parameters["uid"] = .int(Int64(uid)) }
-            return parameters
-        case .sequenceNotSent(let app, let seq, let next): return ["app": .string(app), "seq": .int(seq), "next": .int(next)]
+            ErrorParameter.object([
+                .quota: .string(quota.name), .limit: .int(Int64(quota.limit)), .uid: quota.uid.map { .int(Int64($0)) },
+            ])
+        case .sequenceNotSent(let app, let seq, let next):
+            ErrorParameter.object([.app: .string(app), .seq: .int(seq), .next: .int(next)])
         }
     }
 

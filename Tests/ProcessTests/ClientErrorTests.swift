@@ -1,50 +1,76 @@
 @testable import CoalesceClient
+import CoalesceWire
 import Foundation
 import Testing
 import Varlink
 
-/// `CoalescedError` has a case for every error of io.coalesced.App and io.coalesced.Notifications, so that an app
-/// matches each by its case, not by a name in `refused`: the files the daemon serves are the list.
+/// The errors of io.coalesced.App and io.coalesced.Notifications are listed once, in CoalesceWire, for the daemon
+/// and this library: the list is what the interface files the daemon serves declare, and `CoalescedError` has a case
+/// for each, so that an app matches each by its case, not by a name in `refused`.
 @Suite struct ClientErrorTests {
-    static func description(of interface: String) throws -> VarlinkInterfaceDescription {
+    static func file(of interface: String) throws -> String {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/CoalesceServer/Interfaces/\(interface).varlink")
-        return try VarlinkInterfaceDescription(text: try String(contentsOf: file, encoding: .utf8))
+        return try String(contentsOf: file, encoding: .utf8)
     }
 
-    /// Every parameter any of the interfaces' errors declares, with a value of its declared type.
-    static let parameters: JSONObject = {
-        let integers: Set<String> = ["id", "limit", "size", "uid", "seq", "next", "count", "pending"]
-        var parameters: JSONObject = [:]
-        for key in ["name", "app", "reason", "limit", "state", "id", "unit", "kind", "mode", "size", "target", "field",
-                    "quota", "uid", "seq", "next", "topic", "parameter", "count", "pending", "action"] {
-            parameters[key] = integers.contains(key) ? .int(1) : .string("x")
+    /// Each error the file declares, by name: its parameters' names and types, in order.
+    static func declaredErrors(of interface: String) throws -> [String: [(name: String, type: String)]] {
+        let text = try Self.file(of: interface)
+        var declared: [String: [(name: String, type: String)]] = [:]
+        // `error Name (first: type, second: ?type)`, each on one line.
+        for line in text.split(separator: "\n") where line.hasPrefix("error ") {
+            let name = String(line.dropFirst("error ".count).prefix { $0 != " " && $0 != "(" })
+            let inside = line.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" }
+            declared[name] = inside.split(separator: ",").map { field in
+                let parts = field.split(separator: ":").map { $0.trimmingCharacters(in: .whitespaces) }
+                return (parts[0], parts.count > 1 ? parts[1] : "")
+            }
         }
-        return parameters
-    }()
+        // Every error the interface parser finds, so that none is missed for being written across lines.
+        #expect(Set(declared.keys) == (try VarlinkInterfaceDescription(text: text)).errors)
+        return declared
+    }
 
-    static func expectEachErrorHasItsOwnCase(_ interface: String, _ description: VarlinkInterfaceDescription, parameters: JSONObject) {
-        for name in description.errors.sorted() {
-            let qualified = interface + "." + name
+    /// A value of each declared parameter's type.
+    static func parameters(_ fields: [(name: String, type: String)]) -> JSONObject {
+        JSONObject(fields.map { field in (field.name, field.type.hasSuffix("int") ? .int(1) : .string("x")) })
+    }
+
+    static func expectEachErrorHasItsOwnCase(_ errors: [(qualified: String, parameters: JSONObject)]) {
+        for (qualified, parameters) in errors {
             let error = CoalescedError(VarlinkError(name: qualified, parameters: parameters))
             #expect(error.daemonErrorName == qualified, "\(qualified) arrives as \(error)")
             if case .refused = error { Issue.record("\(qualified) has no case of its own") }
         }
     }
 
+    @Test func theAppErrorsListedAreTheOnesItsFileDeclares() throws {
+        let declared = try Self.declaredErrors(of: AppErrorName.interface)
+        #expect(declared["InvalidPolicy"] != nil && declared["SequenceNotSent"] != nil)
+        let listed = Dictionary(uniqueKeysWithValues: AppErrorName.allCases.map { ($0.rawValue, $0.parameters.map(\.rawValue)) })
+        #expect(listed == declared.mapValues { $0.map(\.name) })
+    }
+
+    @Test func theNotificationErrorsListedAreTheOnesItsFileDeclares() throws {
+        let declared = try Self.declaredErrors(of: NotificationErrorName.interface)
+        #expect(declared["PendingLimit"] != nil && declared["UnknownAction"] != nil)
+        let listed = Dictionary(
+            uniqueKeysWithValues: NotificationErrorName.allCases.map { ($0.rawValue, $0.parameters.map(\.rawValue)) }
+        )
+        #expect(listed == declared.mapValues { $0.map(\.name) })
+    }
+
     @Test func everyErrorOfTheAppInterfaceHasItsOwnCase() throws {
-        let description = try Self.description(of: "io.coalesced.App")
-        #expect(description.errors.contains("InvalidPolicy") && description.errors.contains("SequenceNotSent"))
-        Self.expectEachErrorHasItsOwnCase("io.coalesced.App", description, parameters: Self.parameters)
+        let declared = try Self.declaredErrors(of: AppErrorName.interface)
+        Self.expectEachErrorHasItsOwnCase(declared.map { (AppErrorName.interface + "." + $0.key, Self.parameters($0.value)) })
     }
 
     @Test func everyErrorOfTheNotificationsInterfaceHasItsOwnCase() throws {
-        let description = try Self.description(of: "io.coalesced.Notifications")
-        #expect(description.errors.contains("PendingLimit") && description.errors.contains("UnknownAction"))
-        // Notifications' ids are strings.
-        var parameters = Self.parameters
-        parameters["id"] = "x"
-        Self.expectEachErrorHasItsOwnCase("io.coalesced.Notifications", description, parameters: parameters)
+        let declared = try Self.declaredErrors(of: NotificationErrorName.interface)
+        Self.expectEachErrorHasItsOwnCase(
+            declared.map { (NotificationErrorName.interface + "." + $0.key, Self.parameters($0.value)) }
+        )
         let limit = CoalescedError(
             VarlinkError(name: "io.coalesced.Notifications.PendingLimit", parameters: ["app": "org.example.notes", "limit": 2, "pending": 2])
         )

@@ -77,10 +77,18 @@ public struct EventKind: Sendable, Hashable, Comparable, CustomStringConvertible
     public static func < (lhs: EventKind, rhs: EventKind) -> Bool { lhs.value < rhs.value }
 }
 
-/// Why a command line's policy text is not a policy.
-public struct PolicyTextError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
+/// Text that is not a policy, for ``CoalescingPolicy/init(parsing:)``.
+public struct PolicyTextError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The text given.
+    public var text: String
+    /// What is wrong with it, and what a policy looks like.
+    public var reason: String
+    public var description: String { self.reason }
+
+    init(text: String, reason: String) {
+        self.text = text
+        self.reason = reason
+    }
 }
 
 /// Why a policy, as a command line or the interface writes it, is not one: the one place its reasons are worded, so
@@ -141,15 +149,16 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
     case latest
     /// The first payload, and the count.
     case first
-    /// Nothing but the count.
+    /// Nothing but the count: the event has no payload.
     case count
-    /// The running sum of one numeric member of the payloads (a badge).
+    /// The running sum of one numeric member of the payloads (a badge): `{field: sum}`.
     case sum(field: String)
     /// The payloads' members merged, later posts winning member by member.
     case merge
     /// The latest payload, or nothing at all when it equals what the app last received before it was suspended.
     case netChange
-    /// Every payload, at most `bound`; past it the oldest are dropped and counted, and an overflow marker follows.
+    /// Every payload, at most `bound` (1 to ``maximumQueueBound``); past it the oldest are dropped and counted, and
+    /// an overflow marker follows them.
     case queue(bound: Int)
 
     /// Reads a policy as command lines take it: `latest`, `first`, `count`, `sum:FIELD`, `merge`, `netChange` or
@@ -159,7 +168,7 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
         do {
             try self.init(checking: text)
         } catch {
-            throw PolicyTextError(error.text)
+            throw PolicyTextError(text: text, reason: error.text)
         }
     }
 
@@ -205,17 +214,8 @@ public enum CoalescingPolicy: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
-        switch self {
-        case .latest: return "latest"
-        case .first: return "first"
-        case .count: return "count"
-        case .sum(let field): return "sum(\(field))"
-        case .merge: return "merge"
-        case .netChange: return "netChange"
-        case .queue(let bound): return "queue(\(bound))"
-        }
-    }
+    /// The policy as command lines write it (``text``): the form an app's programmer and an operator read.
+    public var description: String { self.text }
 }
 
 /// What the coalescing core needs of a payload; the daemon's JSON objects provide it.

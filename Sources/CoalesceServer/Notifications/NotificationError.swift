@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Varlink
 
 /// The errors of `io.coalesced.Notifications`, one case for each error its interface file declares.
@@ -13,38 +14,41 @@ enum NotificationError: Error, VarlinkErrorConvertible, Hashable {
     case storageFailed(reason: String)
     case agentOverrun(limit: Int)
 
-    static let interface = "io.coalesced.Notifications"
+    static let interface = NotificationErrorName.interface
 
-    var varlinkName: String {
+    var varlinkName: String { self.errorName.qualified }
+
+    /// The error as the interface file names it, with its parameters' names.
+    var errorName: NotificationErrorName {
         switch self {
-        case .unknownApp: return Self.interface + ".UnknownApp"
-        case .notAllowed: return Self.interface + ".NotAllowed"
-        case .invalidRequest: return Self.interface + ".InvalidRequest"
-        case .pendingLimit: return Self.interface + ".PendingLimit"
-        case .quotaExceeded: return Self.interface + ".QuotaExceeded"
-        case .unknownNotification: return Self.interface + ".UnknownNotification"
-        case .unknownAction: return Self.interface + ".UnknownAction"
-        case .storageFailed: return Self.interface + ".StorageFailed"
-        case .agentOverrun: return Self.interface + ".AgentOverrun"
+        case .unknownApp: .unknownApp
+        case .notAllowed: .notAllowed
+        case .invalidRequest: .invalidRequest
+        case .pendingLimit: .pendingLimit
+        case .quotaExceeded: .quotaExceeded
+        case .unknownNotification: .unknownNotification
+        case .unknownAction: .unknownAction
+        case .storageFailed: .storageFailed
+        case .agentOverrun: .agentOverrun
         }
     }
 
     var varlinkParameters: JSONObject {
         switch self {
-        case .unknownApp(let app), .notAllowed(let app): return ["app": .string(app)]
+        case .unknownApp(let app), .notAllowed(let app): ErrorParameter.object([.app: .string(app)])
         case .invalidRequest(let app, let id, let reason):
-            return ["app": .string(app), "id": .string(id), "reason": .string(reason)]
+            ErrorParameter.object([.app: .string(app), .id: .string(id), .reason: .string(reason)])
         case .pendingLimit(let app, let limit, let pending):
-            return ["app": .string(app), "limit": .int(Int64(limit)), "pending": .int(Int64(pending))]
+            ErrorParameter.object([.app: .string(app), .limit: .int(Int64(limit)), .pending: .int(Int64(pending))])
         case .quotaExceeded(let quota):
-            var parameters: JSONObject = ["quota": .string(quota.name), "limit": .int(Int64(quota.limit))]
-            if let uid = quota.uid { parameters["uid"] = .int(Int64(uid)) }
-            return parameters
-        case .unknownNotification(let app, let id): return ["app": .string(app), "id": .string(id)]
+            ErrorParameter.object([
+                .quota: .string(quota.name), .limit: .int(Int64(quota.limit)), .uid: quota.uid.map { .int(Int64($0)) },
+            ])
+        case .unknownNotification(let app, let id): ErrorParameter.object([.app: .string(app), .id: .string(id)])
         case .unknownAction(let app, let id, let action):
-            return ["app": .string(app), "id": .string(id), "action": .string(action)]
-        case .storageFailed(let reason): return ["reason": .string(reason)]
-        case .agentOverrun(let limit): return ["limit": .int(Int64(limit))]
+            ErrorParameter.object([.app: .string(app), .id: .string(id), .action: .string(action)])
+        case .storageFailed(let reason): ErrorParameter.object([.reason: .string(reason)])
+        case .agentOverrun(let limit): ErrorParameter.object([.limit: .int(Int64(limit))])
         }
     }
 

@@ -1,0 +1,63 @@
+// The daemon's own definitions of what the interface carries, re-exported one declaration at a time: an app that
+// imports only this library sees each with its members (MemberImportVisibility asks for an import of the module
+// that declares a member), and nothing else of the daemon's modules.
+@_exported public import struct CoalesceCore.AlertButton
+@_exported public import struct CoalesceCore.AlertContent
+@_exported public import enum CoalesceCore.AlertStyle
+@_exported public import enum CoalesceCore.AppState
+@_exported public import enum CoalesceCore.CoalescingPolicy
+@_exported public import enum CoalesceCore.LatePolicy
+@_exported public import enum CoalesceCore.LaunchDestination
+@_exported public import struct CoalesceCore.PolicyTextError
+@_exported public import enum CoalesceCore.SuspensionMode
+@_exported public import struct CoalesceWire.KindDeclaration
+@_exported public import struct CoalesceWire.Posters
+
+// The aliases give each type its page in this library's documentation, which shows only its own symbols.
+
+/// An app's state, as the daemon reports it (``CoalescedApp/state``): `notRunning`, `inactive`, `active`,
+/// `background` or `suspended`, in which it runs no code and what is posted to it is held, folded by each kind's
+/// policy.
+public typealias AppState = CoalesceCore.AppState
+
+/// Where a launch put the app (``LaunchOptions/destination``): `foreground` when the user or an operator opened
+/// it, `background` when a post of a kind mapped to a background mode, or a background launch, woke it.
+public typealias LaunchDestination = CoalesceCore.LaunchDestination
+
+/// How the posts of one kind are folded while the app is suspended: `latest` (the default), `first`, `count`,
+/// `sum(field:)`, `merge`, `netChange` or `queue(bound:)`. `init(parsing:)` reads the form command lines write
+/// (`sum:unread`, `queue:10`), which `description` gives back.
+public typealias CoalescingPolicy = CoalesceCore.CoalescingPolicy
+
+/// Text that is not a policy, for `CoalescingPolicy(parsing:)`: the `text` given and the `reason`, which says what
+/// a policy looks like.
+public typealias PolicyTextError = CoalesceCore.PolicyTextError
+
+/// What an app declares about one kind of event (``AppDeclaration/kinds``): its ``CoalescingPolicy``, whether its
+/// posts are `volatile` (held in memory only, answered without waiting for the disk, lost if the daemon stops),
+/// and the `backgroundMode` a post of it launches the app into when it is not running.
+public typealias KindDeclaration = CoalesceWire.KindDeclaration
+
+/// Who may post to an app besides its own user and root (``AppDeclaration/posters``): `anyone` who can connect to
+/// the daemon, these `uids`, and the members of these `groups`, by name.
+public typealias Posters = CoalesceWire.Posters
+
+/// How a presentation shows: as a `banner` (the default), without interrupting the app on screen, or as an
+/// `alert` over the active app, which gets willResignActive until it is answered, then didBecomeActive.
+public typealias NotificationStyle = CoalesceCore.AlertStyle
+
+/// What becomes of fires missed while the machine slept, the daemon was down or the clock was set past them:
+/// `deliver` presents each, marked late; `coalesce` (the default) presents one per app and thread, with the count;
+/// `dropAfter(_:)` drops those later than the grace period and presents the others late.
+public typealias LatePolicy = CoalesceCore.LatePolicy
+
+/// A button a presentation offers: its `id` is the response's action (not `default` or `dismiss`), its `title`
+/// the label; answering with a `foreground` one brings the app to the foreground (launching it there when it is
+/// not running), any other launches it into the background.
+public typealias NotificationAction = CoalesceCore.AlertButton
+
+/// What a notification shows: a `title`, a `subtitle` and a `body` (empty: none), a `sound`'s name (`nil`:
+/// silent), the app's `badge` once presented (0 clears it; `nil` leaves it), a `threadID` (notifications of one
+/// thread are grouped on the desktop, and missed ones coalesced together), a `categoryID`, at most 8 `actions`, and
+/// the user info handed back with each response (`userInfoJSON`, `setUserInfo(_:)`, `decodeUserInfo(_:)`).
+public typealias NotificationContent = CoalesceCore.AlertContent

@@ -1,0 +1,124 @@
+public import Varlink
+
+/// A parameter of the App and Notifications interfaces' errors, by the name their files give it.
+public enum ErrorParameter: String, Sendable, Hashable, CaseIterable {
+    case action, app, count, field, id, kind, limit, mode, name, next, parameter, pending, quota, reason, seq, size, state,
+        target, topic, uid, unit
+
+    /// An error's parameters as a reply carries them; a member whose value is `nil` (an optional parameter not
+    /// given) is left out.
+    public static func object(_ members: KeyValuePairs<ErrorParameter, JSONValue?>) -> JSONObject {
+        JSONObject(members.compactMap { parameter, value in value.map { (parameter.rawValue, $0) } })
+    }
+}
+
+/// The errors of `io.coalesced.App`, each with its parameters, as its interface file declares them: the daemon
+/// names the errors it sends here, and the client library the errors it reads (ClientErrorTests checks the list
+/// against the file).
+public enum AppErrorName: String, Sendable, Hashable, CaseIterable {
+    case invalidAppName = "InvalidAppName"
+    case notOwner = "NotOwner"
+    case tooManyApps = "TooManyApps"
+    case notRegistered = "NotRegistered"
+    case wrongState = "WrongState"
+    case noSuchTask = "NoSuchTask"
+    case tooManyTasks = "TooManyTasks"
+    case launchUnitNotAllowed = "LaunchUnitNotAllowed"
+    case backgroundModeNotDeclared = "BackgroundModeNotDeclared"
+    case stateTooLarge = "StateTooLarge"
+    case replaced = "Replaced"
+    case unknownTarget = "UnknownTarget"
+    case invalidKind = "InvalidKind"
+    case invalidPolicy = "InvalidPolicy"
+    case invalidTopic = "InvalidTopic"
+    case invalidPosters = "InvalidPosters"
+    case invalidBackgroundMode = "InvalidBackgroundMode"
+    case invalidLaunchUnit = "InvalidLaunchUnit"
+    case tooManyDeclared = "TooManyDeclared"
+    case notAllowedToPost = "NotAllowedToPost"
+    case tooManyKinds = "TooManyKinds"
+    case notANumber = "NotANumber"
+    case payloadTooLarge = "PayloadTooLarge"
+    case storageFailed = "StorageFailed"
+    case quotaExceeded = "QuotaExceeded"
+    case sequenceNotSent = "SequenceNotSent"
+
+    public static let interface = "io.coalesced.App"
+
+    /// The name a reply carries: `io.coalesced.App.NotOwner`.
+    public var qualified: String { Self.interface + "." + self.rawValue }
+
+    /// The error a reply's name stands for; `nil` for a name of another interface, or one this list does not have.
+    public init?(qualified: String) {
+        let prefix = Self.interface + "."
+        guard qualified.hasPrefix(prefix) else { return nil }
+        self.init(rawValue: String(qualified.dropFirst(prefix.count)))
+    }
+
+    /// Its parameters, in the order the interface file declares them.
+    public var parameters: [ErrorParameter] {
+        switch self {
+        case .invalidAppName: [.name, .reason]
+        case .notOwner, .notRegistered, .replaced: [.app]
+        case .tooManyApps: [.limit]
+        case .wrongState: [.app, .state, .reason]
+        case .noSuchTask: [.app, .id]
+        case .tooManyTasks: [.app, .limit]
+        case .launchUnitNotAllowed: [.app, .unit]
+        case .backgroundModeNotDeclared: [.app, .kind, .mode]
+        case .stateTooLarge: [.app, .size, .limit]
+        case .unknownTarget, .notAllowedToPost: [.target]
+        case .invalidKind, .invalidPolicy: [.kind, .reason]
+        case .invalidTopic: [.topic, .reason]
+        case .invalidPosters, .storageFailed: [.reason]
+        case .invalidBackgroundMode: [.mode, .reason]
+        case .invalidLaunchUnit: [.unit, .reason]
+        case .tooManyDeclared: [.parameter, .count, .limit]
+        case .tooManyKinds: [.target, .limit]
+        case .notANumber: [.target, .kind, .field]
+        case .payloadTooLarge: [.size, .limit]
+        case .quotaExceeded: [.quota, .limit, .uid]
+        case .sequenceNotSent: [.app, .seq, .next]
+        }
+    }
+}
+
+/// The errors of `io.coalesced.Notifications`, each with its parameters, as its interface file declares them, for
+/// the daemon and the client library alike.
+public enum NotificationErrorName: String, Sendable, Hashable, CaseIterable {
+    case unknownApp = "UnknownApp"
+    case notAllowed = "NotAllowed"
+    case invalidRequest = "InvalidRequest"
+    case pendingLimit = "PendingLimit"
+    case quotaExceeded = "QuotaExceeded"
+    case unknownNotification = "UnknownNotification"
+    case unknownAction = "UnknownAction"
+    case storageFailed = "StorageFailed"
+    case agentOverrun = "AgentOverrun"
+
+    public static let interface = "io.coalesced.Notifications"
+
+    /// The name a reply carries: `io.coalesced.Notifications.UnknownApp`.
+    public var qualified: String { Self.interface + "." + self.rawValue }
+
+    /// The error a reply's name stands for; `nil` for a name of another interface, or one this list does not have.
+    public init?(qualified: String) {
+        let prefix = Self.interface + "."
+        guard qualified.hasPrefix(prefix) else { return nil }
+        self.init(rawValue: String(qualified.dropFirst(prefix.count)))
+    }
+
+    /// Its parameters, in the order the interface file declares them.
+    public var parameters: [ErrorParameter] {
+        switch self {
+        case .unknownApp, .notAllowed: [.app]
+        case .invalidRequest: [.app, .id, .reason]
+        case .pendingLimit: [.app, .limit, .pending]
+        case .quotaExceeded: [.quota, .limit, .uid]
+        case .unknownNotification: [.app, .id]
+        case .unknownAction: [.app, .id, .action]
+        case .storageFailed: [.reason]
+        case .agentOverrun: [.limit]
+        }
+    }
+}
