@@ -9,28 +9,26 @@ import Varlink
 // Watches and seeking: what the reader follows, and where it reads from after a change, a refused write or a
 // read error.
 extension JournalFollower {
-    /// Follows `watches`: matches rebuilt from their union, and the reader placed at the earliest position any of
-    /// them needs.
+    /// Follows `watches`: matches rebuilt from their union, and the reader placed where ``WatchPositions`` says
+    /// (the earliest position any of them needs).
     func change(to watches: [ConfiguredWatch], starts: [WatchName: WatchStart]) {
-        self.starts = starts
         guard !watches.isEmpty || self.reader != nil, let reader = self.openReader() else {
             self.followed = [:]
-            self.order = []
+            _ = self.positions.change(to: [], stored: [:], starts: starts, tail: { nil }, entryBefore: { _ in nil })
             return
         }
         // The new union of matches first: a new watch's start (the tail, a time) is then an entry the watches read.
         self.applyMatches(reader, watches)
         let stored = (try? self.store.journalPositions()) ?? [:]
         var next: [WatchName: Followed] = [:]
-        var tail: JournalCursor?
+        var definitions: [JournalWatch] = []
+        var positions: [WatchName: Positions.Stored] = [:]
         for configured in watches {
             let name = configured.name
             if var kept = self.followed[name], kept.configured.watch == configured.watch {
                 kept.configured = configured
-                // A watch that has caught up has read everything up to where the reader is; one that has not keeps
-                // where it starts.
-                if kept.caughtUp { kept.skip = JournalCursor.later(kept.skip, self.position) }
                 next[name] = kept
+                definitions.append(configured.watch)
                 continue
             }
             var matcher: MessageMatcher?
@@ -44,46 +42,34 @@ extension JournalFollower {
                     continue
                 }
             }
-            var followed = Followed(configured: configured, matcher: matcher, poster: Self.peer(configured.owner))
-            if let positions = stored[name.value] {
-                // Where it was: its own position, and past it each app's.
-                followed.skip = positions[""].flatMap(JournalCursor.init)
-                for (app, text) in positions where !app.isEmpty {
-                    if let app = try? AppName(app), let cursor = JournalCursor(text) { followed.appSkips[app] = cursor }
-                }
-                if followed.skip == nil {
-                    // Only per-app positions: the earliest of them is where it reads from.
-                    followed.skip = followed.appSkips.values.reduce(nil) { earliest, cursor in
-                        earliest.map { cursor.isAfter($0) ? $0 : cursor } ?? cursor
-                    }
-                }
-            } else {
-                switch starts[name] ?? .tail {
-                case .tail:
-                    if tail == nil { tail = Self.tail(of: reader) }
-                    followed.skip = tail
-                case .head:
-                    followed.skip = nil  // from the first entry the journal keeps
-                case .cursor(let text):
-                    followed.skip = JournalCursor(text)
-                case .time(let microseconds):
-                    followed.skip = Self.entryBefore(microseconds, in: reader)
-                }
-                if let skip = followed.skip {
-                    self.store.setJournalPosition(watch: name.value, cursor: skip.text)
-                    followed.written = skip.text
-                }
-            }
-            next[name] = followed
+            next[name] = Followed(configured: configured, matcher: matcher, poster: Self.peer(configured.owner))
+            definitions.append(configured.watch)
+            if let rows = stored[name.value] { positions[name] = Self.stored(rows) }
         }
-        for name in self.followed.keys where next[name] == nil { self.batcher.forget(name) }
         self.followed = next
-        self.order = watches.map(\.name)
         self.shared.withLock { shared in
             shared.figures = shared.figures.filter { next[$0.key] != nil }
             for name in next.keys where shared.figures[name] == nil { shared.figures[name] = WatchFigures() }
         }
-        self.seekToEarliest(reader)
+        self.standsOnUnread = false
+        let actions = self.positions.change(
+            to: definitions,
+            stored: positions,
+            starts: starts,
+            tail: { Self.tail(of: reader) },
+            entryBefore: { Self.entryBefore($0, in: reader) }
+        )
+        self.carryOut(actions)
+    }
+
+    /// A watch's stored positions, as the store keeps them: by app, '' for the watch's own. An app or a cursor
+    /// that cannot be read is left out.
+    static func stored(_ rows: [String: String]) -> Positions.Stored {
+        var positions = Positions.Stored(own: rows[""].flatMap(JournalCursor.init))
+        for (app, text) in rows where !app.isEmpty {
+            if let app = try? AppName(app), let cursor = JournalCursor(text) { positions.apps[app] = cursor }
+        }
+        return positions
     }
 
     /// The union of the watches' matches: any watch with none reads every entry.
@@ -103,22 +89,10 @@ extension JournalFollower {
         }
     }
 
-    /// Places the reader after the earliest position a watch needs (at the head if one reads from there).
-    func seekToEarliest(_ reader: JournalReader) {
-        self.standsOnUnread = false
-        guard !self.followed.isEmpty else { return }
-        var earliest: JournalCursor?
-        var fromHead = false
-        for followed in self.followed.values {
-            // A watch without a position has read up to the reader's position, unless it reads from the head.
-            guard let skip = followed.skip ?? (followed.caughtUp ? self.position : nil) else {
-                fromHead = true
-                break
-            }
-            earliest = earliest.map { skip.isAfter($0) ? $0 : skip } ?? skip
-        }
+    /// Places the reader after `earliest`, the entry every watch has read (at the head when `nil`).
+    func seek(after earliest: JournalCursor?, in reader: JournalReader) {
         do {
-            guard !fromHead, let earliest else {
+            guard let earliest else {
                 try reader.seekHead()
                 return
             }
@@ -142,31 +116,23 @@ extension JournalFollower {
         }
     }
 
-    /// Reads again from the positions on disk: a post of some watch was not kept.
-    func rewind() {
-        guard self.reader != nil else { return }
-        self.rewindWanted = false
-        self.batcher.forget()
-        let watches = self.order.compactMap { self.followed[$0]?.configured }
+    /// Reads again from the positions on disk: a post of some watch was not kept, and `watches` (in order) are
+    /// given again as they are.
+    func rewind(_ watches: [WatchName]) {
+        let configured = watches.compactMap { self.followed[$0]?.configured }
         self.followed = [:]
-        self.position = nil
         self.shared.withLock { $0.reader.rewinds += 1 }
         self.logger.warning("A journal watch's post was not kept: reading again from the positions on disk")
-        self.change(to: watches, starts: self.starts)
+        self.change(to: configured, starts: self.positions.starts)
     }
 
     /// EBADMSG or EADDRNOTAVAIL while reading (a file damaged or changed under the reader): seek again from the
     /// last entry read rather than stop or loop; anything else is logged and tried again on the next wake.
     func readFailed(_ error: SystemdError) {
-        guard let reader = self.reader else { return }
+        guard self.reader != nil else { return }
         self.logger.warning("Reading the journal failed (\(error)): seeking again", metadata: ["reason": "\(error)"])
-        if let position = self.position {
-            for name in self.order where self.followed[name]?.caughtUp == true {
-                let skip = self.followed[name]?.skip
-                self.followed[name]?.skip = JournalCursor.later(skip, position)
-            }
-        }
-        self.seekToEarliest(reader)
+        self.standsOnUnread = false
+        self.carryOut(self.positions.readFailed())
         if !JournalReader.needsSeek(error) { self.pause(.seconds(1)) }
     }
 }

@@ -11,11 +11,10 @@ import Varlink
 /// matched entries go through the flood bound (``WatchBatcher``) and are posted to the watch's apps, each post
 /// carrying the watch's position into the very write that stores it.
 ///
-/// Exactly once: an entry is skipped for an app when the watch's position for that app (written with its posts)
-/// is at or after it, and for the watch when the watch's own position (written once every entry before it is
-/// posted) is. So whatever was read again after a crash, a refused write or a change of watches is posted to each
-/// app once. Positions are compared as sd-journal orders entries (``JournalCursor``); reading resumes at the
-/// earliest with seek + next + test (the entry at the position is skipped only when it is the one named).
+/// Exactly once: which entries each watch and each app skip, where reading resumes, when it reads again and when
+/// a watch writes its own position are decided by ``WatchPositions``; this carries its actions out on sd-journal
+/// and the store. A seek resumes with seek + next + test (the entry at the position is skipped only when it is the
+/// one named).
 final class JournalFollower: @unchecked Sendable {
     /// What Stats and ListWatches show of one watch.
     struct WatchFigures: Sendable {
@@ -63,22 +62,14 @@ final class JournalFollower: @unchecked Sendable {
         var configured: ConfiguredWatch
         var matcher: MessageMatcher?
         var poster: VarlinkPeer
-        /// Entries at or before it were read for the watch before (by an earlier run, or before a seek back).
-        var skip: JournalCursor?
-        /// By app, the position up to which the watch posted to it (written with those posts).
-        var appSkips: [AppName: JournalCursor] = [:]
-        var inFlight = 0
-        /// The watch's own position last written.
-        var written: String?
-        /// It has read an entry past where it started: it has read everything up to the reader's position (a
-        /// watch that has not may be waiting for a seek back to reach its start).
-        var caughtUp = false
         /// When an untested entry was last said in the log, and how many were left untested since.
         var untestedSaid: ContinuousClock.Instant?
         var untestedSinceSaid = 0
 
         var watch: JournalWatch { self.configured.watch }
     }
+
+    typealias Positions = WatchPositions<ContinuousClock.Instant, JSONObject>
 
     static let threadName = "coalesced-journal"
     /// Entries read in one pass before the thread posts what is due and looks at its commands.
@@ -96,20 +87,13 @@ final class JournalFollower: @unchecked Sendable {
 
     // The thread's own, touched by nothing else.
     var followed: [WatchName: Followed] = [:]
-    var order: [WatchName] = []
-    var batcher: WatchBatcher<ContinuousClock.Instant, JSONObject>
+    var positions: Positions
     var reader: JournalReader?
-    /// The cursor of the last entry read.
-    var position: JournalCursor?
     /// The reader stands on an entry not yet read for the watches (after a seek whose position was gone).
     var standsOnUnread = false
-    var rewindWanted = false
-    /// Where the watches without a position start, as last given: a rewind starts them there again.
-    var starts: [WatchName: WatchStart] = [:]
     var recipients: [WatchName: [AppName]] = [:]
     /// What the watches matched in the pass under way, added to the shared figures at its end (one lock a pass).
     var passFigures: [WatchName: WatchFigures] = [:]
-    var lastIdleWrite = ContinuousClock.now
 
     init(apps: AppManager, store: Store, settings: JournalSettings, logger: Logger) throws(SystemdError) {
         self.apps = apps
@@ -118,7 +102,7 @@ final class JournalFollower: @unchecked Sendable {
         self.wakeup = try Wakeup()
         self.interval = settings.interval
         self.burst = settings.queueBurst
-        self.batcher = WatchBatcher(interval: settings.interval, burst: settings.queueBurst)
+        self.positions = Positions(interval: settings.interval, burst: settings.queueBurst, now: .now)
     }
 
     // MARK: The interface to other threads
@@ -196,7 +180,7 @@ final class JournalFollower: @unchecked Sendable {
             self.wakeup.clear()
             for (watch, outcome) in answered { self.answered(watch, outcome) }
             for case .watches(let watches, let starts) in commands { self.change(to: watches, starts: starts) }
-            if self.rewindWanted, self.followed.values.allSatisfy({ $0.inFlight == 0 }) { self.rewind() }
+            if self.reader != nil, let watches = self.positions.rewindIfDue() { self.rewind(watches) }
             guard self.reader != nil else {
                 // Nothing to read for yet (no watch, or the journal cannot be opened): the next command wakes it.
                 self.pause(.seconds(3600))
@@ -208,7 +192,7 @@ final class JournalFollower: @unchecked Sendable {
             guard !more else { continue }
             let now = ContinuousClock.now
             var timeout = Duration.seconds(1)
-            if let due = self.batcher.nextDue { timeout = min(timeout, max(.zero, now.duration(to: due))) }
+            if let due = self.positions.nextDue { timeout = min(timeout, max(.zero, now.duration(to: due))) }
             do {
                 _ = try self.reader?.wait(timeout: timeout, wake: self.wakeup.descriptor)
             } catch {
@@ -236,7 +220,7 @@ final class JournalFollower: @unchecked Sendable {
             more = read == Self.passSize
             self.addPassFigures()
             if read > 0, let cursor = JournalCursor(try reader.cursor()) {
-                self.position = cursor
+                self.positions.passEnded(at: cursor)
                 let age = more ? max(0, Date().timeIntervalSince1970 - Double(cursor.realtime) / 1e6) : 0
                 self.shared.withLock {
                     $0.reader.entriesRead += read
@@ -283,17 +267,8 @@ final class JournalFollower: @unchecked Sendable {
         // Watches with the same fields share the payload they make of the entry.
         var payloads: [[String]: JSONObject] = [:]
         let now = ContinuousClock.now
-        for name in self.order {
-            guard var followed = self.followed[name] else { continue }
-            if let skip = followed.skip {
-                guard let entry = try current(), entry.isAfter(skip) else { continue }
-                followed.skip = nil
-                followed.caughtUp = true
-                self.followed[name] = followed
-            } else if !followed.caughtUp {
-                followed.caughtUp = true
-                self.followed[name] = followed
-            }
+        for name in self.positions.order {
+            guard let followed = self.followed[name], try self.positions.reads(name, entry: current) else { continue }
             guard followed.watch.selection.admits(field) else { continue }
             if let matcher = followed.matcher {
                 guard let message = field("MESSAGE") else { continue }
@@ -335,14 +310,8 @@ final class JournalFollower: @unchecked Sendable {
             }
             let queue: Bool
             if case .queue = followed.watch.policy { queue = true } else { queue = false }
-            for app in self.recipients[name] ?? [] {
-                if let skip = followed.appSkips[app] {
-                    guard entry.isAfter(skip) else { continue }
-                    self.followed[name]?.appSkips[app] = nil
-                }
-                let key = WatchBatcher<ContinuousClock.Instant, JSONObject>.Key(watch: name, app: app)
-                for batch in self.batcher.add(key, payload, cursor: entry, queue: queue, at: now) { self.post(batch) }
-            }
+            let recipients = self.recipients[name] ?? []
+            self.carryOut(self.positions.matched(name, entry: entry, payload, for: recipients, queue: queue, at: now))
         }
     }
 
@@ -378,10 +347,26 @@ final class JournalFollower: @unchecked Sendable {
     }
 
     func postDue() {
-        for batch in self.batcher.due(at: .now) { self.post(batch) }
+        self.carryOut(self.positions.due(at: .now))
     }
 
-    func post(_ batch: WatchBatcher<ContinuousClock.Instant, JSONObject>.Batch) {
+    /// Carries out what ``WatchPositions`` decided, in order.
+    func carryOut(_ actions: [Positions.Action]) {
+        for action in actions {
+            switch action {
+            case .post(let batch):
+                self.post(batch)
+            case .writePosition(let watch, let cursor):
+                self.store.setJournalPosition(watch: watch.value, cursor: cursor.text)
+            case .seekHead:
+                if let reader = self.reader { self.seek(after: nil, in: reader) }
+            case .seek(let cursor):
+                if let reader = self.reader { self.seek(after: cursor, in: reader) }
+            }
+        }
+    }
+
+    func post(_ batch: Positions.Batch) {
         guard let followed = self.followed[batch.key.watch] else { return }
         var payload = batch.last
         payload["watch"] = .string(batch.key.watch.value)
@@ -408,35 +393,21 @@ final class JournalFollower: @unchecked Sendable {
             self.wakeup.set()
         }
         guard posted else { return }  // the app went: the next pass finds who receives now
-        self.followed[watch]?.inFlight += 1
+        self.positions.posted(watch)
         self.shared.withLock { $0.figures[watch, default: WatchFigures()].posts += 1 }
     }
 
     func answered(_ watch: WatchName, _ outcome: Outcome) {
-        self.followed[watch]?.inFlight -= 1
-        switch outcome {
-        case .kept: break
-        case .refused:
+        // A failed write kept neither the post nor its position: the positions read it again.
+        self.positions.answered(watch, writeFailed: outcome == .failed)
+        if outcome == .refused {
             self.shared.withLock { $0.figures[watch, default: WatchFigures()].refused += 1 }
-        case .failed:
-            // Not kept, nor its position: read again from the positions on disk once nothing else is in flight.
-            self.rewindWanted = true
         }
     }
 
-    /// Once a second, each watch with nothing in flight and nothing folded writes its own position: the last entry
-    /// read. (A watch that posts all the time keeps its per-app positions, written with its posts.)
+    /// The watches' own positions the idle ones write now (at most once a second).
     func writeIdlePositions() {
-        let now = ContinuousClock.now
-        guard now - self.lastIdleWrite >= .seconds(1), let position = self.position, !self.rewindWanted else { return }
-        self.lastIdleWrite = now
-        for name in self.order {
-            guard let followed = self.followed[name], followed.inFlight == 0, followed.skip == nil,
-                !self.batcher.hasPending(name), followed.written != position.text
-            else { continue }
-            self.store.setJournalPosition(watch: name.value, cursor: position.text)
-            self.followed[name]?.written = position.text
-        }
+        self.carryOut(self.positions.idle(at: .now))
     }
 
     /// Waits `duration`, or until another thread wakes the thread (a stop, a command).

@@ -1,0 +1,292 @@
+/// Where the journal watches stand in the journal, as a pure state machine: which entries each watch skips
+/// because they were delivered before, where the reader reads from, when it reads again, and when a watch writes
+/// its own position. Each input returns what to do, as values (post these batches, write this position, seek
+/// there); it knows nothing of sd-journal, the store or the clock. It holds the flood bound (``WatchBatcher``),
+/// as a batch still folding is one the watch has read and not posted.
+///
+/// The rules, each decided here and nowhere else:
+/// - A watch skips every entry up to its own position (written once everything it matched before it was posted),
+///   and the entry there; it has then caught up: it has read everything up to where the reader is.
+/// - An app skips every entry of a watch up to the watch's position for that app (written with the posts it
+///   stands for), and the entry there. So an entry read again after a restart, a failed write or a change of
+///   watches is posted to each app once.
+/// - A watch without an own position but with positions for apps reads from the earliest of them; a new watch
+///   from where it starts (``WatchStart``), which is written as its position at once.
+/// - The reader reads from the earliest position a watch needs: a caught-up watch without a position needs the
+///   reader's; one that reads from the head makes the reader read from there.
+/// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
+///   is in flight; until then no watch writes its own position.
+/// - At most once per ``idleWriteInterval``, each watch with nothing in flight, nothing folding and nothing left
+///   to skip writes the reader's position as its own, if that is not the one it wrote last.
+///
+/// - `Instant`: the time the flood bound and the idle writes are measured in, passed in with each input.
+/// - `Entry`: what a batch carries of the entries it stands for (their payload).
+public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendable where Instant.Duration == Duration {
+    public typealias Batcher = WatchBatcher<Instant, Entry>
+    public typealias Batch = Batcher.Batch
+
+    /// How often at most the watches write their own positions.
+    public static var idleWriteInterval: Duration { .seconds(1) }
+
+    /// What the shell does, in the order given.
+    public enum Action: Sendable {
+        /// Post this batch to its app, carrying its cursor into the write that keeps it; tell ``posted(_:)`` if
+        /// the post was taken.
+        case post(Batch)
+        /// Write `cursor` as the watch's own position.
+        case writePosition(WatchName, JournalCursor)
+        /// Read from the first entry the journal keeps.
+        case seekHead
+        /// Read from the entry `cursor` names, which every watch has read (it is not read again); if that entry
+        /// is gone, from the closest entry after it.
+        case seek(after: JournalCursor)
+    }
+
+    /// The positions the store holds of one watch.
+    public struct Stored: Sendable, Hashable {
+        /// The watch's own position.
+        public var own: JournalCursor?
+        /// By app, the position its last stored post stands for.
+        public var apps: [AppName: JournalCursor]
+
+        public init(own: JournalCursor?, apps: [AppName: JournalCursor] = [:]) {
+            self.own = own
+            self.apps = apps
+        }
+    }
+
+    /// One watch as the reader follows it.
+    private struct Watch: Sendable {
+        var definition: JournalWatch
+        /// Entries at or before it were read for the watch before (by an earlier run, or before a seek back).
+        var skip: JournalCursor?
+        /// By app, the position up to which the watch posted to it (written with those posts).
+        var appSkips: [AppName: JournalCursor] = [:]
+        /// Its posts not yet answered.
+        var inFlight = 0
+        /// Its own position last written.
+        var written: JournalCursor?
+        /// It has read an entry past where it started: it has read everything up to the reader's position (a
+        /// watch that has not may be waiting for a seek back to reach its start).
+        var caughtUp = false
+    }
+
+    private var watches: [WatchName: Watch] = [:]
+    /// The watches followed, in the order given.
+    public private(set) var order: [WatchName] = []
+    /// Where the watches without a position start, as last given: a rewind starts them there again.
+    public private(set) var starts: [WatchName: WatchStart] = [:]
+    /// The cursor of the last entry of the last pass the reader finished.
+    public private(set) var position: JournalCursor?
+    /// A post's write failed: read again from the positions on disk once nothing is in flight.
+    public private(set) var rewindWanted = false
+    private var lastIdleWrite: Instant
+    private var batcher: Batcher
+
+    /// - Parameters:
+    ///   - interval, burst: the flood bound's (``WatchBatcher/init(interval:burst:)``).
+    ///   - now: when the reader begins: the first idle write is due one ``idleWriteInterval`` after it.
+    public init(interval: Duration, burst: Int, now: Instant) {
+        self.batcher = Batcher(interval: interval, burst: burst)
+        self.lastIdleWrite = now
+    }
+
+    /// When the next batch folding is due.
+    public var nextDue: Instant? { self.batcher.nextDue }
+
+    // MARK: Watches
+
+    /// Follows `definitions`, in that order; returns the positions to write and where the reader reads from.
+    ///
+    /// One already followed with the same definition keeps its positions and what is in flight (caught up, it has
+    /// read up to the reader's position); another is placed by `stored`, or, without stored positions, by where
+    /// `starts` says (the tail by default). A watch no longer followed forgets what it was folding.
+    /// - Parameters:
+    ///   - stored: what the store holds, by watch.
+    ///   - tail: the newest entry's cursor; asked for only when a new watch starts at the tail.
+    ///   - entryBefore: the last entry written before a wall-clock time (µs since the epoch); asked for only when a
+    ///     new watch starts at a time.
+    public mutating func change(
+        to definitions: [JournalWatch],
+        stored: [WatchName: Stored],
+        starts: [WatchName: WatchStart],
+        tail: () -> JournalCursor?,
+        entryBefore: (UInt64) -> JournalCursor?
+    ) -> [Action] {
+        self.starts = starts
+        var actions: [Action] = []
+        var next: [WatchName: Watch] = [:]
+        var tailCursor: JournalCursor?
+        for definition in definitions {
+            let name = definition.name
+            if var kept = self.watches[name], kept.definition == definition {
+                if kept.caughtUp { kept.skip = JournalCursor.later(kept.skip, self.position) }
+                next[name] = kept
+                continue
+            }
+            var watch = Watch(definition: definition)
+            if let positions = stored[name] {
+                watch.skip = positions.own
+                watch.appSkips = positions.apps
+                // Only per-app positions: the earliest of them is where it reads from.
+                if watch.skip == nil { watch.skip = Self.earliest(positions.apps.values) }
+            } else {
+                switch starts[name] ?? .tail {
+                case .tail:
+                    if tailCursor == nil { tailCursor = tail() }
+                    watch.skip = tailCursor
+                case .head:
+                    watch.skip = nil
+                case .cursor(let text):
+                    watch.skip = JournalCursor(text)
+                case .time(let microseconds):
+                    watch.skip = entryBefore(microseconds)
+                }
+                if let skip = watch.skip {
+                    actions.append(.writePosition(name, skip))
+                    watch.written = skip
+                }
+            }
+            next[name] = watch
+        }
+        for name in self.watches.keys where next[name] == nil { self.batcher.forget(name) }
+        self.watches = next
+        self.order = definitions.map(\.name).filter { next[$0] != nil }
+        return actions + self.seekToEarliest()
+    }
+
+    /// Reads again from the positions on disk, if a post's write failed and no post is in flight: forgets every
+    /// watch, what was folding and the reader's position, and returns the watches followed, in order; the shell
+    /// then gives them again (``change(to:stored:starts:tail:entryBefore:)``) with what the store holds and
+    /// ``starts``. `nil` when no rewind is due.
+    public mutating func rewindIfDue() -> [WatchName]? {
+        guard self.rewindWanted, self.watches.values.allSatisfy({ $0.inFlight == 0 }) else { return nil }
+        let order = self.order
+        self.rewindWanted = false
+        self.batcher.forget()
+        self.watches = [:]
+        self.order = []
+        self.position = nil
+        return order
+    }
+
+    /// Reading failed (a file damaged or changed under the reader): where to read from again. Caught-up watches
+    /// have read up to the reader's position.
+    public mutating func readFailed() -> [Action] {
+        if let position = self.position {
+            for name in self.order where self.watches[name]?.caughtUp == true {
+                let skip = self.watches[name]?.skip
+                self.watches[name]?.skip = JournalCursor.later(skip, position)
+            }
+        }
+        return self.seekToEarliest()
+    }
+
+    /// The earliest position any watch needs; the head if one has none.
+    private func seekToEarliest() -> [Action] {
+        guard !self.watches.isEmpty else { return [] }
+        var earliest: JournalCursor?
+        for watch in self.watches.values {
+            // A watch without a position has read up to the reader's position, unless it reads from the head.
+            guard let skip = watch.skip ?? (watch.caughtUp ? self.position : nil) else { return [.seekHead] }
+            earliest = Self.earliest([earliest, skip].compactMap { $0 })
+        }
+        guard let earliest else { return [.seekHead] }
+        return [.seek(after: earliest)]
+    }
+
+    private static func earliest(_ cursors: some Sequence<JournalCursor>) -> JournalCursor? {
+        cursors.reduce(nil) { earliest, cursor in earliest.map { cursor.isAfter($0) ? $0 : cursor } ?? cursor }
+    }
+
+    // MARK: Entries
+
+    /// Whether `watch` reads the entry the reader stands on, or skips it as read before. `entry` gives the entry's
+    /// cursor (`nil` if it has none that can be read, which is skipped); it is asked for only when the watch has a
+    /// position to compare it with.
+    public mutating func reads<Failure: Error>(
+        _ watch: WatchName,
+        entry: () throws(Failure) -> JournalCursor?
+    ) throws(Failure) -> Bool {
+        guard var followed = self.watches[watch] else { return false }
+        if let skip = followed.skip {
+            guard let cursor = try entry(), cursor.isAfter(skip) else { return false }
+            followed.skip = nil
+            followed.caughtUp = true
+        } else if !followed.caughtUp {
+            followed.caughtUp = true
+        } else {
+            return true
+        }
+        self.watches[watch] = followed
+        return true
+    }
+
+    /// `watch` matched the entry at `entry`, read at `now`, and made `payload` of it for `recipients`: the batches
+    /// to post now. An app whose position is at or after the entry skips it.
+    /// - Parameter queue: the watch posts with a queue policy (``WatchBatcher/add(_:_:cursor:queue:at:)``).
+    public mutating func matched(
+        _ watch: WatchName,
+        entry: JournalCursor,
+        _ payload: Entry,
+        for recipients: [AppName],
+        queue: Bool,
+        at now: Instant
+    ) -> [Action] {
+        guard var followed = self.watches[watch] else { return [] }
+        var actions: [Action] = []
+        for app in recipients {
+            if let skip = followed.appSkips[app] {
+                guard entry.isAfter(skip) else { continue }
+                followed.appSkips[app] = nil
+            }
+            let key = Batcher.Key(watch: watch, app: app)
+            actions += self.batcher.add(key, payload, cursor: entry, queue: queue, at: now).map(Action.post)
+        }
+        self.watches[watch] = followed
+        return actions
+    }
+
+    /// The reader finished a pass on the entry at `cursor`.
+    public mutating func passEnded(at cursor: JournalCursor) {
+        self.position = cursor
+    }
+
+    // MARK: Posts
+
+    /// The batches whose window has ended by `now`.
+    public mutating func due(at now: Instant) -> [Action] {
+        self.batcher.due(at: now).map(Action.post)
+    }
+
+    /// A post of `watch` was taken: it is in flight until ``answered(_:writeFailed:)``.
+    public mutating func posted(_ watch: WatchName) {
+        self.watches[watch]?.inFlight += 1
+    }
+
+    /// A post of `watch` was answered. `writeFailed`: the write it went into failed, and its position with it, so
+    /// the reader reads again from the positions on disk (``rewindIfDue()``).
+    public mutating func answered(_ watch: WatchName, writeFailed: Bool) {
+        self.watches[watch]?.inFlight -= 1
+        if writeFailed { self.rewindWanted = true }
+    }
+
+    /// The idle writes due at `now`: each watch with nothing in flight, nothing folding and nothing to skip writes
+    /// the reader's position as its own. (A watch that posts all the time keeps its per-app positions, written
+    /// with its posts.)
+    public mutating func idle(at now: Instant) -> [Action] {
+        guard self.lastIdleWrite.duration(to: now) >= Self.idleWriteInterval, let position = self.position,
+            !self.rewindWanted
+        else { return [] }
+        self.lastIdleWrite = now
+        var actions: [Action] = []
+        for name in self.order {
+            guard let watch = self.watches[name], watch.inFlight == 0, watch.skip == nil,
+                !self.batcher.hasPending(name), watch.written?.text != position.text
+            else { continue }
+            actions.append(.writePosition(name, position))
+            self.watches[name]?.written = position
+        }
+        return actions
+    }
+}
