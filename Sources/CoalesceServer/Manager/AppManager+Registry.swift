@@ -78,7 +78,9 @@ extension AppManager {
         }
         do {
             try await self.store.save(registration, declarations: declarations.json.jsonText)
+            self.writes.report("app registrations", nil)
         } catch {
+            self.writes.report("app registrations", error)
             self.state.withLock { state in
                 guard state.records[appName]?.registration == registration else { return }
                 if let previous {

@@ -26,7 +26,7 @@ extension AppManager {
                 }
             case .forget(let ids):
                 // Not waited for: an acknowledgement lost in a crash only means the events come again.
-                _ = self.store.acknowledge(app: appName, ids: ids)
+                self.store.acknowledge(app: appName, ids: ids).whenFinished { self.writes.report("events", $0) }
             case .retryLater:
                 self.eventLoop.scheduleTask(in: Self.drainRetryDelay) { self.retryDelivery(appName) }
             }
@@ -95,8 +95,9 @@ extension AppManager {
     }
 
     /// The store answered an app's write: the inbox applies it (or drops it), and what waited makes the next one.
-    /// The first write the store refuses, and the first one after that it keeps, are logged; so is a refused
-    /// delivery of what an app held, and its success when tried again.
+    /// The answer goes to the daemon's one ``WriteRefusal`` (``StoreWrites``), which says when the store starts
+    /// refusing and when it keeps writes again; a refused delivery of what an app held is logged too, and its success
+    /// when tried again.
     func written(_ appName: AppName, _ result: Result<[Int64], StoreError>) {
         let failure: StoreError?
         if case .failure(let error) = result { failure = error } else { failure = nil }
@@ -135,24 +136,17 @@ extension AppManager {
                 log.append(LogEntry(level: .notice, message: "\(appName): delivered what it held", metadata: ["app": "\(appName)"]))
             case nil: break
             }
-            let failing = failure != nil
-            guard failing != state.storeFailing else { return }
-            state.storeFailing = failing
-            log.append(
-                failing
-                    ? LogEntry(
-                        level: .error, message: "Cannot write events to the store: \(reason)",
-                        metadata: ["app": "\(appName)", "reason": "\(reason)"]
-                    )
-                    : LogEntry(level: .notice, message: "Writing events to the store again", metadata: ["app": "\(appName)"])
-            )
+            if let notice = self.writes.answered("events", failure) {
+                let (level, message, metadata) = StoreWrites.entry(notice, metadata: ["app": "\(appName)"])
+                log.append(LogEntry(level: level, message: message, metadata: metadata))
+            }
         }
     }
 
     private enum DeliveryLog { case refused, deliveredAgain }
 
     /// How long after a refused delivery of what an app held it is tried again.
-    static let drainRetryDelay = TimeAmount.seconds(1)
+    static let drainRetryDelay = TimeAmount.nanoseconds(WriteRefusal.retryDelay.nanoseconds)
 
     /// Tries again to deliver what an app held, after the store refused it; an app that no longer receives gets it
     /// with its next wake instead.

@@ -160,8 +160,6 @@ final class AppManager: Sendable {
         /// Posts accepted since start: sent at once, and held.
         var postsSent = 0
         var postsHeld = 0
-        /// The store refused the last event write: logged once, and once more when it keeps one again.
-        var storeFailing = false
         /// Apps with posts waiting for their inbox's next write, in the order they came; and whether the flush that
         /// makes those writes is scheduled.
         var unflushed: [AppName] = []
@@ -247,6 +245,8 @@ final class AppManager: Sendable {
     let wall: @Sendable () -> Double
     /// The error a post failed with its write hears when the store gave none.
     let writeRefused: StoreError
+    /// What every writer does with the store's refusals (``WriteRefusal``); the notification center reports here too.
+    let writes: StoreWrites
 
     /// Loads the registered apps, what they hold and what they have not acknowledged, from the store.
     /// - Parameters:
@@ -276,14 +276,14 @@ final class AppManager: Sendable {
         self.now = now
         self.wall = wall
         self.writeRefused = .cannotWrite(path: store.path, reason: "the write was refused")
+        // A start on a full disk has said so (once): the first refused write is not news.
+        self.writes = StoreWrites(failing: !store.isWritable, logger: logger)
         var state = State()
         state.ledger = QuotaLedger(quotas: daemon.configuration.quotas)
         let timings = daemon.configuration.timings
         let now = wall()
         // Sequence numbers never go backwards across restarts: each start is a generation, numbered in the high bits.
         self.firstSequence = UInt64(store.generation) << 32 + 1
-        // A start on a full disk has said so (once): the first refused write is not news.
-        state.storeFailing = !store.isWritable
         // A row that cannot be read sets aside what its app holds (`setAside`): starting without it silently would
         // lose it, and refusing to start would stop every other app's service over one app's data.
         var unreadable: [String: (reason: String, declarations: Bool)] = [:]

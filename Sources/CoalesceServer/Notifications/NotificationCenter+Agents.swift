@@ -148,15 +148,11 @@ extension NotificationCenter {
     }
 
     /// Writes which entries are shown; queued in the order decided, so that it reaches the store after the entries'
-    /// own write. A write the store refuses leaves them unshown there: the next start sends them once more rather
-    /// than never.
+    /// own write. A write the store refuses leaves them unshown there (and is reported as any refusal is): the next
+    /// start sends them once more rather than never.
     private func noteShown(_ change: Store.AlertChange, in state: inout State) {
         guard !change.isEmpty else { return }
-        self.queueWrite(change, in: &state) { outcome in
-            if case .failure(let error) = outcome {
-                self.logger.warning("Cannot note which notifications the desktop was sent (\(error)), ignoring: a restart sends them again")
-            }
-        }
+        self.queueWrite(change, in: &state) { self.apps.writes.report("notifications", $0) }
     }
 }
 

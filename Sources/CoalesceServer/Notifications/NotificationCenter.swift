@@ -280,10 +280,11 @@ final class NotificationCenter: Sendable {
         let finish: @Sendable (Result<Void, StoreError>) -> Void = { outcome in
             guard let (done, value) = decided.withLock({ $0 }) else { return }
             if case .failure(let error) = outcome {
-                self.logger.error("The store refused a notification change: \(error)")
+                self.apps.writes.report("notifications", error)
                 self.reloadFromStore()
                 return completion(.failure(.storageFailed(reason: error.description)))
             }
+            self.apps.writes.report("notifications", nil)
             for app in done.endsInterruption { _ = try? self.apps.interrupt(name: app.value, begins: false) }
             self.logRate(done.rateNotices)
             guard !done.presentations.isEmpty || !done.drops.isEmpty else { return completion(.success(value)) }
