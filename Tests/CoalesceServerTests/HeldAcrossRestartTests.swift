@@ -21,7 +21,7 @@ import Varlink
     static let daemonKinds: [EventKind] = [
         NotificationCenter.willPresent, NotificationCenter.didReceiveResponse,
         AppManager.protectedDataWillBecomeUnavailable, AppManager.protectedDataDidBecomeAvailable,
-        PlaceFollower.significantTimeChange, PlaceFollower.timeZoneChanged, PlaceFollower.localeChanged,
+        ClockZoneLocaleFollower.significantTimeChange, ClockZoneLocaleFollower.timeZoneChanged, ClockZoneLocaleFollower.localeChanged,
     ]
 
     /// Posts as the daemon does (``AppManager/postFromDaemon``) and waits until the post is on disk.
@@ -52,7 +52,7 @@ import Varlink
             // As the daemon posts them: queued (notifications, the lock) and latest (the clock, zone and locale); a
             // journal watch's kind is a client's kind, posted by the daemon.
             for kind in Self.daemonKinds {
-                let latest = kind.value.hasPrefix("system.") || kind == PlaceFollower.significantTimeChange
+                let latest = kind.value.hasPrefix("system.") || kind == ClockZoneLocaleFollower.significantTimeChange
                 for n in 1...2 {
                     try await self.post(manager, to: Self.mail, kind, ["n": .int(Int64(n))], policy: latest ? .latest : .queue(bound: 256))
                 }

@@ -183,7 +183,7 @@ import Varlink
                 await self.post(manager, strings.kind(4), payload, .merge)
                 await self.post(manager, strings.kind(5), [strings.raw(8): .string(strings.raw(9))], .first)
                 await self.post(manager, NotificationCenter.didReceiveResponse, payload, .queue(bound: 256))
-                await self.post(manager, PlaceFollower.timeZoneChanged, ["timeZone": .string(strings.text(10))], .latest)
+                await self.post(manager, ClockZoneLocaleFollower.timeZoneChanged, ["timeZone": .string(strings.text(10))], .latest)
 
                 // Sent and not acknowledged, and a baseline: rows as the inbox writes them.
                 let event = EventCoding.Queue.Event(

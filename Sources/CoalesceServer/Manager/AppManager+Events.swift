@@ -290,7 +290,7 @@ extension AppManager {
 
     /// Feeds one input to an app's inbox, numbering what it sends from the app's one counter. Two of its actions
     /// are queued now, in the order decided: the events it sends, for the app's stream (left in the list too, for
-    /// ``count(_:of:in:)`` to tell monitors), and its write, for the store (made here, so that the record keeps its
+    /// ``countPostsAndTellMonitors(_:of:in:)`` to tell monitors), and its write, for the store (made here, so that the record keeps its
     /// handle and posts that come before the store begins it can join it; taken out of the list).
     /// - Parameter together: the write waits for ``Store/hurry()`` to go with the others of the event loop's pass.
     func inboxInput(
@@ -349,11 +349,11 @@ extension AppManager {
 
     /// Counts the posts the actions answer, sent at once or held, and tells the monitors that watch traffic of
     /// those posts and of the events that went out (the actions' sends, already on the app's stream).
-    func count(_ actions: [InboxAction], of app: AppName, in state: inout State) {
+    func countPostsAndTellMonitors(_ actions: [InboxAction], of app: AppName, in state: inout State) {
         for case .answer(let answers) in actions {
             for (_, answer) in answers { state.count(answer) }
         }
-        if state.trafficMonitors > 0 { self.count(actions, of: app, watched: &state) }
+        if state.trafficMonitors > 0 { self.tellMonitors(of: actions, app: app, in: &state) }
     }
 
     /// Keeps what monitors are told of a post taken while one watches traffic, under the number its ticket carries,
@@ -371,11 +371,11 @@ extension AppManager {
     ) {
         state.nextPostSeen = ticket.seen
         state.postsSeen[ticket.seen] = PostSeen(target: post.target, kind: post.kind, uid: poster, time: posted, watch: watch)
-        if let answered { self.count([.answer([(ticket, answered)]), .send(sent)], of: app, watched: &state) }
+        if let answered { self.tellMonitors(of: [.answer([(ticket, answered)]), .send(sent)], app: app, in: &state) }
     }
 
-    /// What ``count(_:of:in:)`` tells monitors: each answer's posts, and each burst's deliveries after them.
-    func count(_ actions: [InboxAction], of app: AppName, watched state: inout State) {
+    /// What ``countPostsAndTellMonitors(_:of:in:)`` tells monitors: each answer's posts, and each burst's deliveries after them.
+    func tellMonitors(of actions: [InboxAction], app: AppName, in state: inout State) {
         for (index, action) in actions.enumerated() {
             switch action {
             case .answer(let answers):

@@ -73,7 +73,7 @@ final class PostSeen: Sendable {
 /// Monitors and parked streams: who watches what happens to apps, and how a streaming call waits for its end.
 ///
 /// Each record is told where the thing it reports is decided: a transition where the lifecycle's effects are carried
-/// out (`+Lifecycle`), a post where its answer is counted (``count(_:of:in:)``, sent or held as the inbox decided),
+/// out (`+Lifecycle`), a post where its answer is counted (``countPostsAndTellMonitors(_:of:in:)``, sent or held as the inbox decided),
 /// a delivery where the inbox's events are counted going out on the app's stream, an acknowledgement where it is
 /// taken (`+AppSide`), an attach where the stream becomes the app's, and a detach where it stops being
 /// (``detached(_:_:in:)``). All decided under the manager's lock and sent in the order decided, so that monitors

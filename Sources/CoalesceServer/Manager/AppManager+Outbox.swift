@@ -47,7 +47,7 @@ extension AppManager {
         let decided = state.inboxActions
         state.inboxActions.removeAll()
         for (appName, actions) in decided {
-            self.count(actions, of: appName, in: &state)
+            self.countPostsAndTellMonitors(actions, of: appName, in: &state)
             state.outbox.add(.carryOut(appName, actions, failure: nil))
         }
     }

@@ -124,7 +124,7 @@ extension AppManager {
                 }
                 return actions
             } ?? []
-            self.count(actions, of: appName, in: &state)
+            self.countPostsAndTellMonitors(actions, of: appName, in: &state)
             state.outbox.add(.carryOut(appName, actions, failure: failure))
             switch delivery {
             case .refused?:

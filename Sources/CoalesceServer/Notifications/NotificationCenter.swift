@@ -107,7 +107,7 @@ final class NotificationCenter: Sendable {
     let timer = Mutex<AlertTimer?>(nil)
     /// The presentation rate's timer; touched only while carrying actions out.
     let rateTimer = Mutex<Scheduled<Void>?>(nil)
-    /// Told of each clock setting and zone change the timer reports, for the apps (``PlaceFollower``); and whether
+    /// Told of each clock setting and zone change the timer reports, for the apps (``ClockZoneLocaleFollower``); and whether
     /// the zone link is watched from the start rather than once a floating rule needs it.
     let changes = Mutex<(follower: (@Sendable (AlertTimer.Event, String) -> Void)?, watchZone: Bool)>((nil, false))
 

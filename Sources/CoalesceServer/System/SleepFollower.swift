@@ -47,13 +47,13 @@ final class SleepFollower: Sendable {
     private let bus: BusConnection
     private let apps: AppManager
     private let notifications: NotificationCenter
-    private let place: PlaceFollower
+    private let place: ClockZoneLocaleFollower
     private let logger: Logger
     private let state = Mutex(State())
     private let signals: AsyncStream<Bool>
     private let signalSink: AsyncStream<Bool>.Continuation
 
-    init(bus: BusConnection, apps: AppManager, notifications: NotificationCenter, place: PlaceFollower, logger: Logger) {
+    init(bus: BusConnection, apps: AppManager, notifications: NotificationCenter, place: ClockZoneLocaleFollower, logger: Logger) {
         self.bus = bus
         self.apps = apps
         self.notifications = notifications

@@ -4,11 +4,11 @@ import Systemd
 import Varlink
 
 /// The system around the apps, followed as `[System]` says: logind's sleep (``SleepFollower``), the seat's screen
-/// lock (``LockFollower``), the clock, the zone and the locale (``PlaceFollower``), over one long-lived connection
+/// lock (``LockFollower``), the clock, the zone and the locale (``ClockZoneLocaleFollower``), over one long-lived connection
 /// to the system bus (the user's, for a user instance). Without a bus, sleep, lock and locale are not followed, and
 /// the start says so; the clock and the zone still are.
 final class SystemFollower: Sendable {
-    let place: PlaceFollower
+    let place: ClockZoneLocaleFollower
     let sleep: SleepFollower?
     let lock: LockFollower?
     let bus: BusConnection?
@@ -30,7 +30,7 @@ final class SystemFollower: Sendable {
     ) {
         self.settings = settings
         self.logger = logger
-        let place = PlaceFollower(apps: apps, logger: logger)
+        let place = ClockZoneLocaleFollower(apps: apps, logger: logger)
         self.place = place
         self.bus = bus
         self.busProblem = busProblem

@@ -10,7 +10,7 @@ import Varlink
 ///
 /// The clock and the zone are reported by the notification timers (``AlertTimer``: its `TFD_TIMER_CANCEL_ON_SET`
 /// timerfd and its watch of /etc/localtime), which call ``clockChanged()`` and ``timeZoneChanged(to:)``.
-final class PlaceFollower: Sendable {
+final class ClockZoneLocaleFollower: Sendable {
     static let significantTimeChange = EventKind(daemonKind: "lifecycle.significantTimeChange")
     static let timeZoneChanged = EventKind(daemonKind: "system.timeZoneChanged")
     static let localeChanged = EventKind(daemonKind: "system.localeChanged")
