@@ -40,8 +40,9 @@ enum AppAction: Sendable {
     /// FreezeUnit or ThawUnit for the app's launch unit, its answer fed to the app's ``SuspensionHold``.
     case unitCall(AppName, UnitCall)
     case log(AppManager.LogEntry)
-    /// Arms the timer (replacing the one armed with its name), or, `nil`, cancels it.
-    case arm(AppTimer, after: Duration?)
+    /// Arms the timer (replacing the one armed with its name) to fire `after` from when it was decided (on the
+    /// event loop's clock), or, `nil`, cancels it: carried out a moment later, it fires when it would have.
+    case arm(AppTimer, after: Duration?, decided: NIODeadline)
 }
 
 /// A call to systemd about an app's launch unit.

@@ -60,7 +60,7 @@ extension AppManager {
             if let waiting = record.restored {
                 // The process that ran the app before the daemon's restart: it goes on where it was, and hears what
                 // happened meanwhile. Any other: that process is not coming back, and this one is launched.
-                if waiting.timeoutArmed { state.outbox.add(.arm(.reattach(appName), after: nil)) }
+                if waiting.timeoutArmed { state.outbox.add(self.arming(.reattach(appName), after: nil)) }
                 record.restored = nil
                 state.records[appName] = record
                 if waiting.identity == identity {
@@ -111,7 +111,7 @@ extension AppManager {
                 try lifecycle.launch(destination, now: now)
             } onError: { _ in }  // a not-running app can always be launched
             if let pending {
-                state.outbox.add(.arm(.launch(appName), after: nil))
+                state.outbox.add(self.arming(.launch(appName), after: nil))
                 state.records[appName]!.pendingLaunch = nil
                 state.outbox.add(.answerLaunch(pending.waiters, nil))
             }

@@ -56,7 +56,7 @@ extension AppManager {
         self.reschedule(appName, &record, now: self.now(), in: &state)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {
-                if restored.timeoutArmed { state.outbox.add(.arm(.reattach(appName), after: nil)) }
+                if restored.timeoutArmed { state.outbox.add(self.arming(.reattach(appName), after: nil)) }
                 record.restored = nil
             }
             self.recordState(appName, record, in: &state)
@@ -235,7 +235,7 @@ extension AppManager {
         let deadline = record.lifecycle.nextDeadline
         guard deadline != record.deadline else { return }
         record.deadline = deadline
-        state.outbox.add(.arm(.deadline(appName), after: deadline.map { max(.zero, now.duration(to: $0)) }))
+        state.outbox.add(self.arming(.deadline(appName), after: deadline.map { max(.zero, now.duration(to: $0)) }))
     }
 
     func deadlineReached(_ appName: AppName) {

@@ -99,8 +99,8 @@ extension AppManager {
             self.call(call, for: appName)
         case .log(let entry):
             self.write(entry)
-        case .arm(let timer, let delay):
-            self.arm(timer, after: delay)
+        case .arm(let timer, let delay, let decided):
+            self.arm(timer, after: delay, from: decided)
         }
     }
 
@@ -108,10 +108,15 @@ extension AppManager {
         self.logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata)
     }
 
-    /// Arms `timer` to fire after `delay`, in place of the one armed with its name; `nil` cancels it.
-    func arm(_ timer: AppTimer, after delay: Duration?) {
+    /// The action that arms `timer` to fire `delay` from now, or (`nil`) cancels it.
+    func arming(_ timer: AppTimer, after delay: Duration?) -> AppAction {
+        .arm(timer, after: delay, decided: self.eventLoop.now)
+    }
+
+    /// Arms `timer` to fire `delay` after `start`, in place of the one armed with its name; `nil` cancels it.
+    func arm(_ timer: AppTimer, after delay: Duration?, from start: NIODeadline) {
         let scheduled = delay.map { delay in
-            self.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) { self.fire(timer, after: delay) }
+            self.eventLoop.scheduleTask(deadline: start + .nanoseconds(delay.nanoseconds)) { self.fire(timer, after: delay) }
         }
         let replaced = self.timers.withLock { timers in
             scheduled.map { timers.updateValue($0, forKey: timer) } ?? timers.removeValue(forKey: timer)

@@ -92,9 +92,9 @@ extension AppManager {
         for action in actions {
             switch action {
             case .armDelay:
-                state.outbox.add(.arm(.suspensionDelay(appName), after: self.daemon.configuration.suspensionDelay))
+                state.outbox.add(self.arming(.suspensionDelay(appName), after: self.daemon.configuration.suspensionDelay))
             case .cancelDelay:
-                state.outbox.add(.arm(.suspensionDelay(appName), after: nil))
+                state.outbox.add(self.arming(.suspensionDelay(appName), after: nil))
             case .stop(let held, let reason):
                 let process = held.process
                 switch reason {
@@ -125,7 +125,7 @@ extension AppManager {
             case .thaw(let unit):
                 state.outbox.add(.unitCall(appName, .thaw(unit: unit, process: record.process?.handle)))
             case .retryLater:
-                state.outbox.add(.arm(.unitRetry(appName), after: .seconds(1)))
+                state.outbox.add(self.arming(.unitRetry(appName), after: .seconds(1)))
             case .released:
                 // A process taken up after a restart of the daemon could not attach again while it was held: its
                 // time to attach again starts now.
@@ -133,7 +133,7 @@ extension AppManager {
                     let timeout = self.daemon.configuration.launchTimeout
                 {
                     record.restored?.timeoutArmed = true
-                    state.outbox.add(.arm(.reattach(appName), after: timeout))
+                    state.outbox.add(self.arming(.reattach(appName), after: timeout))
                 }
             case .frozen(let unit, let time):
                 var entry = Self.suspensionEntry(

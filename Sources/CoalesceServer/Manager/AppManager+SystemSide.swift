@@ -32,7 +32,7 @@ extension AppManager {
             if record.pendingLaunch == nil {
                 record.pendingLaunch = PendingLaunch(destination: destination)
                 // LaunchTimeoutSec=infinity: the launch waits for the app as long as it takes.
-                if let timeout { state.outbox.add(.arm(.launch(appName), after: timeout)) }
+                if let timeout { state.outbox.add(self.arming(.launch(appName), after: timeout)) }
             } else {
                 // A second Launch while one waits joins it; the later destination wins.
                 record.pendingLaunch!.destination = destination
@@ -175,7 +175,7 @@ extension AppManager {
     func failLaunch(_ appName: AppName, _ error: SystemError) {
         self.decide { state, _ in
             guard let pending = state.records[appName]?.pendingLaunch else { return }
-            state.outbox.add(.arm(.launch(appName), after: nil))
+            state.outbox.add(self.arming(.launch(appName), after: nil))
             state.records[appName]!.pendingLaunch = nil
             state.outbox.add(.answerLaunch(pending.waiters, error))
         }

@@ -357,7 +357,7 @@ final class AppManager: Sendable {
                     return record.suspension.held != nil
                 }
             }
-            if held == false { self.arm(.reattach(appName), after: timeout) }
+            if held == false { self.arm(.reattach(appName), after: timeout, from: eventLoop.now) }
         }
         self.thawLeftOver()
     }
