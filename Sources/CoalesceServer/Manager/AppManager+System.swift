@@ -8,26 +8,21 @@ import Varlink
 /// zone, the locale and the screen lock reach running apps as events (held, coalesced, while they are suspended);
 /// the daemon's own events (`notification.`, `system.`, those `lifecycle.` kinds) are posted here.
 extension AppManager {
-    /// An app told willResignActive for the system's sleep: the number it acknowledges.
-    struct SleepInterruption: Sendable {
-        var app: AppName
-        var sequence: UInt64
-        /// Whether a process is attached to hear it (one taken up after a restart and not attached is not waited for).
-        var attached: Bool
-    }
-
-    /// The system goes to sleep: every active app is interrupted (willResignActive, reason `sleep`). An app inactive
-    /// for another interruption (a call) is left as it is, and so stays inactive after the wake.
+    /// The system goes to sleep: the apps ``SleepInterruption/appsToInterrupt(_:)`` names are interrupted
+    /// (willResignActive, reason `sleep`). Returns those told, with the numbers they acknowledge.
     func systemWillSleep() -> [SleepInterruption] {
         self.decide { state, log in
             let now = self.now()
+            var onScreen: [AppName: AppState] = [:]
+            for appName in state.onScreen {
+                if let record = state.records[appName] { onScreen[appName] = record.lifecycle.state }
+            }
             var told: [SleepInterruption] = []
-            for appName in state.onScreen.sorted() where state.records[appName]?.lifecycle.state == .active {
+            for appName in SleepInterruption.appsToInterrupt(onScreen) {
                 self.input(appName, in: &state, log: &log) { lifecycle in
                     (try? lifecycle.interruptionBegan(now: now, reason: .sleep)) ?? []
                 }
                 guard let record = state.records[appName], record.lifecycle.interrupted else { continue }
-                state.interruptedBySleep.insert(appName)
                 told.append(SleepInterruption(
                     app: appName,
                     sequence: record.lifecycle.nextSequence - 1,
@@ -38,14 +33,15 @@ extension AppManager {
         }
     }
 
-    /// The system woke: the apps its sleep interrupted become active again (didBecomeActive, reason `wake`), unless
-    /// something else took them out of the foreground meanwhile. Returns them.
+    /// The system woke: of the apps its sleep interrupted (`interrupted`), those still inactive for it become
+    /// active again (didBecomeActive, reason `wake`); one something else took out of the foreground meanwhile is
+    /// left. Returns those made active.
     @discardableResult
-    func systemDidWake() -> [AppName] {
+    func systemDidWake(_ interrupted: [AppName]) -> [AppName] {
         self.decide { state, log in
             let now = self.now()
             var woken: [AppName] = []
-            for appName in state.interruptedBySleep.sorted() {
+            for appName in interrupted {
                 guard let record = state.records[appName], record.lifecycle.interrupted, record.lifecycle.state == .inactive
                 else { continue }
                 self.input(appName, in: &state, log: &log) { lifecycle in
@@ -53,7 +49,6 @@ extension AppManager {
                 }
                 woken.append(appName)
             }
-            state.interruptedBySleep.removeAll()
             return woken
         }
     }

@@ -178,8 +178,6 @@ final class AppManager: Sendable {
         /// Who waits for an app to acknowledge a callback, by app: the number and the waiter
         /// (``AppManager/waitForAcknowledgement(of:sequence:within:)``).
         var acknowledgementWaiters: [AppName: [(sequence: UInt64, waiter: CheckedContinuation<Bool, Never>)]] = [:]
-        /// The apps the system's sleep interrupted, which its wake makes active again.
-        var interruptedBySleep: Set<AppName> = []
         /// Whether the screen is unlocked (protected data available), as the seat's session last said.
         var protectedDataAvailable = true
         /// Apps that woke not knowing the lock's state: told once the lock is let go (``AppManager/decide(_:)``).

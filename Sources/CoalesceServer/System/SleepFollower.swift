@@ -14,9 +14,12 @@ import Glibc
 /// again, makes the interrupted app active (didBecomeActive, reason `wake`) and has the notifications handle what
 /// came due meanwhile (``NotificationCenter/resumed()``).
 ///
-/// The steps follow systemd's "Taking Delay Locks" (docs/INHIBITOR_LOCKS.md): the PrepareForSleep match is in place
-/// before the inhibitor is asked for, the inhibitor is closed only once the preparation is done, and it is taken
-/// again only on PrepareForSleep(false) (logind refuses it while the sleep is under way).
+/// What to do and when is decided by ``SleepPreparation`` (who is waited for and until when, who was late, when the
+/// inhibitor is asked for and let go, whom the wake makes active); this carries it out on the bus, the manager, the
+/// store and the journal, and feeds back what came of it. The steps follow systemd's "Taking Delay Locks"
+/// (docs/INHIBITOR_LOCKS.md): the PrepareForSleep match is in place before the inhibitor is asked for, the inhibitor
+/// is closed only once the preparation is done, and it is taken again only on PrepareForSleep(false) (logind refuses
+/// it while the sleep is under way).
 final class SleepFollower: Sendable {
     /// What Stats and STATUS= show of it.
     struct Snapshot: Sendable {
@@ -37,10 +40,14 @@ final class SleepFollower: Sendable {
     static let login1Path = "/org/freedesktop/login1"
     static let login1Manager = "org.freedesktop.login1.Manager"
 
+    /// The inhibitor's handle is its file descriptor.
+    typealias Preparation = SleepPreparation<ContinuousClock.Instant, Int32>
+
     private struct State {
-        var inhibitor: Int32 = -1
+        var preparation = Preparation(delay: SleepFollower.defaultDelayMax)
         var snapshot = Snapshot()
-        var sleeping = false
+        /// When (wall clock) the sleep being prepared for was announced.
+        var announced: Double?
         var subscription: BusSubscription?
     }
 
@@ -62,7 +69,13 @@ final class SleepFollower: Sendable {
         (self.signals, self.signalSink) = AsyncStream.makeStream(of: Bool.self)
     }
 
-    var snapshot: Snapshot { self.state.withLock { $0.snapshot } }
+    var snapshot: Snapshot {
+        self.state.withLock { state in
+            var snapshot = state.snapshot
+            snapshot.delayMax = state.preparation.delay
+            return snapshot
+        }
+    }
 
     /// Subscribes to PrepareForSleep, reads the delay logind grants and takes the inhibitor; then handles each
     /// signal in its turn until ``stop()``.
@@ -95,9 +108,9 @@ final class SleepFollower: Sendable {
         if let delay = try? await self.bus.property(
             destination: Self.login1, path: Self.login1Path, interface: Self.login1Manager, name: "InhibitDelayMaxUSec", timeout: .seconds(5)
         ).uintValue {
-            self.state.withLock { $0.snapshot.delayMax = .microseconds(Int64(clamping: delay)) }
+            self.state.withLock { $0.preparation.delay = .microseconds(Int64(clamping: delay)) }
         }
-        await self.takeInhibitor(after: nil)
+        await self.carryOut(self.decide { $0.start() })
         for await start in self.signals {
             if start { await self.prepareForSleep() } else { await self.woke() }
         }
@@ -107,36 +120,107 @@ final class SleepFollower: Sendable {
     /// Ends ``run()`` and lets go of the inhibitor.
     func stop() {
         self.signalSink.finish()
-        let (fd, subscription) = self.state.withLock { state in
-            defer {
-                state.inhibitor = -1
-                state.snapshot.inhibitorHeld = false
-            }
-            return (state.inhibitor, state.subscription)
+        let (actions, subscription) = self.state.withLock { state in
+            state.snapshot.inhibitorHeld = false
+            return (state.preparation.stop(), state.subscription)
         }
         subscription?.cancel()
-        if fd >= 0 { close(fd) }
+        for case .releaseInhibitor(let fd) in actions { close(fd) }
     }
 
     /// After logind or the bus came back: a sleep whose PrepareForSleep(false) was lost is ended (in the signals'
     /// order, through their stream), and the inhibitor taken if none is held.
     private func recover(after cause: String) async {
-        if self.state.withLock({ $0.sleeping }) {
+        await self.carryOut(self.decide { $0.start(cause: cause) })
+    }
+
+    private func prepareForSleep() async {
+        let wall = wallClock()
+        let actions = self.decide { preparation, state in
+            state.announced = wall
+            return preparation.sleepAnnounced(now: .now)
+        }
+        self.place.willSleep()
+        await self.carryOut(actions)
+    }
+
+    private func woke() async {
+        let wall = wallClock()
+        let actions = self.decide { preparation, state in
+            state.snapshot.lastWake = wall
+            return preparation.wakeAnnounced(now: .now)
+        }
+        self.place.didWake()
+        await self.carryOut(actions)
+    }
+
+    /// Feeds the machine under the lock; what it returns is carried out after it.
+    private func decide(
+        _ input: (inout Preparation, inout State) -> [Preparation.Action]
+    ) -> [Preparation.Action] {
+        self.state.withLock { state in
+            var preparation = state.preparation
+            defer { state.preparation = preparation }
+            return input(&preparation, &state)
+        }
+    }
+
+    private func decide(_ input: (inout Preparation) -> [Preparation.Action]) -> [Preparation.Action] {
+        self.decide { preparation, _ in input(&preparation) }
+    }
+
+    /// Carries out `actions` in order, each one's consequences before the next.
+    private func carryOut(_ actions: [Preparation.Action]) async {
+        var queue = actions
+        while !queue.isEmpty {
+            let action = queue.removeFirst()
+            queue.insert(contentsOf: await self.perform(action), at: 0)
+        }
+    }
+
+    /// Carries out one action; returns what the machine decided of its outcome.
+    private func perform(_ action: Preparation.Action) async -> [Preparation.Action] {
+        switch action {
+        case .takeInhibitor(let cause):
+            return await self.takeInhibitor(after: cause)
+        case .inhibitorHeld(let cause):
+            self.state.withLock { state in
+                state.snapshot.inhibitorHeld = true
+                state.snapshot.problem = nil
+            }
+            if let cause { self.logger.notice("Took logind's sleep inhibitor again (\(cause))") }
+            return []
+        case .releaseInhibitor(let fd):
+            close(fd)
+            return []
+        case .interruptApps:
+            let told = self.apps.systemWillSleep()
+            return self.decide { $0.told(told, now: .now) }
+        case .waitForAcknowledgements(let waits, let deadline):
+            return await self.waitForAcknowledgements(waits, until: deadline)
+        case .flushStore:
+            await self.apps.store.flush()
+            return self.decide { $0.flushed(now: .now) }
+        case .wentToSleep(let report):
+            self.wentToSleep(report)
+            return []
+        case .wakeApps(let interrupted):
+            await self.wakeApps(interrupted)
+            return []
+        case .askPreparingForSleep(let cause):
             let preparing = try? await self.bus.property(
                 destination: Self.login1, path: Self.login1Path, interface: Self.login1Manager, name: "PreparingForSleep", timeout: .seconds(5)
             ).boolValue
-            if preparing == false {
-                self.logger.notice("The wake's signal was lost (\(cause)): the system is awake")
-                self.signalSink.yield(false)
-            }
-            return
+            return self.decide { $0.preparingForSleep(preparing, cause: cause) }
+        case .catchUpWake(let cause):
+            self.logger.notice("The wake's signal was lost (\(cause)): the system is awake")
+            self.signalSink.yield(false)
+            return []
         }
-        await self.takeInhibitor(after: cause)
     }
 
-    /// Asks logind for the delay inhibitor, unless one is held or the system is on its way to sleep.
-    private func takeInhibitor(after cause: String?) async {
-        guard self.state.withLock({ $0.inhibitor < 0 && !$0.sleeping }) else { return }
+    /// Asks logind for the delay inhibitor.
+    private func takeInhibitor(after cause: String?) async -> [Preparation.Action] {
         do {
             let reply = try await self.bus.call(
                 destination: Self.login1, path: Self.login1Path, interface: Self.login1Manager, member: "Inhibit",
@@ -149,65 +233,51 @@ final class SleepFollower: Sendable {
             guard case .fileDescriptor(let fd) = reply.first else {
                 throw SystemdError(operation: "call \(Self.login1Manager).Inhibit", errno: EBADMSG)
             }
-            let kept = self.state.withLock { state -> Bool in
-                guard state.inhibitor < 0, !state.sleeping else { return false }
-                state.inhibitor = fd
-                state.snapshot.inhibitorHeld = true
-                state.snapshot.problem = nil
-                return true
-            }
-            if !kept { close(fd) }  // another call took one first, or sleep began meanwhile
-            if kept, let cause { self.logger.notice("Took logind's sleep inhibitor again (\(cause))") }
+            return self.decide { $0.inhibitorTaken(fd, cause: cause) }
         } catch {
             self.fail("Cannot take logind's sleep inhibitor: \(error); apps are told of sleep only as it happens")
+            return []
         }
     }
 
-    private func prepareForSleep() async {
-        let started = ContinuousClock.now
-        let wall = wallClock()
-        let (fd, budget) = self.state.withLock { state in
-            defer {
-                state.sleeping = true
-                state.inhibitor = -1
-            }
-            return (state.inhibitor, state.snapshot.delayMax)
-        }
-        self.place.willSleep()
-        let told = self.apps.systemWillSleep()
-        // Three quarters of logind's delay for the apps; the rest for the store's writes and a margin.
-        let waitBudget = budget * 3 / 4
-        var late: [String] = []
-        await withTaskGroup(of: (String, Bool).self) { group in
-            for interruption in told where interruption.attached {
+    /// Waits for each app's acknowledgement, all at once, until `deadline`.
+    private func waitForAcknowledgements(
+        _ waits: [(app: AppName, sequence: UInt64)],
+        until deadline: ContinuousClock.Instant
+    ) async -> [Preparation.Action] {
+        let within = max(.zero, ContinuousClock.now.duration(to: deadline))
+        var next: [Preparation.Action] = []
+        await withTaskGroup(of: (AppName, UInt64, Bool).self) { group in
+            for (app, sequence) in waits {
                 group.addTask {
-                    let acknowledged = await self.apps.waitForAcknowledgement(
-                        of: interruption.app, sequence: interruption.sequence, within: waitBudget
-                    )
-                    return (interruption.app.value, acknowledged)
+                    (app, sequence, await self.apps.waitForAcknowledgement(of: app, sequence: sequence, within: within))
                 }
             }
-            for await (app, acknowledged) in group where !acknowledged { late.append(app) }
+            for await (app, sequence, acknowledged) in group {
+                next += self.decide { acknowledged ? $0.acknowledged(app, upTo: sequence) : $0.notAcknowledged(app) }
+            }
         }
-        await self.apps.store.flush()
-        if fd >= 0 { close(fd) }
-        let elapsed = started.duration(to: .now)
+        return next
+    }
+
+    private func wentToSleep(_ report: Preparation.Report) {
+        let late = report.late.map(\.value)
         self.state.withLock { state in
             state.snapshot.inhibitorHeld = false
-            state.snapshot.lastSleep = wall
-            state.snapshot.lastPreparation = elapsed
-            state.snapshot.lastLate = late.sorted()
+            state.snapshot.lastSleep = state.announced
+            state.snapshot.lastPreparation = report.elapsed
+            state.snapshot.lastLate = late
         }
-        let names = told.map(\.app.value)
+        let names = report.told.map(\.value)
         var metadata: Logger.Metadata = [
             "message_id": "\(MessageID.sleep)",
             "apps": "\(names.joined(separator: " "))",
-            "preparation_ms": "\(elapsed.milliseconds)",
+            "preparation_ms": "\(report.elapsed.milliseconds)",
         ]
         if !late.isEmpty {
-            metadata["late"] = "\(late.sorted().joined(separator: " "))"
+            metadata["late"] = "\(late.joined(separator: " "))"
             self.logger.warning(
-                "Going to sleep: \(late.sorted().joined(separator: ", ")) did not acknowledge willResignActive within \(waitBudget.seconds) s; sleep goes ahead",
+                "Going to sleep: \(late.joined(separator: ", ")) did not acknowledge willResignActive within \(report.budget.seconds) s; sleep goes ahead",
                 metadata: metadata
             )
         } else {
@@ -216,16 +286,13 @@ final class SleepFollower: Sendable {
         }
     }
 
-    private func woke() async {
-        let wall = wallClock()
+    /// The wake: the apps the sleep interrupted made active again, the notifications told, the journal's entry.
+    private func wakeApps(_ interrupted: [AppName]) async {
         let slept = self.state.withLock { state -> Double? in
-            state.sleeping = false
-            state.snapshot.lastWake = wall
-            return state.snapshot.lastSleep.map { wall - $0 }
+            guard let wake = state.snapshot.lastWake else { return nil }
+            return state.snapshot.lastSleep.map { wake - $0 }
         }
-        self.place.didWake()
-        await self.takeInhibitor(after: nil)
-        let woken = self.apps.systemDidWake()
+        let woken = self.apps.systemDidWake(interrupted)
         await self.notifications.resumed()
         let message = "Woke from sleep" + (slept.map { " after \(Self.format($0)) s" } ?? "")
             + (woken.isEmpty ? "" : "; \(woken.map(\.value).joined(separator: ", ")) active again")
