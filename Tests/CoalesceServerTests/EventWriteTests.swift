@@ -138,9 +138,9 @@ import Varlink
             try app.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(mail.value)], more: true))
             _ = try app.receiveReply()  // its state
             // The launch that queues the delivery of what it held may still be on its way after that reply: the
-            // delivery must be queued behind the failing write before the writer is let go.
+            // delivery must be handed to the store, behind the failing write, before the writer is let go.
             try waitUntil("the delivery to be queued", timeout: .seconds(10), poll: .milliseconds(1)) {
-                manager.state.withLock { $0.records[mail]?.inbox.draining == true }
+                manager.state.withLock { $0.records[mail]?.inbox.draining == true && $0.outbox.isCarriedOut }
             }
             first.release.signal()
             second.entered.wait()

@@ -94,7 +94,7 @@ extension AppManager {
             if record.lifecycle.receivesAtOnce { self.beganReceiving(appName, &record, woken: false, in: &state) }
             state.records[appName] = record
             state.attached[id] = appName
-            state.parks[id] = Park()
+            state.parks.open(id)
             guard record.lifecycle.state == .notRunning else {
                 self.recordState(appName, record, in: &state)  // its process may be another one now
                 // A process it replaced, held while suspended, is continued; this one is held after the delay.
@@ -161,7 +161,7 @@ extension AppManager {
             self.input(appName, in: &state, log: &log) { lifecycle in
                 lifecycle.acknowledge(upTo: sequence, now: now)
             }
-            return state.acknowledgementWaiters.isEmpty ? [] : Self.takeWaiters(of: appName, upTo: sequence, in: &state)
+            return state.acknowledgementWaiters.isEmpty ? [] : state.acknowledgementWaiters.take(of: appName, upTo: sequence)
         }
         for waiter in waiters { waiter.resume(returning: true) }
     }

@@ -213,8 +213,8 @@ extension AppManager {
             defer { drains = state.outbox.take(into: &batch) }
             let ledger = state.ledger
             // The one check a post makes for monitors: while none watches traffic, it makes nothing for them.
-            let watched = state.trafficMonitors > 0
-            if watched { ticket.seen = state.nextPostSeen + 1 }
+            let watched = state.monitoring.watchesTraffic
+            if watched { ticket.seen = state.monitoring.nextPostSeen }
             let posted = self.wall()
             let outcome = state.deciding(appName) { record, outbox -> Enqueued in
                 if checking {
@@ -353,7 +353,7 @@ extension AppManager {
         for case .answer(let answers) in actions {
             for (_, answer) in answers { state.count(answer) }
         }
-        if state.trafficMonitors > 0 { self.tellMonitors(of: actions, app: app, in: &state) }
+        if state.monitoring.watchesTraffic { self.tellMonitors(of: actions, app: app, in: &state) }
     }
 
     /// Keeps what monitors are told of a post taken while one watches traffic, under the number its ticket carries,
@@ -369,8 +369,7 @@ extension AppManager {
         _ sent: [AppInbox.Sent],
         in state: inout State
     ) {
-        state.nextPostSeen = ticket.seen
-        state.postsSeen[ticket.seen] = PostSeen(target: post.target, kind: post.kind, uid: poster, time: posted, watch: watch)
+        state.monitoring.saw(PostSeen(target: post.target, kind: post.kind, uid: poster, time: posted, watch: watch), as: ticket.seen)
         if let answered { self.tellMonitors(of: [.answer([(ticket, answered)]), .send(sent)], app: app, in: &state) }
     }
 

@@ -73,9 +73,9 @@ extension AppManager {
             inbox.woke(reception, next: &next)
         }
         state.inboxActions.append((appName, woke))
-        if woken, record.toldProtectedDataAvailable != state.protectedDataAvailable {
-            record.toldProtectedDataAvailable = state.protectedDataAvailable
-            state.protectedDataNews.append((appName, state.protectedDataAvailable))
+        if woken, record.toldProtectedDataAvailable != state.screenLock.available {
+            record.toldProtectedDataAvailable = state.screenLock.available
+            state.screenLock.news.append((appName, state.screenLock.available))
         }
     }
 

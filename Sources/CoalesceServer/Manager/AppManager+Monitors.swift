@@ -90,9 +90,8 @@ extension AppManager {
         let id = self.decide { state, _ in
             let id = state.nextID
             state.nextID += 1
-            state.monitors[id] = Monitor(responder: responder, filter: filter)
-            if filter.watchesTraffic { state.trafficMonitors += 1 }
-            state.parks[id] = Park()
+            state.monitoring.add(id, Monitor(responder: responder, filter: filter))
+            state.parks.open(id)
             // Its first reply goes ahead of the records decided after it.
             state.outbox.add(.send(responder, [[:]]))
             return id
@@ -112,23 +111,11 @@ extension AppManager {
         in state: inout State,
         _ reply: () -> JSONObject
     ) {
-        guard !state.monitors.isEmpty else { return }
-        var made: JSONObject?
-        for (id, monitor) in state.monitors where monitor.filter.shows(record, app: app, kind: kind) {
-            if monitor.responder.backlog > Self.monitorBacklogBound {
-                self.removeMonitor(id, in: &state)
-                self.endPark(id, .overrun, in: &state)
-            } else {
-                if made == nil { made = reply() }
-                state.outbox.add(.send(monitor.responder, [made!]))
-            }
-        }
-    }
-
-    private func removeMonitor(_ id: Int, in state: inout State) {
-        guard let monitor = state.monitors.removeValue(forKey: id), monitor.filter.watchesTraffic else { return }
-        state.trafficMonitors -= 1
-        if state.trafficMonitors == 0 { state.postsSeen.removeAll() }
+        guard !state.monitoring.isEmpty else { return }
+        let overrun = state.monitoring.tell(
+            record, app: app, kind: kind, bound: Self.monitorBacklogBound, into: &state.outbox, reply
+        )
+        for id in overrun { self.endPark(id, .overrun, in: &state) }
     }
 
     func tellMonitors(
@@ -155,7 +142,7 @@ extension AppManager {
     func tellPosts(_ answers: [(ticket: PostTicket, answer: AppInbox.Answer)], to app: AppName, sentIn bursts: [[AppInbox.Sent]], in state: inout State) {
         var events = bursts.joined().makeIterator()
         for (ticket, answer) in answers {
-            guard ticket.seen != 0, let seen = state.postsSeen.removeValue(forKey: ticket.seen) else { continue }
+            guard ticket.seen != 0, let seen = state.monitoring.takePost(ticket.seen) else { continue }
             let delivered: Bool
             switch answer {
             case .sent: delivered = true
@@ -219,14 +206,7 @@ extension AppManager {
     func park(_ id: Int) async -> StreamEnd {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<StreamEnd, Never>) in
-                let ended = self.state.withLock { state -> StreamEnd? in
-                    guard let end = state.parks[id]?.end else {
-                        state.parks[id]?.continuation = continuation
-                        return nil
-                    }
-                    state.parks[id] = nil
-                    return end
-                }
+                let ended = self.state.withLock { $0.parks.wait(id, continuation) }
                 if let ended { continuation.resume(returning: ended) }
             }
         } onCancel: {
@@ -241,7 +221,7 @@ extension AppManager {
     /// is stopping and closed the stream itself: then the app keeps its state (as recorded) for the next start.
     func streamClosed(_ id: Int) {
         self.decide { state, log in
-            self.removeMonitor(id, in: &state)
+            state.monitoring.remove(id)
             if let appName = state.attached.removeValue(forKey: id), let attachment = state.records[appName]?.attachment,
                 attachment.id == id
             {
@@ -257,13 +237,6 @@ extension AppManager {
     }
 
     func endPark(_ id: Int, _ end: StreamEnd, in state: inout State) {
-        guard var park = state.parks[id] else { return }
-        if let continuation = park.continuation {
-            state.parks[id] = nil
-            state.outbox.add(.endPark(continuation, end))
-        } else if park.end == nil {
-            park.end = end
-            state.parks[id] = park
-        }
+        state.parks.end(id, end, into: &state.outbox)
     }
 }

@@ -31,9 +31,9 @@ extension AppManager {
                 for entry in log { state.outbox.add(.log(entry)) }
                 self.queueInboxActions(in: &state)
                 state.kills.removeAll()
-                if !state.protectedDataNews.isEmpty {
-                    state.outbox.add(.tellProtectedData(state.protectedDataNews))
-                    state.protectedDataNews.removeAll()
+                if !state.screenLock.news.isEmpty {
+                    state.outbox.add(.tellProtectedData(state.screenLock.news))
+                    state.screenLock.news.removeAll()
                 }
                 drains = state.outbox.take(into: &batch)
             }

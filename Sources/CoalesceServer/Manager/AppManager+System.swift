@@ -59,7 +59,7 @@ extension AppManager {
             let answer = self.state.withLock { state -> Bool? in
                 guard let record = state.records[app], record.attachment != nil else { return false }
                 if record.lifecycle.acknowledgedUpTo >= sequence { return true }
-                state.acknowledgementWaiters[app, default: []].append((sequence, continuation))
+                state.acknowledgementWaiters.add(app, sequence, continuation)
                 return nil
             }
             if let answer {
@@ -68,27 +68,11 @@ extension AppManager {
             }
             self.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
                 let expired = self.state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-                    Self.takeWaiters(of: app, upTo: sequence, in: &state, expiring: true)
+                    state.acknowledgementWaiters.take(of: app, upTo: sequence, expiring: true)
                 }
                 for waiter in expired { waiter.resume(returning: false) }
             }
         }
-    }
-
-    /// Removes and returns the waiters of `app` for numbers up to `sequence` (or, `expiring`, those waiting for
-    /// exactly `sequence`, whose time ran out).
-    static func takeWaiters(
-        of app: AppName,
-        upTo sequence: UInt64,
-        in state: inout State,
-        expiring: Bool = false
-    ) -> [CheckedContinuation<Bool, Never>] {
-        guard let waiting = state.acknowledgementWaiters[app] else { return [] }
-        let done = waiting.filter { expiring ? $0.sequence == sequence : $0.sequence <= sequence }
-        guard !done.isEmpty else { return [] }
-        let left = waiting.filter { expiring ? $0.sequence != sequence : $0.sequence > sequence }
-        state.acknowledgementWaiters[app] = left.isEmpty ? nil : left
-        return done.map(\.waiter)
     }
 
     /// Posts one of the daemon's own events (`notification.*`) to an app, as a post from root: sent at once to an app
@@ -139,7 +123,7 @@ extension AppManager {
     @discardableResult
     func protectedDataChanged(available: Bool) -> Int {
         let news = self.state.withLock { state -> [(AppName, Bool)] in
-            state.protectedDataAvailable = available
+            state.screenLock.available = available
             var news: [(AppName, Bool)] = []
             for (appName, record) in state.records
             where record.lifecycle.receivesAtOnce && record.toldProtectedDataAvailable != available {

@@ -135,18 +135,12 @@ final class AppManager: Sendable {
         var end: StreamEnd?
     }
 
+    /// The registry of apps (their records and the indices over them) and the owners of the rest
+    /// (`AppManagerOwners.swift`), under the one lock.
     struct State {
         var records: [AppName: Record] = [:]
-        var monitors: [Int: Monitor] = [:]
-        /// Monitors watching posts, deliveries, acknowledgements or attachments: where none does, a post's one
-        /// check (``AppManager/PostTicket/seen``).
-        var trafficMonitors = 0
-        /// What monitors are told of each post taken while a monitor watches traffic, by the number its ticket
-        /// carries (``AppManager/PostTicket/seen``), until its answer is counted; emptied when the last monitor
-        /// watching traffic goes.
-        var postsSeen: [Int: PostSeen] = [:]
-        var nextPostSeen = 0
-        var parks: [Int: Park] = [:]
+        var monitoring = MonitorBoard()
+        var parks = Parks()
         var nextID = 1
         var transitions = 0
         /// Apps in the foreground (inactive or active): an index, so that finding them does not visit every app.
@@ -175,13 +169,8 @@ final class AppManager: Sendable {
         var stopping = false
         /// What each user's apps take against the quotas.
         var ledger = QuotaLedger(quotas: Quotas())
-        /// Who waits for an app to acknowledge a callback, by app: the number and the waiter
-        /// (``AppManager/waitForAcknowledgement(of:sequence:within:)``).
-        var acknowledgementWaiters: [AppName: [(sequence: UInt64, waiter: CheckedContinuation<Bool, Never>)]] = [:]
-        /// Whether the screen is unlocked (protected data available), as the seat's session last said.
-        var protectedDataAvailable = true
-        /// Apps that woke not knowing the lock's state: told once the lock is let go (``AppManager/decide(_:)``).
-        var protectedDataNews: [(AppName, Bool)] = []
+        var acknowledgementWaiters = AcknowledgementWaiters()
+        var screenLock = ScreenLockBook()
 
         /// Counts a post the inbox answered: sent at once, or held.
         mutating func count(_ answer: AppManager.AppInbox.Answer) {

@@ -17,6 +17,9 @@ struct Outbox<Action: Sendable>: Sendable {
 
     var isEmpty: Bool { self.queued.isEmpty }
 
+    /// Everything decided so far has been carried out: nothing is queued and no thread is carrying anything out.
+    var isCarriedOut: Bool { self.queued.isEmpty && !self.draining }
+
     mutating func add(_ action: Action) {
         self.queued.append(action)
     }
