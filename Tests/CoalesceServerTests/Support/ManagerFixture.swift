@@ -68,8 +68,9 @@ final class ManagerFixture: Sendable {
     }
 
     /// Starts a monitor (`io.coalesced.System.Monitor`) of what `filter` asks for; returns once it is in place.
-    func monitor(_ filter: MonitorFilter = MonitorFilter()) async throws -> MonitorStream {
-        let monitor = try await MonitorStream.start(filter, on: self.manager, loop: self.clock.loop)
+    /// Unless `reading`, its client stops reading after the first reply (``MonitorStream/resumeReading()``).
+    func monitor(_ filter: MonitorFilter = MonitorFilter(), reading: Bool = true) async throws -> MonitorStream {
+        let monitor = try await MonitorStream.start(filter, on: self.manager, loop: self.clock.loop, reading: reading)
         self.monitors.withLock { $0.append(monitor) }
         return monitor
     }

@@ -12,9 +12,9 @@ import Testing
 /// It reads the records sent as `(name, record)` (``records()``, ``read(until:)``) and the error that ended the
 /// stream (``ended``), and hangs up (``hangUp()``) as a client that closes its connection does.
 ///
-/// What the manager sends goes out through the loop's tasks, as every reply does: until the test runs the loop (a
-/// read does, and so does any ``TestApp`` read), the replies wait unwritten, as they do for a client that stops
-/// reading.
+/// A monitor started not reading (``start(_:on:loop:reading:)``) is a client that stops reading: what it is sent is
+/// handed to the channel and stays unwritten (``UnreadWrites``), counted against the monitor's bound, until
+/// ``resumeReading()``.
 final class MonitorStream: Sendable {
     typealias Record = (name: String, record: JSONValue)
 
@@ -28,34 +28,51 @@ final class MonitorStream: Sendable {
     let channel: NIOAsyncTestingChannel
     let loop: NIOAsyncTestingEventLoop
     private let call: Task<Void, any Error>
+    /// What holds the replies of a monitor started not reading.
+    private let unread: UnreadWrites?
     private let reading = Mutex(Reading())
 
     /// Starts a monitor of `filter` on `manager`, and waits (bounded) for its first reply, which says it is in place:
-    /// a record decided after this returns reaches it.
+    /// a record decided after this returns reaches it. Unless `reading`, the replies after that first one stay
+    /// unwritten until ``resumeReading()``.
     static func start(
-        _ filter: MonitorFilter, on manager: AppManager, loop: NIOAsyncTestingEventLoop
+        _ filter: MonitorFilter, on manager: AppManager, loop: NIOAsyncTestingEventLoop, reading: Bool = true
     ) async throws -> MonitorStream {
         let channel = NIOAsyncTestingChannel(loop: loop)
         // An address in memory only: the testing channel connects to nothing.
         try await channel.connect(to: try SocketAddress(unixDomainSocketPath: "/coalesced-test/monitor")).get()
+        let unread = reading ? nil : UnreadWrites()
+        if let unread { try await channel.pipeline.addHandler(unread).get() }
         let responder = VarlinkResponder(
             channel: channel, call: VarlinkCall(method: "io.coalesced.System.Monitor", more: true)
         )
         let call = Task { try await manager.monitor(filter, responder: responder) }
-        let monitor = MonitorStream(channel: channel, loop: loop, call: call)
+        let monitor = MonitorStream(channel: channel, loop: loop, call: call, unread: unread)
         let first = try await waitUntil("the monitor's first reply") { () async throws -> JSONValue? in
             try await monitor.replies().first
         }
+        // The first reply was read: the client stops reading after it.
+        if let unread { try await loop.executeInContext { unread.hold() } }
         guard first["continues"]?.boolValue == true, first["error"] == nil,
             first["parameters"]?.objectValue?.allSatisfy({ $0.value == .null }) ?? true
         else { throw SupportError("the monitor did not start: \(first.jsonText)") }
         return monitor
     }
 
-    private init(channel: NIOAsyncTestingChannel, loop: NIOAsyncTestingEventLoop, call: Task<Void, any Error>) {
+    private init(
+        channel: NIOAsyncTestingChannel, loop: NIOAsyncTestingEventLoop, call: Task<Void, any Error>, unread: UnreadWrites?
+    ) {
         self.channel = channel
         self.loop = loop
         self.call = call
+        self.unread = unread
+    }
+
+    /// A monitor started not reading reads again: what it was sent and left unwritten is written, in order, and
+    /// what comes later goes straight through.
+    func resumeReading() async throws {
+        guard let unread = self.unread else { return }
+        try await self.loop.executeInContext { unread.release() }
     }
 
     /// Every reply written since the last read, in order (the loop's due work run first).
@@ -118,5 +135,41 @@ final class MonitorStream: Sendable {
     func hangUp() async throws {
         self.call.cancel()
         try await self.call.value
+    }
+}
+
+/// Writes held as a peer that stops reading leaves them with the server: from ``hold()``, handed to the channel and
+/// not written (their promises unfulfilled, so the responder counts them as its backlog) until ``release()``. Used on
+/// the channel's loop only.
+final class UnreadWrites: ChannelOutboundHandler, @unchecked Sendable {
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var held: [(data: NIOAny, promise: EventLoopPromise<Void>?)] = []
+    private var holding = false
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard self.holding else { return context.write(data, promise: promise) }
+        self.held.append((data, promise))
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        if !self.holding { context.flush() }
+    }
+
+    /// From now on, writes are held.
+    func hold() { self.holding = true }
+
+    /// Writes what was held, in order, and lets what comes next through.
+    func release() {
+        self.holding = false
+        guard let context = self.context else { return }
+        let held = self.held
+        self.held = []
+        for (data, promise) in held { context.write(data, promise: promise) }
+        context.flush()
     }
 }
