@@ -104,6 +104,19 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
+    /// Posts 4 KiB payloads to a queue kind until the daemon refuses one; returns how many it took.
+    static func fill(_ client: VarlinkClient, _ app: String, upTo most: Int = 1000) throws -> (taken: Int, refusal: VarlinkError?) {
+        let payload: JSONValue = ["text": .string(String(repeating: "x", count: 4096))]
+        for taken in 0..<most {
+            do {
+                try post(client, app, "chat", payload, policy: ["policy": "queue", "bound": 10000])
+            } catch let error as VarlinkError {
+                return (taken, error)
+            }
+        }
+        return (most, nil)
+    }
+
     @Test func anAnswerOverTheOwnersQuotaIsRefusedWithTheQuota() async throws {
         let daemon = try DaemonProcess(configuration: noDeadlines + "[Quotas]\nAdminHeldBytes=64K\n")
         try await onThread {
@@ -111,7 +124,7 @@ import Varlink
             let client = try testClient(daemon.socketPath)
             try Self.presented(client)
             // The owner's quota filled with held events: 4 KiB ones, then small ones, until no more fit.
-            #expect(try QuotaTests.fill(client, Self.app).refusal?.varlinkName == "io.coalesced.App.QuotaExceeded")
+            #expect(try Self.fill(client, Self.app).refusal?.varlinkName == "io.coalesced.App.QuotaExceeded")
             var refusal: VarlinkError?
             for _ in 0..<100 where refusal == nil {
                 do {

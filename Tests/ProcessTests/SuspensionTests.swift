@@ -5,7 +5,9 @@ import Varlink
 
 /// Real suspension through SIGSTOP (DESIGN.md §5): the daemon, the example app as real processes, and the kernel's
 /// own account of each process's state (/proc/PID/stat). An app without a launch unit is stopped a short delay
-/// after it is suspended, continued when it wakes, and wakes into exactly what a cooperative app wakes into.
+/// after it is suspended, continued when it wakes, and wakes into exactly what a cooperative app wakes into. The
+/// other suspension cases (nothing stopped while unacknowledged, a stopped app across a restart) run in process
+/// (`CoalesceServerTests`: `InProcessSuspensionTests`, `InProcessRestartTests`).
 @Suite struct SuspensionTests {
     static let mail = "org.example.mail"
     static let maps = "org.example.maps"
@@ -100,79 +102,4 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
-    /// An app is not stopped while an event it was sent is unacknowledged: one that hangs in an event's handler
-    /// in the background and is then suspended (its background task ended) is left running.
-    @Test func anAppThatHasNotAcknowledgedWhatItWasSentIsNotStopped() async throws {
-        let daemon = try DaemonProcess(configuration: Self.configuration)
-        try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let system = try testClient(daemon.socketPath)
-            let mail = try ExampleApp(
-                socket: daemon.socketPath, name: Self.mail,
-                arguments: ["--task-on-background", "sync", "--end-task-after", "1", "--stall-on-event", "mail.ping"]
-            )
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            _ = try system.call("io.coalesced.System.Deactivate", ["app": .string(Self.mail)])
-            #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            #expect(try post(system, Self.mail, "mail.ping") == true)
-            try waitForApp(system, Self.mail, "state", "suspended")
-            // Ten times SuspensionDelaySec=: an app with nothing unacknowledged would be stopped by now.
-            let watched = ContinuousClock.now
-            try waitUntil("a second of org.example.mail suspended and running", timeout: .seconds(5)) {
-                let info = try appInfo(system, Self.mail)
-                #expect(Self.processState(mail.child.pid) != "T")
-                #expect(info["suspendedAs"] == nil)
-                return ContinuousClock.now - watched > .seconds(1)
-            }
-            mail.kill()
-        }
-        daemon.signal(SIGKILL)
-    }
-
-    /// A daemon killed while an app is stopped leaves it stopped; the next start takes it up suspended and stopped,
-    /// does not give up on it for not attaching again (it cannot), and continues it when it is woken: its process
-    /// then attaches again and hears the wake's callbacks, with no launch.
-    @Test func aStoppedAppOutlivesARestartOfTheDaemonAndIsContinuedOnItsWake() async throws {
-        let first = try DaemonProcess(configuration: Self.configuration)
-        try await onThread { try first.waitUntilReady() }
-        let socket = first.socketPath
-        let mail = try await onThread {
-            let system = try testClient(socket)
-            let mail = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
-            try Self.sendHome(mail, system)
-            try Self.waitForState(mail, stopped: true)
-            try commitUnhurriedWrites(system)
-            return mail
-        }
-        first.signal(SIGKILL)
-        _ = try await onThread { first.waitForExit() }
-        let timeout = "[Apps]\nSuspensionDelaySec=100ms\nLaunchTimeoutSec=1s\n"
-        let second = try await onThread { try first.restartedWhenReady(configuration: timeout) }
-        try await onThread {
-            let system = try testClient(socket)
-            #expect(Self.processState(mail.child.pid) == "T")
-            let app = try appInfo(system, Self.mail)
-            #expect(app["state"] == "suspended")
-            #expect(app["suspendedAs"] == "stopped")
-            #expect(app["attached"] == false)
-            // Twice LaunchTimeoutSec=: an app whose process could attach and did not would be given up by now.
-            let watched = ContinuousClock.now
-            try waitUntil("two seconds of org.example.mail suspended and stopped", timeout: .seconds(5)) {
-                let info = try appInfo(system, Self.mail)
-                #expect(info["state"] == "suspended")
-                #expect(info["suspendedAs"] == "stopped")
-                return ContinuousClock.now - watched > .seconds(2)
-            }
-            _ = try system.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
-            #expect(try mail.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
-            try waitForApp(system, Self.mail, "attached", true)
-            #expect(try appInfo(system, Self.mail)["state"] == "active")
-            #expect(mail.output.filter { $0.hasPrefix("callback didFinishLaunching") }.count == 1, "no launch")
-            mail.kill()
-        }
-        #expect(second.output.contains("pid \(mail.child.pid) is stopped as the daemon's last run left it"))
-        #expect(!second.output.contains("did not attach again"))
-        second.signal(SIGKILL)
-    }
 }

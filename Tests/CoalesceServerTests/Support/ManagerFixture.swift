@@ -20,6 +20,7 @@ final class ManagerFixture: Sendable {
     let units: FakeUnits
     let logs: LogCapture
     private let apps = Mutex<[TestApp]>([])
+    private let monitors = Mutex<[MonitorStream]>([])
 
     init(
         manager: AppManager, clock: ManualClock, store: Store, directory: TemporaryDirectory, processes: FakeProcesses,
@@ -66,6 +67,30 @@ final class ManagerFixture: Sendable {
         return app
     }
 
+    /// Starts a monitor (`io.coalesced.System.Monitor`) of what `filter` asks for; returns once it is in place.
+    /// Unless `reading`, its client stops reading after the first reply (``MonitorStream/resumeReading()``).
+    func monitor(_ filter: MonitorFilter = MonitorFilter(), reading: Bool = true) async throws -> MonitorStream {
+        let monitor = try await MonitorStream.start(filter, on: self.manager, loop: self.clock.loop, reading: reading)
+        self.monitors.withLock { $0.append(monitor) }
+        return monitor
+    }
+
+    /// Starts a `System.Launch` of `name` as an operator does, and returns it once the manager has taken it: the
+    /// launch waits for the app's process to attach, and the task's value is its answer (or its error).
+    func launch(_ name: String, destination: LaunchDestination = .foreground) async throws -> Task<AppManager.Snapshot, any Error> {
+        let answered = Mutex(false)
+        let launch = Task {
+            defer { answered.withLock { $0 = true } }
+            return try await self.manager.launch(name: name, destination: destination)
+        }
+        let appName = try AppName(name)
+        try await waitUntil("the manager to take the Launch of \(name)") { () async throws -> Bool in
+            // One that was answered at once (refused) has been taken too: its task has the answer.
+            answered.withLock { $0 } || self.manager.state.withLock { $0.records[appName]?.pendingLaunch != nil }
+        }
+        return launch
+    }
+
     /// Posts as a client of `uid` does (`io.coalesced.App.Post`) and waits for the answer, which comes once the post
     /// is on disk: whether an app was sent it at once. Throws the error the poster would hear.
     @discardableResult
@@ -108,6 +133,10 @@ final class ManagerFixture: Sendable {
         for app in self.apps.withLock({ $0 }) {
             // An Attach that failed has said so to the test that made it.
             try? await app.hangUp()
+        }
+        for monitor in self.monitors.withLock({ $0 }) {
+            // A monitor's call ends without an error of its own when its client goes.
+            try? await monitor.hangUp()
         }
     }
 }
