@@ -17,25 +17,32 @@ import Glibc
 /// (an ``EventWrite``'s rows, a responder's backlog, a quota account). Nothing here calls the store, a stream, a
 /// process, systemd or the event loop while holding it.
 extension AppManager {
-    /// Runs `body` under the lock; what it decided (its actions, the journal entries it wrote in `log`, what the
-    /// inboxes decided) is carried out once the lock is let go.
+    /// Runs `body` under the lock; what it decided is carried out once the lock is let go: its ordered actions
+    /// through the outbox, and what needs no order across threads (the journal entries it wrote in `log`, the
+    /// answers and the rest of what the inboxes decided, the lock's news) by this thread itself, so that a thread
+    /// answering a whole write's posters does not leave that work to another that happens to be draining.
     func decide<T, Failure: Error>(
         _ body: (inout State, inout [LogEntry]) throws(Failure) -> T
     ) throws(Failure) -> T {
         var batch: [AppAction] = []
         var drains = false
-        defer { if drains { self.drain(&batch) } }
+        var own: [AppAction] = []
+        defer {
+            if drains { self.drain(&batch) }
+            for action in own { self.perform(action) }
+        }
         return try self.state.withLock { state throws(Failure) in
             var log: [LogEntry] = []
             defer {
-                for entry in log { state.outbox.add(.log(entry)) }
+                for entry in log { state.own.append(.log(entry)) }
                 self.queueInboxActions(in: &state)
                 state.kills.removeAll()
                 if !state.screenLock.news.isEmpty {
-                    state.outbox.add(.tellProtectedData(state.screenLock.news))
+                    state.own.append(.tellProtectedData(state.screenLock.news))
                     state.screenLock.news.removeAll()
                 }
                 drains = state.outbox.take(into: &batch)
+                if !state.own.isEmpty { swap(&own, &state.own) }
             }
             return try body(&state, &log)
         }
@@ -48,7 +55,7 @@ extension AppManager {
         state.inboxActions.removeAll()
         for (appName, actions) in decided {
             self.countPostsAndTellMonitors(actions, of: appName, in: &state)
-            state.outbox.add(.carryOut(appName, actions, failure: nil))
+            state.own.append(.carryOut(appName, actions, failure: nil))
         }
     }
 
@@ -59,7 +66,7 @@ extension AppManager {
         } while self.state.withLock({ $0.outbox.next(after: &batch) })
     }
 
-    private func perform(_ action: AppAction) {
+    func perform(_ action: AppAction) {
         switch action {
         case .send(let responder, let replies):
             responder.send(all: replies)

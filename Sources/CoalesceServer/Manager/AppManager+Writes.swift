@@ -125,7 +125,7 @@ extension AppManager {
                 return actions
             } ?? []
             self.countPostsAndTellMonitors(actions, of: appName, in: &state)
-            state.outbox.add(.carryOut(appName, actions, failure: failure))
+            state.own.append(.carryOut(appName, actions, failure: failure))
             switch delivery {
             case .refused?:
                 log.append(LogEntry(

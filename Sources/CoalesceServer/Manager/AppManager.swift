@@ -162,8 +162,10 @@ final class AppManager: Sendable {
         var inboxActions: [(AppName, [AppManager.InboxAction])] = []
         /// Processes this decision kills: not continued first (``AppManager/settleSuspension(_:_:killed:log:)``).
         var kills: [any AppProcess] = []
-        /// What was decided and is yet to be carried out.
+        /// What was decided and is yet to be carried out, in order, by one thread at a time.
         var outbox = Outbox<AppAction>()
+        /// What this decision's own thread carries out once it lets go: what needs no order across threads.
+        var own: [AppAction] = []
         /// The daemon is stopping: a stream that closes from now on was closed by the daemon, not by its app's
         /// process ending (``AppManager/daemonStopping()``).
         var stopping = false
