@@ -258,7 +258,7 @@ import Testing
     }
 
     @Test func aZoneLinkThatCannotBeWatchedLeavesTheTimersWorking() async throws {
-        let events = Mutex<[AlertTimer.Event]>([])
+        let events = Synchronization.Mutex<[AlertTimer.Event]>([])
         let timer = try AlertTimer(localtimePath: "/nonexistent-coalesced-test/localtime", watchingZone: false) { event in
             events.withLock { $0.append(event) }
         }

@@ -19,11 +19,11 @@ final class FakeUnits: Sendable {
         var description: String
     }
 
-    let script: Mutex<Script>
+    let script: Synchronization.Mutex<Script>
     private let processes: FakeProcesses
 
     init(_ script: Script = Script(), processes: FakeProcesses) {
-        self.script = Mutex(script)
+        self.script = Synchronization.Mutex(script)
         self.processes = processes
     }
 
