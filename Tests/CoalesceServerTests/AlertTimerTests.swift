@@ -17,7 +17,7 @@ import Testing
     /// when it came.
     final class Harness: Sendable {
         let directory: TemporaryDirectory
-        let recorded = Synchronization.Mutex<[(event: AlertTimer.Event, at: ClockReading)]>([])
+        let recorded = TestMutex<[(event: AlertTimer.Event, at: ClockReading)]>([])
         let timer: AlertTimer
 
         init(zoneSettle: Duration = .zero) throws {
@@ -42,7 +42,7 @@ import Testing
         deinit { self.timer.stop() }
 
         /// The timer's thread, as the first event shows it.
-        let threadID = Synchronization.Mutex<pid_t?>(nil)
+        let threadID = TestMutex<pid_t?>(nil)
 
         func record(_ event: AlertTimer.Event) {
             let now = AlertTimer.now()
@@ -206,8 +206,8 @@ import Testing
     }
 
     @Test func stopFromTheEventHandlerEndsTheTimer() async throws {
-        let calls = Synchronization.Mutex(0)
-        let timerBox = Synchronization.Mutex<AlertTimer?>(nil)
+        let calls = TestMutex(0)
+        let timerBox = TestMutex<AlertTimer?>(nil)
         let directory = try TemporaryDirectory()
         let timer = try AlertTimer(localtimePath: directory.file("localtime")) { _ in
             calls.withLock { $0 += 1 }
@@ -258,7 +258,7 @@ import Testing
     }
 
     @Test func aZoneLinkThatCannotBeWatchedLeavesTheTimersWorking() async throws {
-        let events = Synchronization.Mutex<[AlertTimer.Event]>([])
+        let events = TestMutex<[AlertTimer.Event]>([])
         let timer = try AlertTimer(localtimePath: "/nonexistent-coalesced-test/localtime", watchingZone: false) { event in
             events.withLock { $0.append(event) }
         }

@@ -8,8 +8,8 @@ import Testing
     /// A lock owner in miniature: decisions add numbers under the lock; the drainer records them as it carries them
     /// out, and may decide again while it does (as an action that calls back into its owner does).
     final class Owner: Sendable {
-        let state = Synchronization.Mutex(Outbox<Int>())
-        let carried = Synchronization.Mutex<[Int]>([])
+        let state = TestMutex(Outbox<Int>())
+        let carried = TestMutex<[Int]>([])
         /// Numbers whose carrying out decides these further numbers.
         let followUps: [Int: [Int]]
 

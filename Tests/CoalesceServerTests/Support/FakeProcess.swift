@@ -19,12 +19,12 @@ final class FakeProcess: AppProcess {
     }
 
     let pid: Int32
-    let condition: Synchronization.Mutex<Condition>
+    let condition: TestMutex<Condition>
 
     init(pid: Int32, unit: String? = nil, residentBytes: Int = 1 << 20) {
         precondition(pid > 1 << 22, "a pid no real process can have")
         self.pid = pid
-        self.condition = Synchronization.Mutex(Condition(unit: unit, residentBytes: residentBytes))
+        self.condition = TestMutex(Condition(unit: unit, residentBytes: residentBytes))
     }
 
     /// The signals sent, in order.
@@ -59,7 +59,7 @@ final class FakeProcess: AppProcess {
 
 /// The processes of a test, by pid: what a restart's take-up finds (``ProcessOpener``), and new pids for attaches.
 final class FakeProcesses: Sendable {
-    private let table = Synchronization.Mutex<(byPid: [Int32: FakeProcess], next: Int32)>(([:], 1 << 30))
+    private let table = TestMutex<(byPid: [Int32: FakeProcess], next: Int32)>(([:], 1 << 30))
 
     /// A new process with a pid of its own.
     func spawn(unit: String? = nil, residentBytes: Int = 1 << 20) -> FakeProcess {

@@ -19,11 +19,11 @@ final class FakeUnits: Sendable {
         var description: String
     }
 
-    let script: Synchronization.Mutex<Script>
+    let script: TestMutex<Script>
     private let processes: FakeProcesses
 
     init(_ script: Script = Script(), processes: FakeProcesses) {
-        self.script = Synchronization.Mutex(script)
+        self.script = TestMutex(script)
         self.processes = processes
     }
 

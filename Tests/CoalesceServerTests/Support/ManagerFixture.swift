@@ -19,8 +19,8 @@ final class ManagerFixture: Sendable {
     let processes: FakeProcesses
     let units: FakeUnits
     let logs: LogCapture
-    private let apps = Synchronization.Mutex<[TestApp]>([])
-    private let monitors = Synchronization.Mutex<[MonitorStream]>([])
+    private let apps = TestMutex<[TestApp]>([])
+    private let monitors = TestMutex<[MonitorStream]>([])
 
     init(
         manager: AppManager, clock: ManualClock, store: Store, directory: TemporaryDirectory, processes: FakeProcesses,
@@ -78,7 +78,7 @@ final class ManagerFixture: Sendable {
     /// Starts a `System.Launch` of `name` as an operator does, and returns it once the manager has taken it: the
     /// launch waits for the app's process to attach, and the task's value is its answer (or its error).
     func launch(_ name: String, destination: LaunchDestination = .foreground) async throws -> Task<AppManager.Snapshot, any Error> {
-        let answered = Synchronization.Mutex(false)
+        let answered = TestMutex(false)
         let launch = Task {
             defer { answered.withLock { $0 = true } }
             return try await self.manager.launch(name: name, destination: destination)
@@ -203,10 +203,10 @@ private final class PostAnswers: Sendable {
         var continuation: CheckedContinuation<[AppManager.PostResult], Never>?
     }
 
-    private let waiting: Synchronization.Mutex<Waiting>
+    private let waiting: TestMutex<Waiting>
 
     init(count: Int) {
-        self.waiting = Synchronization.Mutex(Waiting(results: Array(repeating: nil, count: count), left: count))
+        self.waiting = TestMutex(Waiting(results: Array(repeating: nil, count: count), left: count))
     }
 
     func answered(_ index: Int, _ result: AppManager.PostResult) {

@@ -30,7 +30,7 @@ final class MonitorStream: Sendable {
     private let call: Task<Void, any Error>
     /// What holds the replies of a monitor started not reading.
     private let unread: UnreadWrites?
-    private let reading = Synchronization.Mutex(Reading())
+    private let reading = TestMutex(Reading())
 
     /// Starts a monitor of `filter` on `manager`, and waits (bounded) for its first reply, which says it is in place:
     /// a record decided after this returns reaches it. Unless `reading`, the replies after that first one stay

@@ -25,7 +25,7 @@ final class LogCapture: LogHandler, @unchecked Sendable {
         var metadata: [String: String]
     }
 
-    private let stored = Synchronization.Mutex<[Entry]>([])
+    private let stored = TestMutex<[Entry]>([])
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
     var entries: [Entry] { self.stored.withLock { $0 } }

@@ -26,7 +26,7 @@ final class TestApp: Sendable {
     let loop: NIOAsyncTestingEventLoop
     let process: FakeProcess
     private let attach: Task<Void, any Error>
-    private let reading = Synchronization.Mutex(Reading())
+    private let reading = TestMutex(Reading())
 
     /// Attaches `name`'s process to `manager`, and waits (bounded) until the manager took it: its first reply (the
     /// state it is attached in) is on the channel, unread.
@@ -189,5 +189,5 @@ final class TestApp: Sendable {
 
 /// How an Attach call failed, for the wait for it to be taken.
 private final class AttachFailure: Sendable {
-    let error = Synchronization.Mutex<(any Error)?>(nil)
+    let error = TestMutex<(any Error)?>(nil)
 }
