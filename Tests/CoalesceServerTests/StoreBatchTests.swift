@@ -13,7 +13,7 @@ import Testing
 @Suite struct StoreBatchTests {
     /// What the operations did, in order, on the store's writer thread.
     final class Journal: Sendable {
-        private let lines = TestMutex<[String]>([])
+        private let lines = Mutex<[String]>([])
         private let finished = DispatchSemaphore(value: 0)
         func add(_ line: String) { self.lines.withLock { $0.append(line) } }
         var all: [String] { self.lines.withLock { $0 } }
@@ -86,7 +86,7 @@ import Testing
 
     /// Reads how the connection the writes run on syncs its commits, from inside a write's transaction.
     final class ReadSynchronous: StoreOperation {
-        let value = TestMutex<Int?>(nil)
+        let value = Mutex<Int?>(nil)
         let journal: Journal
 
         init(_ journal: Journal) { self.journal = journal }

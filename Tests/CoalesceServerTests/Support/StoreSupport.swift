@@ -25,7 +25,7 @@ final class LogCapture: LogHandler, @unchecked Sendable {
         var metadata: [String: String]
     }
 
-    private let stored = TestMutex<[Entry]>([])
+    private let stored = Mutex<[Entry]>([])
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
     var entries: [Entry] { self.stored.withLock { $0 } }
