@@ -1,4 +1,5 @@
 import CoalesceCore
+import Systemd
 import Varlink
 
 #if canImport(Glibc)
@@ -31,22 +32,13 @@ struct AppRegistryFile: Sendable {
 
     /// The registrations on disk; none when the file does not exist.
     func load() throws(Failure) -> [AppRegistration] {
-        let fd = open(self.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return [] }
-            throw Failure(description: "cannot read \(self.path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else {
-                throw Failure(description: "cannot read \(self.path): \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { break }
-            bytes += chunk[..<count]
+        let bytes: [UInt8]
+        do throws(SystemdError) {
+            // Unbounded, as it always was: the file is the daemon's own, written by versions before the store.
+            bytes = try ReadableFile.contents(of: self.path, limit: .max)
+        } catch {
+            if error.errno == ENOENT { return [] }
+            throw Failure(description: "cannot read \(self.path): \(String(cString: strerror(error.errno)))")
         }
         do {
             let document = try JSONParser.parse(bytes)

@@ -1,3 +1,5 @@
+import Systemd
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,14 +36,10 @@ public enum ConfigurationLoader {
     }
 
     private static func dropInNames(in directory: String) -> [String] {
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
+        // A directory that cannot be listed (none, most often) has no drop-ins.
+        let entries = (try? DirectoryListing.names(in: directory)) ?? []
+        let names = entries.map { String(decoding: $0, as: UTF8.self) }.filter {
+            $0.hasSuffix(".conf") && !$0.hasPrefix(".")
         }
         // Byte order, as systemd sorts drop-ins, so "10-a.conf" comes before "20-b.conf" in every locale.
         return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
@@ -53,21 +51,12 @@ public enum ConfigurationLoader {
     }
 
     private static func read(_ path: String) -> ReadResult {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(errno) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(errno)
-            }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[..<count])
+        let bytes: [UInt8]
+        do throws(SystemdError) {
             // A configuration file is small; refuse to slurp a device or a runaway file.
-            if bytes.count > 1 << 20 { return .failure(EFBIG) }
+            bytes = try ReadableFile.contents(of: path, limit: 1 << 20)
+        } catch {
+            return .failure(error.errno)
         }
         guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(EILSEQ) }
         return .success(text)

@@ -240,8 +240,7 @@ public enum Daemon {
 
 /// Writes one line to stderr: for problems the person starting the daemon must see before logging is set up.
 func printError(_ message: String) {
-    let line = "coalesced: \(message)\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
+    StderrSink.writeLine("coalesced: \(message)")
 }
 
 extension Duration {

@@ -186,7 +186,7 @@ struct DaemonStartUp {
         // One socket is expected; when several are passed, the one named io.coalesced (FileDescriptorName=) wins.
         let chosen = sockets.first { $0.name == "io.coalesced" } ?? sockets[0]
         for unused in sockets where unused.descriptor != chosen.descriptor {
-            close(unused.descriptor)
+            unused.close()
         }
         return .descriptor(chosen.descriptor, path: chosen.path)
     }
@@ -253,12 +253,8 @@ let descriptorHeadroom = 64
 /// ``descriptorHeadroom``.
 func connectionBudget(descriptorLimit: Int) -> Int {
     guard descriptorLimit != Int.max else { return Int.max }
-    var open = 0
-    if let directory = opendir("/proc/self/fd") {
-        while readdir(directory) != nil { open += 1 }
-        closedir(directory)
-        open -= 2  // . and ..
-    }
+    // Without /proc none are counted, and the headroom is all that is kept back.
+    let open = (try? DirectoryListing.names(in: "/proc/self/fd").count) ?? 0
     return max(descriptorLimit - open - descriptorHeadroom, 1)
 }
 

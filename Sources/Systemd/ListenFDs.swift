@@ -12,6 +12,11 @@ public struct ListenedSocket: Sendable, Hashable {
     public var name: String
     /// The socket file's path, for a Unix socket bound to one.
     public var path: String?
+
+    /// Closes the descriptor: for a socket passed and not served, which would otherwise stay open for good.
+    public func close() {
+        _ = Glibc.close(self.descriptor)
+    }
 }
 
 /// Why the passed sockets cannot be used.

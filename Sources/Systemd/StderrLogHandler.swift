@@ -23,7 +23,13 @@ public struct StderrSink: LogSink {
         for key in metadata.keys.sorted() where key != "message_id" {
             line += " \(key)=\(Self.escaped("\(metadata[key]!)"))"  // key comes from metadata
         }
-        line += "\n"
+        Self.writeLine(line)
+    }
+
+    /// Writes `text` and a newline to stderr as it is, unescaped: also for what must be seen before logging is set
+    /// up.
+    public static func writeLine(_ text: String) {
+        let line = text + "\n"
         // fputs to stderr would need the C global, which strict concurrency refuses; write(2) is atomic per line.
         _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
     }

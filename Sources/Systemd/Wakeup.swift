@@ -33,6 +33,15 @@ public final class Wakeup: Sendable {
         _ = read(self.descriptor, &value, 8)
     }
 
+    /// Waits until the descriptor is set, or `timeout` passes, then makes it unreadable again: for a thread that
+    /// waits on nothing else. A wait a signal interrupts, or that cannot be made, ends early, as a wakeup would.
+    /// - Parameter timeout: rounded up to whole milliseconds (``Poll/wait(_:timeout:)``).
+    public func wait(for timeout: Duration) {
+        // Ending early is what a wakeup does anyway: the waiter checks why it woke, and waits again.
+        _ = try? Poll.wait([(self.descriptor, .readable)], timeout: timeout)
+        self.clear()
+    }
+
     /// Closes the eventfd now, rather than with the last reference. Later calls do nothing, and ``set()`` and
     /// ``clear()`` then do nothing either.
     public func close() {

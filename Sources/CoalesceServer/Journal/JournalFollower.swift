@@ -412,9 +412,7 @@ final class JournalFollower: @unchecked Sendable {
 
     /// Waits `duration`, or until another thread wakes the thread (a stop, a command).
     func pause(_ duration: Duration) {
-        var descriptor = pollfd(fd: self.wakeup.descriptor, events: Int16(POLLIN), revents: 0)
-        _ = poll(&descriptor, 1, Int32(clamping: duration.components.seconds * 1000))
-        self.wakeup.clear()
+        self.wakeup.wait(for: duration)
     }
 
     /// The newest entry's cursor, leaving the reader where the next seek puts it.

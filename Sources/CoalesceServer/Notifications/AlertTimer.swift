@@ -294,22 +294,23 @@ extension AlertTimer {
         func run() {
             Systemd.nameThisThread("coalesced-timer")
             var descriptors = [self.wakeup.descriptor, -1, self.boottime.descriptor, self.realtime.descriptor].map {
-                pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
+                (descriptor: $0, events: Poll.Events.readable)
             }
             // When the burst of zone changes being gathered is reported (CLOCK_MONOTONIC nanoseconds).
             var zoneReportDue: Int64?
             running: while true {
                 // The zone watch, once made (poll passes over a negative descriptor).
                 let zone = self.state.withLock { $0.zone }
-                descriptors[1].fd = zone?.descriptor ?? -1
+                descriptors[1].descriptor = zone?.descriptor ?? -1
                 // No timeout but while a zone report waits for the end of its burst: the thread never spins.
-                let timeout = zoneReportDue.map { Self.milliseconds(until: $0) } ?? -1
-                let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-                if ready < 0 {
-                    if errno == EINTR || errno == EAGAIN || errno == ENOMEM { continue }
-                    preconditionFailure("poll failed: \(String(cString: strerror(errno)))")
+                let timeout = zoneReportDue.map { Duration.nanoseconds($0 - Self.monotonicNow()) }
+                let readable: [Bool]
+                do throws(SystemdError) {
+                    readable = try Poll.wait(descriptors, timeout: timeout).map { !$0.isEmpty }
+                } catch {
+                    if error.errno == EINTR || error.errno == EAGAIN || error.errno == ENOMEM { continue }
+                    preconditionFailure("poll failed: \(String(cString: strerror(error.errno)))")
                 }
-                let readable = descriptors.map { $0.revents != 0 }
                 if readable[0] {
                     self.wakeup.clear()
                     let (stopping, clockChanged) = self.state.withLock { state in
@@ -386,12 +387,6 @@ extension AlertTimer {
             var time = timespec()
             _ = clock_gettime(CLOCK_MONOTONIC, &time)
             return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-        }
-
-        /// poll's timeout for a CLOCK_MONOTONIC deadline, rounded up so that the deadline has passed when it ends.
-        private static func milliseconds(until deadline: Int64) -> CInt {
-            let remaining = deadline - Self.monotonicNow()
-            return remaining <= 0 ? 0 : CInt(min((remaining + 999_999) / 1_000_000, Int64(CInt.max)))
         }
     }
 }

@@ -1,4 +1,5 @@
 import CoalesceCore
+import Systemd
 
 #if canImport(Glibc)
 import Glibc
@@ -176,23 +177,16 @@ struct ZoneDatabase: Sendable {
 
     /// The bytes of the regular file at `path`, or the errno (``EFTYPE`` for a file of another kind).
     private static func readFile(_ path: String) -> ReadResult {
-        // O_NONBLOCK: opening a FIFO does not wait for a writer; it is refused below.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .failure(errno) }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { return .failure(errno) }
-        if status.st_mode & S_IFMT == S_IFDIR { return .failure(EISDIR) }
-        guard status.st_mode & S_IFMT == S_IFREG else { return .failure(Self.EFTYPE) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return .failure(errno) }
-            if count == 0 { return .success(bytes) }
-            bytes += chunk[..<count]
-            if bytes.count > Self.maximumFileSize { return .failure(EFBIG) }
+        do throws(SystemdError) {
+            // Non-blocking: opening a FIFO does not wait for a writer; it is refused below.
+            let file = try ReadableFile(path, nonBlocking: true)
+            switch try file.kind() {
+            case .regular: return .success(try file.readAll(limit: Self.maximumFileSize))
+            case .directory: return .failure(EISDIR)
+            case .other: return .failure(Self.EFTYPE)
+            }
+        } catch {
+            return .failure(error.errno)
         }
     }
 

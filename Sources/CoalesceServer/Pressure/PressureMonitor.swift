@@ -58,10 +58,10 @@ final class PressureMonitor: Sendable {
     private let apps: AppManager
     private let logger: Logger
     private let status: Mutex<Status>
-    /// The trigger descriptors (warning, critical), when in trigger mode.
-    private let triggers: [(level: PressureLevel, fd: Int32)]
-    /// Written to by ``stop()`` to wake the thread.
-    private let wake: (read: Int32, write: Int32)
+    /// The triggers (warning, critical), when in trigger mode.
+    private let triggers: [(level: PressureLevel, trigger: PressureTrigger)]
+    /// Set by ``stop()`` to wake the thread; `nil` when it could not be made, and then the monitor is off.
+    private let wake: Wakeup?
     /// The thread, while it runs.
     private let thread = Mutex<pthread_t?>(nil)
 
@@ -70,27 +70,32 @@ final class PressureMonitor: Sendable {
         self.settings = settings
         self.apps = apps
         self.logger = logger
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) == 0 {
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        } else {
-            ends = [-1, -1]
+        var wake: Wakeup?
+        var wakeFailure: SystemdError?
+        do throws(SystemdError) {
+            wake = try Wakeup()
+        } catch {
+            wakeFailure = error
         }
-        self.wake = (ends[0], ends[1])
+        self.wake = wake
         let path = settings.path
-        var made: [(level: PressureLevel, fd: Int32)] = []
+        var made: [(level: PressureLevel, trigger: PressureTrigger)] = []
         let mode: Mode
         if !settings.enabled {
             mode = .off("Pressure=no")
+        } else if let wakeFailure {
+            // Without it stop() could not wake the thread, which would then hold the daemon's shutdown.
+            mode = .off("cannot make the wakeup of its thread: \(String(cString: strerror(wakeFailure.errno)))")
         } else if case .failure(let reason) = Self.read(path) {
             mode = .off("cannot read \(path): \(reason)")
         } else {
             var failure: String?
             for (level, threshold) in [(PressureLevel.warning, settings.warning), (.critical, settings.critical)] {
-                switch Self.trigger(path, threshold) {
-                case .success(let fd): made.append((level, fd))
-                case .failure(let code):
-                    var reason = "cannot make the trigger '\(threshold.triggerText)' on \(path): \(String(cString: strerror(code)))"
+                do throws(SystemdError) {
+                    made.append((level, try PressureTrigger(path: path, threshold: threshold.triggerText)))
+                } catch {
+                    let cause = String(cString: strerror(error.errno))
+                    var reason = "cannot make the trigger '\(threshold.triggerText)' on \(path): \(cause)"
                     if threshold.window.components.seconds % 2 != 0 || threshold.window.components.attoseconds != 0 {
                         reason += "; without CAP_SYS_RESOURCE a trigger's window must be a multiple of 2s"
                     }
@@ -98,7 +103,7 @@ final class PressureMonitor: Sendable {
                 }
             }
             if let failure {
-                for trigger in made { close(trigger.fd) }
+                for made in made { made.trigger.close() }
                 made = []
                 mode = .polling(failure)
             } else {
@@ -107,14 +112,6 @@ final class PressureMonitor: Sendable {
         }
         self.triggers = made
         self.status = Mutex(Status(mode: mode, path: path, warning: settings.warning, critical: settings.critical))
-    }
-
-    deinit {
-        for trigger in self.triggers { close(trigger.fd) }
-        if self.wake.read >= 0 {
-            close(self.wake.read)
-            close(self.wake.write)
-        }
     }
 
     var snapshot: Status { self.status.withLock { $0 } }
@@ -173,8 +170,7 @@ final class PressureMonitor: Sendable {
     /// Stops the thread and waits for it to end; nothing is decided after it returns. Calling it again does nothing.
     func stop() {
         guard let thread = self.thread.withLock({ $0.take() }) else { return }
-        var byte: UInt8 = 1
-        _ = write(self.wake.write, &byte, 1)
+        self.wake?.set()
         pthread_join(thread, nil)
     }
 
@@ -182,33 +178,32 @@ final class PressureMonitor: Sendable {
     private func run() {
         var policy = MemoryPressurePolicy<ContinuousClock.Instant>(warning: self.settings.warning, critical: self.settings.critical)
         let polling = self.triggers.isEmpty
-        var descriptors = self.triggers.map { pollfd(fd: $0.fd, events: Int16(POLLPRI), revents: 0) }
-        descriptors.append(pollfd(fd: self.wake.read, events: Int16(POLLIN), revents: 0))
+        // start() runs the thread only when the wakeup was made.
+        guard let wake = self.wake else { return }
+        var descriptors = self.triggers.map { (descriptor: $0.trigger.descriptor, events: Poll.Events.priority) }
+        descriptors.append((wake.descriptor, .readable))
         var nextPoll = ContinuousClock.now
         while true {
             var wakeAt = policy.nextReading
             if polling { wakeAt = min(wakeAt ?? nextPoll, nextPoll) }
-            let timeout: Int32 = wakeAt.map { at in
-                let left = ContinuousClock.now.duration(to: at)
-                return left <= .zero ? 0 : Int32(clamping: (left.nanoseconds + 999_999) / 1_000_000)
-            } ?? -1
-            for index in descriptors.indices { descriptors[index].revents = 0 }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                self.give(up: "poll failed: \(String(cString: strerror(errno)))")
+            let reported: [Poll.Events]
+            do throws(SystemdError) {
+                reported = try Poll.wait(descriptors, timeout: wakeAt.map { ContinuousClock.now.duration(to: $0) })
+            } catch {
+                if error.errno == EINTR { continue }
+                self.give(up: "poll failed: \(String(cString: strerror(error.errno)))")
                 return
             }
-            if descriptors.last!.revents != 0 { return }  // stop()
+            if !reported.last!.isEmpty { return }  // stop()
             var fired: Set<PressureLevel> = []
             for (index, trigger) in self.triggers.enumerated() {
-                let events = descriptors[index].revents
-                if events & Int16(POLLERR) != 0 {
+                let events = reported[index]
+                if events.contains(.error) {
                     // The file is gone (its cgroup removed): nothing more will fire.
                     self.give(up: "the trigger on \(self.settings.path) failed (the cgroup was removed?)")
                     return
                 }
-                if events & Int16(POLLPRI) != 0 { fired.insert(trigger.level) }
+                if events.contains(.priority) { fired.insert(trigger.level) }
             }
             let now = ContinuousClock.now
             if polling, now >= nextPoll { nextPoll = now + self.pollInterval }
@@ -282,41 +277,16 @@ final class PressureMonitor: Sendable {
 
     /// Reads and parses the PSI file (a few hundred bytes).
     static func read(_ path: String) -> ReadResult {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        var count = 0
-        while count < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if got < 0, errno == EINTR { continue }
-            if got < 0 { return .failure(String(cString: strerror(errno))) }
-            if got == 0 { break }
-            count += got
+        let bytes: [UInt8]
+        do throws(SystemdError) {
+            // Its first 512 bytes: the two lines of a pressure file are well within them.
+            bytes = try ReadableFile(path).readPrefix(512)
+        } catch {
+            return .failure(String(cString: strerror(error.errno)))
         }
-        guard let reading = PressureReading(parsing: String(decoding: buffer[..<count], as: UTF8.self)) else {
+        guard let reading = PressureReading(parsing: String(decoding: bytes, as: UTF8.self)) else {
             return .failure("not a pressure file (expected lines 'some avg10=… total=…')")
         }
         return .success(reading)
-    }
-
-    enum TriggerResult {
-        case success(Int32)
-        case failure(Int32)
-    }
-
-    /// Opens the file and writes the threshold to it, NUL included, as the kernel's documentation does: the
-    /// descriptor is then a trigger, which poll reports with POLLPRI.
-    static func trigger(_ path: String, _ threshold: StallThreshold) -> TriggerResult {
-        let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(errno) }
-        let text = threshold.triggerText
-        let written = text.withCString { write(fd, $0, strlen($0) + 1) }
-        guard written >= 0 else {
-            let code = errno
-            close(fd)
-            return .failure(code)
-        }
-        return .success(fd)
     }
 }
