@@ -27,3 +27,12 @@ struct OwnedDescriptor: ~Copyable, Sendable {
         if descriptor >= 0 { _ = Glibc.close(descriptor) }
     }
 }
+
+/// A descriptor handed over as a plain number (a bus reply's `h`, such as logind's inhibitor lock), whose holder
+/// decides when it ends.
+public enum HandedDescriptor {
+    /// Closes it: for logind's inhibitor, that lets go of the lock.
+    public static func close(_ descriptor: CInt) {
+        if descriptor >= 0 { _ = Glibc.close(descriptor) }
+    }
+}

@@ -125,7 +125,7 @@ final class SleepFollower: Sendable {
             return (state.preparation.stop(), state.subscription)
         }
         subscription?.cancel()
-        for case .releaseInhibitor(let fd) in actions { close(fd) }
+        for case .releaseInhibitor(let fd) in actions { HandedDescriptor.close(fd) }
     }
 
     /// After logind or the bus came back: a sleep whose PrepareForSleep(false) was lost is ended (in the signals'
@@ -191,7 +191,7 @@ final class SleepFollower: Sendable {
             if let cause { self.logger.notice("Took logind's sleep inhibitor again (\(cause))") }
             return []
         case .releaseInhibitor(let fd):
-            close(fd)
+            HandedDescriptor.close(fd)
             return []
         case .interruptApps:
             let told = self.apps.systemWillSleep()
