@@ -15,7 +15,7 @@ public enum ErrorParameter: String, Sendable, Hashable, CaseIterable {
 /// The errors of `io.coalesced.App`, each with its parameters, as its interface file declares them: the daemon
 /// names the errors it sends here, and the client library the errors it reads (ClientErrorTests checks the list
 /// against the file).
-public enum AppErrorName: String, Sendable, Hashable, CaseIterable {
+public enum AppErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIterable {
     case invalidAppName = "InvalidAppName"
     case notOwner = "NotOwner"
     case tooManyApps = "TooManyApps"
@@ -44,16 +44,6 @@ public enum AppErrorName: String, Sendable, Hashable, CaseIterable {
     case sequenceNotSent = "SequenceNotSent"
 
     public static let interface = "io.coalesced.App"
-
-    /// The name a reply carries: `io.coalesced.App.NotOwner`.
-    public var qualified: String { Self.interface + "." + self.rawValue }
-
-    /// The error a reply's name stands for; `nil` for a name of another interface, or one this list does not have.
-    public init?(qualified: String) {
-        let prefix = Self.interface + "."
-        guard qualified.hasPrefix(prefix) else { return nil }
-        self.init(rawValue: String(qualified.dropFirst(prefix.count)))
-    }
 
     /// Its parameters, in the order the interface file declares them.
     public var parameters: [ErrorParameter] {
@@ -85,7 +75,7 @@ public enum AppErrorName: String, Sendable, Hashable, CaseIterable {
 
 /// The errors of `io.coalesced.Notifications`, each with its parameters, as its interface file declares them, for
 /// the daemon and the client library alike.
-public enum NotificationErrorName: String, Sendable, Hashable, CaseIterable {
+public enum NotificationErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIterable {
     case unknownApp = "UnknownApp"
     case notAllowed = "NotAllowed"
     case invalidRequest = "InvalidRequest"
@@ -97,16 +87,6 @@ public enum NotificationErrorName: String, Sendable, Hashable, CaseIterable {
     case agentOverrun = "AgentOverrun"
 
     public static let interface = "io.coalesced.Notifications"
-
-    /// The name a reply carries: `io.coalesced.Notifications.UnknownApp`.
-    public var qualified: String { Self.interface + "." + self.rawValue }
-
-    /// The error a reply's name stands for; `nil` for a name of another interface, or one this list does not have.
-    public init?(qualified: String) {
-        let prefix = Self.interface + "."
-        guard qualified.hasPrefix(prefix) else { return nil }
-        self.init(rawValue: String(qualified.dropFirst(prefix.count)))
-    }
 
     /// Its parameters, in the order the interface file declares them.
     public var parameters: [ErrorParameter] {
@@ -120,5 +100,23 @@ public enum NotificationErrorName: String, Sendable, Hashable, CaseIterable {
         case .storageFailed: [.reason]
         case .agentOverrun: [.limit]
         }
+    }
+}
+
+/// The errors of one interface, by the name they are sent with.
+public protocol InterfaceErrorName: RawRepresentable where RawValue == String {
+    /// The interface they are declared in: `io.coalesced.App`.
+    static var interface: String { get }
+}
+
+extension InterfaceErrorName {
+    /// The name a reply carries: the interface's, a dot, the error's (`io.coalesced.App.NotOwner`).
+    public var qualified: String { Self.interface + "." + self.rawValue }
+
+    /// The error a reply's name stands for; `nil` for a name of another interface, or one this list does not have.
+    public init?(qualified: String) {
+        let prefix = Self.interface + "."
+        guard qualified.hasPrefix(prefix) else { return nil }
+        self.init(rawValue: String(qualified.dropFirst(prefix.count)))
     }
 }
