@@ -6,10 +6,10 @@ import Synchronization
 /// The daemon's one ``WriteRefusal``: every writer reports the store's answers here, and the journal hears once when
 /// the store starts refusing a writer's writes and once when it keeps one again. A leaf lock: taken under the
 /// manager's, it takes none, and ``answered(_:_:)`` writes nothing to the journal, so that a writer holding its own
-/// lock can log once it lets go.
+/// lock can log once it lets go (``entry(_:metadata:)``).
 final class StoreWrites: Sendable {
     private let refusal: Mutex<WriteRefusal>
-    let logger: Logger
+    private let logger: Logger
 
     init(failing: Bool, logger: Logger) {
         self.refusal = Mutex(WriteRefusal(failing: failing))
@@ -23,21 +23,18 @@ final class StoreWrites: Sendable {
     }
 
     /// ``answered(_:_:)``, told to the journal at once: for a writer that holds no lock.
-    func report(_ what: String, _ error: (any Error)?, metadata: Logger.Metadata = [:]) {
-        if let notice = self.answered(what, error) { self.log(notice, metadata: metadata) }
+    func report(_ what: String, _ error: (any Error)?) {
+        guard let notice = self.answered(what, error) else { return }
+        let (level, message, metadata) = Self.entry(notice, metadata: [:])
+        self.logger.log(level: level, "\(message)", metadata: metadata)
     }
 
-    /// ``report(_:_:metadata:)`` of a write's result.
+    /// ``report(_:_:)`` of a write's result.
     func report(_ what: String, _ result: Result<Void, StoreError>) {
         switch result {
         case .success: self.report(what, nil)
         case .failure(let error): self.report(what, error)
         }
-    }
-
-    func log(_ notice: WriteRefusal.Notice, metadata: Logger.Metadata = [:]) {
-        let (level, message, metadata) = Self.entry(notice, metadata: metadata)
-        self.logger.log(level: level, "\(message)", metadata: metadata)
     }
 
     static func entry(_ notice: WriteRefusal.Notice, metadata: Logger.Metadata) -> (Logger.Level, String, Logger.Metadata) {

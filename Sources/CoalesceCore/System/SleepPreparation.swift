@@ -31,7 +31,7 @@ public struct SleepInterruption: Sendable, Hashable {
 ///   among them are waited for, each up to the number it was told, for three quarters of logind's delay
 ///   (``budget(for:)``); the rest of the delay is the flush's and a margin. An app told but not attached (taken up
 ///   after a restart) is not waited for.
-/// - An app whose wait ends without its acknowledgement, or that has not acknowledged when the deadline passes, is
+/// - An app whose wait ends without its acknowledgement (the shell ends each wait at the deadline) is
 ///   late; the sleep goes ahead without it. Once no app is waited for the store is flushed, and once it is on disk
 ///   the inhibitor held at the announcement is let go.
 /// - The wake asks for the inhibitor again and makes active again the apps every sleep since the last wake
@@ -194,17 +194,6 @@ public struct SleepPreparation<Instant: InstantProtocol, Inhibitor> where Instan
     public mutating func notAcknowledged(_ app: AppName) -> [Action] {
         guard self.preparation?.waiting.removeValue(forKey: app) != nil else { return [] }
         self.preparation?.late.insert(app)
-        return self.flushIfDone()
-    }
-
-    /// Time passed: once the deadline is reached, every app still waited for is late.
-    public mutating func timePassed(now: Instant) -> [Action] {
-        guard var preparation = self.preparation, let deadline = preparation.deadline, now >= deadline,
-            !preparation.waiting.isEmpty
-        else { return [] }
-        preparation.late.formUnion(preparation.waiting.keys)
-        preparation.waiting.removeAll()
-        self.preparation = preparation
         return self.flushIfDone()
     }
 
