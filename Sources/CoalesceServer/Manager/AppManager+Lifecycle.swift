@@ -52,7 +52,7 @@ extension AppManager {
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
         // After the callbacks the effects sent: a wake's events follow them.
         if !wasReceiving, record.lifecycle.receivesAtOnce { self.beganReceiving(appName, &record, woken: true, in: &state) }
-        if !record.lifecycle.state.isRunning { record.toldProtectedDataAvailable = true }
+        if !record.lifecycle.state.isRunning { record.forgetsTheLock() }
         self.reschedule(appName, &record, now: self.now(), in: &state)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {
@@ -73,8 +73,7 @@ extension AppManager {
             inbox.woke(reception, next: &next)
         }
         state.inboxActions.append((appName, woke))
-        if woken, record.toldProtectedDataAvailable != state.screenLock.available {
-            record.toldProtectedDataAvailable = state.screenLock.available
+        if woken, record.tell(protectedDataAvailable: state.screenLock.available) {
             state.screenLock.news.append((appName, state.screenLock.available))
         }
     }
@@ -106,23 +105,8 @@ extension AppManager {
             switch effect {
             case .deliver(let callback, let sequence, let task):
                 lastDelivered = sequence
-                guard record.attachment != nil || record.restored != nil else { continue }
-                var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
-                if let task { event["task"] = .int(Int64(task)) }
-                if callback == .didFinishLaunching {
-                    var options: JSONObject = [
-                        "destination": .string((launch?.destination ?? .foreground).rawValue)
-                    ]
-                    if let restored = launch?.restoredState { options["restoredState"] = .string(restored) }
-                    event["launchOptions"] = .object(options)
-                }
-                let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]
-                if let attachment = record.attachment {
-                    state.outbox.add(.send(attachment.responder, [reply]))
-                } else {
-                    // The process of an app taken up after a restart has not attached again: it gets the callback
-                    // when it does (within its deadline, if it has one).
-                    record.restored?.unsent.append(reply)
+                if let (stream, reply) = record.callback(callback, sequence: sequence, task: task, in: current, launch: launch) {
+                    state.outbox.add(.send(stream, [reply]))
                 }
                 if callback == .backgroundTaskWillExpire {
                     log.append(
@@ -155,13 +139,13 @@ extension AppManager {
                     state.kills.append(process)
                     state.outbox.add(.signal(process, SIGKILL))
                 }
-                if let attachment = record.attachment { self.endStream(attachment, in: &state) }
-                record.attachment = nil
+                if let attachment = record.detach() { self.endStream(attachment, in: &state) }
             case .terminate:
-                if let attachment = record.attachment { self.endStream(attachment, in: &state) }
+                let process = record.process?.handle
+                if let attachment = record.detach() { self.endStream(attachment, in: &state) }
                 // An app waiting to attach again after a restart of the daemon hears nothing: it gets SIGTERM after
                 // the grace, as an app that does not acknowledge willTerminate does.
-                if let process = record.process?.handle {
+                if let process {
                     let termination = Termination(
                         app: app,
                         process: process,
@@ -173,7 +157,6 @@ extension AppManager {
                     record.termination = termination
                     state.outbox.add(.startTermination(termination))
                 }
-                record.attachment = nil
             }
         }
     }
@@ -232,10 +215,8 @@ extension AppManager {
 
     /// Arms the app's timer for its next deadline, when that changed.
     func reschedule(_ appName: AppName, _ record: inout Record, now: Instant, in state: inout State) {
-        let deadline = record.lifecycle.nextDeadline
-        guard deadline != record.deadline else { return }
-        record.deadline = deadline
-        state.outbox.add(self.arming(.deadline(appName), after: deadline.map { max(.zero, now.duration(to: $0)) }))
+        guard record.followsNextDeadline() else { return }
+        state.outbox.add(self.arming(.deadline(appName), after: record.deadline.map { max(.zero, now.duration(to: $0)) }))
     }
 
     func deadlineReached(_ appName: AppName) {

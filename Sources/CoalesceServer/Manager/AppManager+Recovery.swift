@@ -118,11 +118,6 @@ extension AppManager {
 
     /// Records the app's state and the process running it, for a restart of the daemon to take up.
     func recordState(_ appName: AppName, _ record: Record, in state: inout State) {
-        var recorded = Store.RecordedState(state: record.lifecycle.state, interrupted: record.lifecycle.interrupted)
-        if recorded.state.isRunning, let process = record.process {
-            recorded.pid = process.pid
-            recorded.process = process.identity
-        }
-        state.outbox.add(.recordState(appName, recorded))
+        state.outbox.add(.recordState(appName, record.recordedState))
     }
 }

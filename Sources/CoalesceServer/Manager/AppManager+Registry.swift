@@ -96,7 +96,7 @@ extension AppManager {
         }
         return try self.state.withLock { state throws(AppError) in
             guard let record = state.records[appName] else { throw .storageFailed(reason: "registration undone") }
-            return Self.snapshot(record)
+            return record.snapshot
         }
     }
 
@@ -132,7 +132,7 @@ extension AppManager {
     /// Every app, by name.
     func list() -> [Snapshot] {
         self.state.withLock { state in
-            state.records.values.map(Self.snapshot).sorted { $0.registration.name < $1.registration.name }
+            state.records.values.map(\.snapshot).sorted { $0.registration.name < $1.registration.name }
         }
     }
 
@@ -141,14 +141,14 @@ extension AppManager {
     func get(_ name: String) throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
         guard let record = self.state.withLock({ $0.records[appName] }) else { throw .noSuchApp(app: name) }
-        return Self.snapshot(record)
+        return record.snapshot
     }
 
     /// One app, with what it declared of its events: kinds, posters, topics.
     /// - Throws: ``SystemError/noSuchApp(app:)``.
     func declared(_ name: String) throws(SystemError) -> (Snapshot, EventDeclarations) {
         let appName = try Self.systemAppName(name)
-        guard let found = self.state.withLock({ state in state.records[appName].map { (Self.snapshot($0), $0.declarations) } })
+        guard let found = self.state.withLock({ state in state.records[appName].map { ($0.snapshot, $0.declarations) } })
         else { throw .noSuchApp(app: name) }
         return found
     }

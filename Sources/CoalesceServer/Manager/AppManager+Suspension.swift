@@ -43,19 +43,9 @@ extension AppManager {
         record.registration.suspension ?? self.daemon.configuration.suspension
     }
 
-    /// The app as its hold needs to see it.
+    /// The app as its hold needs to see it, in this decision.
     private func situation(of record: Record, in state: State) -> Hold.Situation {
-        Hold.Situation(
-            state: record.lifecycle.state,
-            // Only a suspended app is held: the others (most inputs, an Ack of a running app's event) need not read
-            // the configuration under its lock.
-            mode: record.lifecycle.state == .suspended ? self.suspensionMode(of: record) : .cooperative,
-            process: record.process?.handle.map(HeldProcess.init),
-            attached: record.attachment?.process.map(HeldProcess.init),
-            lastSent: record.lifecycle.nextSequence - 1,
-            firstSequence: self.firstSequence,
-            killing: state.kills.map(HeldProcess.init)
-        )
+        record.holdSituation(mode: self.suspensionMode(of: record), firstSequence: self.firstSequence, killing: state.kills)
     }
 
     /// Holds, continues or leaves the app's process as its state now asks, under the lock.

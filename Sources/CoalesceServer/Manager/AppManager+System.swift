@@ -125,10 +125,10 @@ extension AppManager {
         let news = self.state.withLock { state -> [(AppName, Bool)] in
             state.screenLock.available = available
             var news: [(AppName, Bool)] = []
-            for (appName, record) in state.records
-            where record.lifecycle.receivesAtOnce && record.toldProtectedDataAvailable != available {
-                state.records[appName]!.toldProtectedDataAvailable = available
-                news.append((appName, available))
+            for index in state.records.values.indices where state.records.values[index].lifecycle.receivesAtOnce {
+                if state.records.values[index].tell(protectedDataAvailable: available) {
+                    news.append((state.records.keys[index], available))
+                }
             }
             return news
         }

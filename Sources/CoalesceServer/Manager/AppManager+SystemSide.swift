@@ -92,7 +92,7 @@ extension AppManager {
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.activate(now: now)
             }
-            return Self.snapshot(state.records[appName]!)
+            return state.records[appName]!.snapshot
         }
     }
 
@@ -104,7 +104,7 @@ extension AppManager {
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.deactivate(now: now)
             }
-            return Self.snapshot(state.records[appName]!)
+            return state.records[appName]!.snapshot
         }
     }
 
@@ -118,7 +118,7 @@ extension AppManager {
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 begins ? try lifecycle.interruptionBegan(now: now) : try lifecycle.interruptionEnded(now: now)
             }
-            return Self.snapshot(state.records[appName]!)
+            return state.records[appName]!.snapshot
         }
     }
 
@@ -130,7 +130,7 @@ extension AppManager {
             try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.terminate(now: now)
             }
-            return Self.snapshot(state.records[appName]!)
+            return state.records[appName]!.snapshot
         }
     }
 

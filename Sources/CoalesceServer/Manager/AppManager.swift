@@ -56,79 +56,6 @@ final class AppManager: Sendable {
         case overrun
     }
 
-    struct Attachment {
-        var id: Int
-        var responder: VarlinkResponder
-        var process: (any AppProcess)?
-        var pid: Int32
-        /// What tells the process from a later one with its pid (``ProcessHandle/identity``), recorded with the state.
-        var identity: String?
-    }
-
-    /// The process of an app whose state was taken up from the store at start-up: it outlived the daemon's last run
-    /// and has not attached again yet.
-    struct RestoredProcess {
-        var process: any AppProcess
-        var identity: String
-        /// Its time to attach again runs (``AppTimer/reattach(_:)``): not while it is held.
-        var timeoutArmed = false
-        /// Callbacks of what happened to the app meanwhile (a System request), in order: sent when it attaches.
-        var unsent: [JSONObject] = []
-    }
-
-    /// What a launch hands the app with didFinishLaunching.
-    struct LaunchContext {
-        var destination: LaunchDestination
-        var restoredState: String?
-    }
-
-    struct PendingLaunch {
-        var destination: LaunchDestination
-        var waiters: [CheckedContinuation<Void, any Error>] = []
-    }
-
-    struct Record {
-        var registration: AppRegistration
-        var lifecycle: AppLifecycle<Instant>
-        var attachment: Attachment?
-        var pendingLaunch: PendingLaunch?
-        /// The deadline its timer is armed for (``AppTimer/deadline(_:)``).
-        var deadline: Instant?
-        var since: Double
-        /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
-        var termination: Termination?
-        /// Running by the state recorded before a restart of the daemon, waiting for its process to attach again.
-        var restored: RestoredProcess?
-
-        /// The process that runs the app: the attached one, or the one taken up after a restart that has not
-        /// attached again.
-        var process: (handle: (any AppProcess)?, pid: Int32, identity: String?)? {
-            if let attachment { return (attachment.process, attachment.pid, attachment.identity) }
-            if let restored { return (restored.process, restored.process.pid, restored.identity) }
-            return nil
-        }
-        /// Policies per kind and who may post.
-        var declarations = EventDeclarations()
-        /// Its events: held, sent and not acknowledged, stored and not sent, and its write with the store.
-        var inbox: AppInbox
-        /// A refused delivery of what the app held was logged; its success is logged when it comes.
-        var deliveryRefused = false
-        /// The app is among those whose inbox makes its write at the end of the event loop's pass.
-        var flushQueued = false
-        /// The write of its inbox's the store is carrying out, until the store answers it.
-        var pendingWrite: EventWrite?
-        /// Journal watches' positions (by watch, the cursor) that go with the write its waiting posts go into
-        /// (``JournalMarks``).
-        var journalMarks = JournalMarks()
-        /// Its owner's account with the quotas, which its events are charged to.
-        var account: QuotaLedger.Account
-        /// What the app was last told of the screen lock (protected data available or not); an app is launched
-        /// into an unlocked world, and told otherwise as it starts.
-        var toldProtectedDataAvailable = true
-        /// Its process stopped or frozen while it is suspended (`+Suspension`).
-        var suspension = SuspensionHold<HeldProcess>()
-    }
-
     /// A parked stream's task, waiting for its end.
     struct Park {
         var continuation: CheckedContinuation<StreamEnd, Never>?
@@ -447,18 +374,6 @@ final class AppManager: Sendable {
             throw .noForegroundApp
         }
         return found
-    }
-
-    static func snapshot(_ record: Record) -> Snapshot {
-        Snapshot(
-            registration: record.registration,
-            state: record.lifecycle.state,
-            pid: record.process?.pid,
-            attached: record.attachment != nil,
-            tasks: record.lifecycle.tasks.count,
-            since: record.since,
-            hold: record.suspension.held?.how
-        )
     }
 }
 
