@@ -1,3 +1,4 @@
+import CoalesceWire
 import Varlink
 
 #if canImport(FoundationEssentials)
@@ -40,9 +41,9 @@ extension CoalescedApp {
     /// The pending requests, soonest first, each with its next fire date.
     public func pendingNotifications() async throws(CoalescedError) -> [PendingNotification] {
         let reply = try await self.request("io.coalesced.Notifications.ListPending", [:], includesApp: true)
-        do {
-            return try (reply["pending"]?.arrayValue ?? []).map { entry throws(NotificationWireError) in
-                try PendingNotification(wire: entry)
+        do throws(WireFormError) {
+            return try (reply["pending"]?.arrayValue ?? []).map { entry throws(WireFormError) in
+                PendingNotification(try AlertPendingForm(wire: entry))
             }
         } catch {
             throw .connectionLost(reason: "a ListPending reply with \(error.reason)")
@@ -52,9 +53,9 @@ extension CoalescedApp {
     /// The delivered list, oldest first: what was presented and not removed.
     public func deliveredNotifications() async throws(CoalescedError) -> DeliveredNotifications {
         let reply = try await self.request("io.coalesced.Notifications.ListDelivered", [:], includesApp: true)
-        do {
-            let presentations = try (reply["delivered"]?.arrayValue ?? []).map { entry throws(NotificationWireError) in
-                try NotificationPresentation(wire: entry)
+        do throws(WireFormError) {
+            let presentations = try (reply["delivered"]?.arrayValue ?? []).map { entry throws(WireFormError) in
+                NotificationPresentation(try AlertPresentationForm(wire: entry))
             }
             return DeliveredNotifications(presentations: presentations, dropped: Int(reply["dropped"]?.intValue ?? 0))
         } catch {

@@ -1,3 +1,4 @@
+import CoalesceWire
 import Synchronization
 import Varlink
 
@@ -202,9 +203,9 @@ extension Received {
         guard let payload, payload.resolved != .null else { return nil }
         switch kind {
         case "notification.willPresent":
-            return (try? NotificationPresentation(wire: payload)).map { .willPresent($0) }
+            return (try? AlertPresentationForm(wire: payload)).map { .willPresent(NotificationPresentation($0)) }
         case "notification.didReceiveResponse":
-            return (try? NotificationResponse(wire: payload)).map { .didReceiveResponse($0) }
+            return (try? AlertResponseForm(wire: payload)).map { .didReceiveResponse(NotificationResponse($0)) }
         default: return nil
         }
     }

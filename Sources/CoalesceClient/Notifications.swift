@@ -16,13 +16,9 @@ public import Foundation
 /// let next = try await app.schedule(NotificationRequest(id: "water", trigger: .after(.seconds(3600)), content: content))
 /// ```
 public struct NotificationRequest: Sendable, Hashable {
-    /// Names the request within the app: scheduling an id again replaces the pending request whole.
-    public var id: String
-    public var trigger: NotificationTrigger
-    public var content: NotificationContent
-    public var style: NotificationStyle
-    /// What becomes of fires missed while the machine slept, the daemon was down or the clock was set past them.
-    public var late: LatePolicy
+    /// The request as the interface writes it, which the daemon and coalescectl share: an instant is kept as the
+    /// interface carries it, in seconds since the epoch.
+    var form: AlertRequestForm
 
     public init(
         id: String,
@@ -31,11 +27,38 @@ public struct NotificationRequest: Sendable, Hashable {
         style: NotificationStyle = .banner,
         late: LatePolicy = .coalesce
     ) {
-        self.id = id
-        self.trigger = trigger
-        self.content = content
-        self.style = style
-        self.late = late
+        self.form = AlertRequestForm(id: id, trigger: trigger.form, content: content, style: style, late: late)
+    }
+
+    init(_ form: AlertRequestForm) {
+        self.form = form
+    }
+
+    /// Names the request within the app: scheduling an id again replaces the pending request whole.
+    public var id: String {
+        get { self.form.id }
+        set { self.form.id = newValue }
+    }
+
+    public var trigger: NotificationTrigger {
+        get { NotificationTrigger(self.form.trigger) }
+        set { self.form.trigger = newValue.form }
+    }
+
+    public var content: NotificationContent {
+        get { self.form.content }
+        set { self.form.content = newValue }
+    }
+
+    public var style: NotificationStyle {
+        get { self.form.style }
+        set { self.form.style = newValue }
+    }
+
+    /// What becomes of fires missed while the machine slept, the daemon was down or the clock was set past them.
+    public var late: LatePolicy {
+        get { self.form.late }
+        set { self.form.late = newValue }
     }
 }
 
@@ -54,6 +77,27 @@ public enum NotificationTrigger: Sendable, Hashable {
     /// ``after(_:repeats:)`` in seconds.
     public static func after(seconds: Double, repeats: Bool = false) -> NotificationTrigger {
         .after(.nanoseconds(Int64((seconds * 1e9).rounded())), repeats: repeats)
+    }
+
+    /// The trigger the interface carries, with its instant as a `Date`.
+    init(_ form: AlertRequestForm.Trigger) {
+        switch form {
+        case .now: self = .now
+        case .at(let seconds): self = .at(Date(timeIntervalSince1970: seconds))
+        case .after(let interval, let repeats): self = .after(interval, repeats: repeats)
+        case .calendar(let components, let zone, let repeats):
+            self = .calendar(NotificationCalendar(components, timeZone: zone), repeats: repeats)
+        }
+    }
+
+    /// The trigger as the interface carries it: its instant in seconds since the epoch.
+    var form: AlertRequestForm.Trigger {
+        switch self {
+        case .now: .now
+        case .at(let date): .at(seconds: date.timeIntervalSince1970)
+        case .after(let interval, let repeats): .after(interval, repeats: repeats)
+        case .calendar(let calendar, let repeats): .calendar(calendar.components, timeZone: calendar.timeZone, repeats: repeats)
+        }
     }
 }
 
@@ -166,39 +210,50 @@ extension NotificationContent {
 
 /// A request waiting to fire, with its next date.
 public struct PendingNotification: Sendable, Hashable {
-    public var request: NotificationRequest
-    /// When it fires next.
-    public var next: Date
-    /// When it last fired, if it did (a repeating request).
-    public var lastFire: Date?
-    /// A calendar trigger as systemd's `OnCalendar=` writes it, with the components left out spelled as they are
-    /// read: `Mon *-*-* 08:30:00 Europe/Berlin`.
-    public var calendar: String?
+    /// The entry as ListPending answers it, which coalescectl reads too.
+    var form: AlertPendingForm
 
     public init(request: NotificationRequest, next: Date, lastFire: Date? = nil, calendar: String? = nil) {
-        self.request = request
-        self.next = next
-        self.lastFire = lastFire
-        self.calendar = calendar
+        self.form = AlertPendingForm(
+            request: request.form, next: next.timeIntervalSince1970, lastFire: lastFire?.timeIntervalSince1970,
+            calendar: calendar
+        )
+    }
+
+    init(_ form: AlertPendingForm) {
+        self.form = form
+    }
+
+    public var request: NotificationRequest {
+        get { NotificationRequest(self.form.request) }
+        set { self.form.request = newValue.form }
+    }
+
+    /// When it fires next.
+    public var next: Date {
+        get { Date(timeIntervalSince1970: self.form.next) }
+        set { self.form.next = newValue.timeIntervalSince1970 }
+    }
+
+    /// When it last fired, if it did (a repeating request).
+    public var lastFire: Date? {
+        get { self.form.lastFire.map { Date(timeIntervalSince1970: $0) } }
+        set { self.form.lastFire = newValue?.timeIntervalSince1970 }
+    }
+
+    /// A calendar trigger as systemd's `OnCalendar=` writes it, with the components left out spelled as they are
+    /// read: `Mon *-*-* 08:30:00 Europe/Berlin`.
+    public var calendar: String? {
+        get { self.form.calendar }
+        set { self.form.calendar = newValue }
     }
 }
 
 /// One presentation: a fire, or missed fires coalesced. The app receives it as ``Delivery/willPresent(_:)`` while
 /// it is active, and finds it in its delivered list (``CoalescedApp/deliveredNotifications()``).
 public struct NotificationPresentation: Sendable, Hashable {
-    public var app: String
-    /// The request's id.
-    public var id: String
-    /// Its number in the app's delivered list.
-    public var serial: Int
-    public var content: NotificationContent
-    public var style: NotificationStyle
-    /// The date of the (latest) fire it stands for.
-    public var date: Date
-    /// How many fires it stands for (more than 1 for missed fires coalesced).
-    public var count: Int
-    /// Whether it is presented after its date was missed.
-    public var late: Bool
+    /// The presentation as the interface writes it, which the daemon and the desktop agent share.
+    var form: AlertPresentationForm
 
     public init(
         app: String,
@@ -210,14 +265,59 @@ public struct NotificationPresentation: Sendable, Hashable {
         count: Int = 1,
         late: Bool = false
     ) {
-        self.app = app
-        self.id = id
-        self.serial = serial
-        self.content = content
-        self.style = style
-        self.date = date
-        self.count = count
-        self.late = late
+        self.form = AlertPresentationForm(
+            app: app, id: id, serial: Int64(serial), content: content, style: style, date: date.timeIntervalSince1970,
+            count: count, late: late
+        )
+    }
+
+    init(_ form: AlertPresentationForm) {
+        self.form = form
+    }
+
+    public var app: String {
+        get { self.form.app }
+        set { self.form.app = newValue }
+    }
+
+    /// The request's id.
+    public var id: String {
+        get { self.form.id }
+        set { self.form.id = newValue }
+    }
+
+    /// Its number in the app's delivered list.
+    public var serial: Int {
+        get { Int(self.form.serial) }
+        set { self.form.serial = Int64(newValue) }
+    }
+
+    public var content: NotificationContent {
+        get { self.form.content }
+        set { self.form.content = newValue }
+    }
+
+    public var style: NotificationStyle {
+        get { self.form.style }
+        set { self.form.style = newValue }
+    }
+
+    /// The date of the (latest) fire it stands for.
+    public var date: Date {
+        get { Date(timeIntervalSince1970: self.form.date) }
+        set { self.form.date = newValue.timeIntervalSince1970 }
+    }
+
+    /// How many fires it stands for (more than 1 for missed fires coalesced).
+    public var count: Int {
+        get { self.form.count }
+        set { self.form.count = newValue }
+    }
+
+    /// Whether it is presented after its date was missed.
+    public var late: Bool {
+        get { self.form.late }
+        set { self.form.late = newValue }
     }
 }
 
@@ -263,19 +363,38 @@ public struct NotificationResponse: Sendable, Hashable {
         }
     }
 
-    /// The request's id.
-    public var id: String
-    public var action: Action
-    /// What the user typed, if anything.
-    public var text: String?
-    /// The content's `userInfoJSON`, handed back as it was scheduled.
-    public var userInfoJSON: String
+    /// The response as the app's `notification.didReceiveResponse` event carries it, which the daemon writes.
+    var form: AlertResponseForm
 
     public init(id: String, action: Action, text: String? = nil, userInfoJSON: String = "{}") {
-        self.id = id
-        self.action = action
-        self.text = text
-        self.userInfoJSON = userInfoJSON
+        self.form = AlertResponseForm(id: id, action: action.description, text: text, userInfo: userInfoJSON)
+    }
+
+    init(_ form: AlertResponseForm) {
+        self.form = form
+    }
+
+    /// The request's id.
+    public var id: String {
+        get { self.form.id }
+        set { self.form.id = newValue }
+    }
+
+    public var action: Action {
+        get { Action(self.form.action) }
+        set { self.form.action = newValue.description }
+    }
+
+    /// What the user typed, if anything.
+    public var text: String? {
+        get { self.form.text }
+        set { self.form.text = newValue }
+    }
+
+    /// The content's `userInfoJSON`, handed back as it was scheduled.
+    public var userInfoJSON: String {
+        get { self.form.userInfo }
+        set { self.form.userInfo = newValue }
     }
 
     /// ``userInfoJSON`` read into `type` with a `JSONDecoder`.
@@ -295,11 +414,6 @@ func decodeJSON<Value: Decodable>(_ text: String, as type: Value.Type, what: Str
     }
 }
 
-/// A reply the library cannot read: what it lacks.
-struct NotificationWireError: Error {
-    var reason: String
-}
-
 extension NotificationRequest {
     /// `Request` as Schedule takes it.
     func wire() throws(CoalescedError) -> JSONValue {
@@ -312,84 +426,6 @@ extension NotificationRequest {
         guard userInfo.objectValue != nil else {
             throw .invalidPayload(kind: "userInfo", reason: "userInfo is a JSON object, not \(self.content.userInfo)")
         }
-        let trigger: AlertRequestForm.Trigger
-        switch self.trigger {
-        case .now: trigger = .now
-        case .at(let date): trigger = .at(seconds: date.timeIntervalSince1970)
-        case .after(let interval, let repeats): trigger = .after(interval, repeats: repeats)
-        case .calendar(let calendar, let repeats):
-            trigger = .calendar(calendar.components, timeZone: calendar.timeZone, repeats: repeats)
-        }
-        let form = AlertRequestForm(id: self.id, trigger: trigger, content: self.content, style: self.style, late: self.late)
-        return form.wire(compact: true)
-    }
-
-    init(wire value: JSONValue) throws(NotificationWireError) {
-        let form: AlertRequestForm
-        do throws(WireFormError) {
-            form = try AlertRequestForm.reading(wire: value)
-        } catch {
-            throw NotificationWireError(reason: error.reason)
-        }
-        let trigger: NotificationTrigger
-        switch form.trigger {
-        case .now: trigger = .now
-        case .at(let seconds): trigger = .at(Date(timeIntervalSince1970: seconds))
-        case .after(let interval, let repeats): trigger = .after(interval, repeats: repeats)
-        case .calendar(let components, let zone, let repeats):
-            trigger = .calendar(NotificationCalendar(components, timeZone: zone), repeats: repeats)
-        }
-        self.init(id: form.id, trigger: trigger, content: form.content, style: form.style, late: form.late)
-    }
-}
-
-/// A userInfo member as JSON text: `{}` when it is absent.
-private func userInfoText(_ value: JSONValue?) -> String {
-    guard let value, value.resolved != .null else { return "{}" }
-    return value.jsonText
-}
-
-extension PendingNotification {
-    init(wire value: JSONValue) throws(NotificationWireError) {
-        guard let request = value["request"], let next = value["next"]?.doubleValue else {
-            throw NotificationWireError(reason: "a pending entry without request or next")
-        }
-        self.init(
-            request: try NotificationRequest(wire: request),
-            next: Date(timeIntervalSince1970: next),
-            lastFire: value["lastFire"]?.doubleValue.map { Date(timeIntervalSince1970: $0) },
-            calendar: value["calendar"]?.stringValue
-        )
-    }
-}
-
-extension NotificationPresentation {
-    init(wire value: JSONValue) throws(NotificationWireError) {
-        let form: AlertPresentationForm
-        do throws(WireFormError) {
-            form = try AlertPresentationForm(wire: value)
-        } catch {
-            throw NotificationWireError(reason: error.reason)
-        }
-        self.init(
-            app: form.app,
-            id: form.id,
-            serial: Int(form.serial),
-            content: form.content,
-            style: form.style,
-            date: Date(timeIntervalSince1970: form.date),
-            count: form.count,
-            late: form.late
-        )
-    }
-}
-
-extension NotificationResponse {
-    init(wire value: JSONValue) throws(NotificationWireError) {
-        guard let id = value["id"]?.stringValue, let action = value["action"]?.stringValue else {
-            throw NotificationWireError(reason: "a response without id or action")
-        }
-        let userInfo = userInfoText(value["userInfo"])
-        self.init(id: id, action: Action(action), text: value["text"]?.stringValue, userInfoJSON: userInfo)
+        return self.form.wire(compact: true)
     }
 }

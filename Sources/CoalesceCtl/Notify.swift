@@ -20,6 +20,24 @@ struct Notify: ParsableCommand {
     @OptionGroup(title: "Global Options") var global: GlobalOptions
 }
 
+extension Notify {
+    /// The entries of a reply's list `member`, each read with `read`; a reply without the list has none. An entry
+    /// that is not the form the interface declares ends the command as an answer that is not Varlink does: half a
+    /// list would look whole.
+    static func entries<Form>(
+        _ reply: JSONObject,
+        _ member: String,
+        of method: String,
+        _ read: (JSONValue) throws(WireFormError) -> Form
+    ) -> [Form] {
+        do throws(WireFormError) {
+            return try (reply[member]?.arrayValue ?? []).map { entry throws(WireFormError) in try read(entry) }
+        } catch {
+            CtlOutput.fail("the daemon's \(method) reply is not one coalescectl reads: \(error.reason)", status: CtlExit.protocolError)
+        }
+    }
+}
+
 struct NotifySchedule: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schedule",
@@ -148,14 +166,13 @@ struct NotifyPending: ParsableCommand {
     func run() throws {
         self.global.paged()
         guard let reply = self.global.call("io.coalesced.Notifications.ListPending", ["app": .string(self.app)]) else { return }
-        let pending = reply["pending"]?.arrayValue ?? []
+        let pending = Notify.entries(reply, "pending", of: "ListPending") { entry throws(WireFormError) in
+            try AlertPendingForm(wire: entry)
+        }
         let rows = pending.map { entry -> [String] in
-            let request = entry["request"] ?? .null
-            return [
-                request["id"]?.stringValue ?? "?",
-                entry["next"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
-                NotifyTime.describe(request["trigger"], calendar: entry["calendar"]?.stringValue),
-                request["content"]?["title"]?.stringValue ?? "",
+            [
+                entry.request.id, CtlOutput.timestamp(entry.next),
+                NotifyTime.describe(entry.request.trigger, calendar: entry.calendar), entry.request.content.title,
             ]
         }
         CtlOutput.table(
@@ -176,15 +193,13 @@ struct NotifyDelivered: ParsableCommand {
     func run() throws {
         self.global.paged()
         guard let reply = self.global.call("io.coalesced.Notifications.ListDelivered", ["app": .string(self.app)]) else { return }
-        let delivered = reply["delivered"]?.arrayValue ?? []
+        let delivered = Notify.entries(reply, "delivered", of: "ListDelivered") { entry throws(WireFormError) in
+            try AlertPresentationForm(wire: entry)
+        }
         let rows = delivered.map { entry -> [String] in
             [
-                entry["serial"]?.intValue.map { String($0) } ?? "?",
-                entry["id"]?.stringValue ?? "?",
-                entry["date"]?.doubleValue.map(CtlOutput.timestamp) ?? "-",
-                entry["count"]?.intValue.map { String($0) } ?? "1",
-                entry["late"]?.boolValue == true ? "late" : "-",
-                entry["content"]?["title"]?.stringValue ?? "",
+                String(entry.serial), entry.id, CtlOutput.timestamp(entry.date), String(entry.count),
+                entry.late ? "late" : "-", entry.content.title,
             ]
         }
         let dropped = reply["dropped"]?.intValue ?? 0
@@ -229,8 +244,7 @@ struct NotifyRespond: ParsableCommand {
     @Option(help: "What the user typed.") var text: String?
 
     func run() throws {
-        var parameters: JSONObject = ["app": .string(self.app), "id": .string(self.id), "action": .string(self.action)]
-        if let text { parameters["text"] = .string(text) }
+        let parameters = AlertResponseForm(id: self.id, action: self.action, text: self.text).respond(app: self.app)
         guard self.global.call("io.coalesced.Notifications.Respond", parameters) != nil else { return }
         CtlOutput.print("answered")
     }
@@ -322,14 +336,18 @@ enum NotifyTime {
         }
     }
 
-    /// A trigger in words for the pending table: `in 90s`, `at …`, `Mon *-*-* 08:30:00 (repeats)`.
-    static func describe(_ trigger: JSONValue?, calendar: String?) -> String {
-        guard let trigger, trigger != .null else { return "now" }
-        let repeats = trigger["repeats"]?.boolValue == true
-        if let at = trigger["at"]?.doubleValue { return "at " + CtlOutput.timestamp(at) }
-        if let after = trigger["after"]?.doubleValue { return (repeats ? "every " : "after ") + CtlOutput.seconds(after) }
-        if let calendar { return calendar + (repeats ? ", repeats" : "") }
-        return "?"
+    /// A trigger in words for the pending table: `after 90s`, `at …`, `Mon *-*-* 08:30:00, repeats`.
+    /// - Parameter calendar: the calendar trigger as the daemon spells it (``AlertPendingForm/calendar``).
+    static func describe(_ trigger: AlertRequestForm.Trigger, calendar: String?) -> String {
+        switch trigger {
+        case .now: return "now"
+        case .at(let seconds): return "at " + CtlOutput.timestamp(seconds)
+        case .after(let interval, let repeats):
+            return (repeats ? "every " : "after ") + CtlOutput.seconds(AlertRequestForm.seconds(interval))
+        case .calendar(_, _, let repeats):
+            guard let calendar else { return "?" }
+            return calendar + (repeats ? ", repeats" : "")
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import CoalesceWire
 import Systemd
 import Varlink
 
@@ -350,7 +351,7 @@ final class Agent {
                 }
                 _ = try client.call(
                     "io.coalesced.Notifications.Respond",
-                    ["app": .string(response.app), "id": .string(response.id), "action": .string(response.action)]
+                    AlertResponseForm(id: response.id, action: response.action).respond(app: response.app)
                 )
                 self.responses.removeFirst()
                 self.responseBackoff.reset()

@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Varlink
 
 /// `io.coalesced.Notifications`: an app's local notifications, and the presentation agents' stream. A change is
@@ -21,22 +22,7 @@ enum NotificationsInterface {
                 },
                 "ListPending": .immediate { request in
                     let pending = try center.pending(app: try request.string("app"), peer: request.peer)
-                    return [
-                        "pending": .array(
-                            pending.map { entry in
-                                var object: JSONObject = [
-                                    "request": NotificationWire.json(entry.request), "next": NotificationWire.seconds(entry.next),
-                                ]
-                                if let last = entry.lastFire { object["lastFire"] = NotificationWire.seconds(last) }
-                                if case .calendar(let components, let zone, _) = entry.request.trigger {
-                                    var text = components.description
-                                    if case .zoned(let rules) = zone { text += " " + rules.name }
-                                    object["calendar"] = .string(text)
-                                }
-                                return .object(object)
-                            }
-                        )
-                    ]
+                    return ["pending": .array(pending.map { .object(NotificationWire.pending($0).wire) })]
                 },
                 "ListDelivered": .immediate { request in
                     let delivered = try center.delivered(app: try request.string("app"), peer: request.peer)
@@ -85,7 +71,7 @@ enum NotificationsInterface {
         }
     }
 
-    /// Respond's `app`, `id`, `action` and `text`. An id, action or text with a NUL is refused: no request's id or
+    /// Respond's `app`, `id`, `action` and `text` (``AlertResponseForm/respond(app:)``). An id, action or text with a NUL is refused: no request's id or
     /// action holds one, and the text goes to the app as it came; one with another control character is looked for.
     static func response(_ request: VarlinkRequest) throws -> (app: String, id: String, action: String, text: String?) {
         let (app, id, action) = (try request.string("app"), try request.string("id"), try request.string("action"))

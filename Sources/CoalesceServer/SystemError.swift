@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Varlink
 
 /// The errors of `io.coalesced.System`, one case for each error its interface file declares, with its parameters.
@@ -26,38 +27,41 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
     /// The store did not keep the change.
     case storageFailed(reason: String)
 
-    static let interface = "io.coalesced.System"
+    static let interface = SystemErrorName.interface
 
-    var varlinkName: String {
+    var varlinkName: String { self.errorName.qualified }
+
+    /// The error as the interface file names it, with its parameters' names.
+    var errorName: SystemErrorName {
         switch self {
-        case .noSuchApp: return Self.interface + ".NoSuchApp"
-        case .wrongState: return Self.interface + ".WrongState"
-        case .noForegroundApp: return Self.interface + ".NoForegroundApp"
-        case .launchTimedOut: return Self.interface + ".LaunchTimedOut"
-        case .launchFailed: return Self.interface + ".LaunchFailed"
-        case .nothingToPurge: return Self.interface + ".NothingToPurge"
-        case .monitorOverrun: return Self.interface + ".MonitorOverrun"
-        case .invalidWatch: return Self.interface + ".InvalidWatch"
-        case .noSuchWatch: return Self.interface + ".NoSuchWatch"
-        case .watchExists: return Self.interface + ".WatchExists"
-        case .storageFailed: return Self.interface + ".StorageFailed"
+        case .noSuchApp: .noSuchApp
+        case .wrongState: .wrongState
+        case .noForegroundApp: .noForegroundApp
+        case .launchTimedOut: .launchTimedOut
+        case .launchFailed: .launchFailed
+        case .nothingToPurge: .nothingToPurge
+        case .monitorOverrun: .monitorOverrun
+        case .invalidWatch: .invalidWatch
+        case .noSuchWatch: .noSuchWatch
+        case .watchExists: .watchExists
+        case .storageFailed: .storageFailed
         }
     }
 
     var varlinkParameters: JSONObject {
         switch self {
-        case .noSuchApp(let app): return ["app": .string(app)]
+        case .noSuchApp(let app): ErrorParameter.object([.app: .string(app)])
         case .wrongState(let app, let state, let reason):
-            return ["app": .string(app), "state": .string(state.rawValue), "reason": .string(reason)]
-        case .noForegroundApp, .nothingToPurge: return [:]
-        case .launchTimedOut(let app, let timeout): return ["app": .string(app), "timeoutSec": .double(timeout.seconds)]
+            ErrorParameter.object([.app: .string(app), .state: .string(state.rawValue), .reason: .string(reason)])
+        case .noForegroundApp, .nothingToPurge: [:]
+        case .launchTimedOut(let app, let timeout): ErrorParameter.object([.app: .string(app), .timeoutSec: .double(timeout.seconds)])
         case .launchFailed(let app, let unit, let reason):
-            return ["app": .string(app), "unit": .string(unit), "reason": .string(reason)]
-        case .monitorOverrun(let bound): return ["bound": .int(Int64(bound))]
+            ErrorParameter.object([.app: .string(app), .unit: .string(unit), .reason: .string(reason)])
+        case .monitorOverrun(let bound): ErrorParameter.object([.bound: .int(Int64(bound))])
         case .invalidWatch(let watch, let reason), .noSuchWatch(let watch, let reason):
-            return ["watch": .string(watch), "reason": .string(reason)]
-        case .watchExists(let watch): return ["watch": .string(watch)]
-        case .storageFailed(let reason): return ["reason": .string(reason)]
+            ErrorParameter.object([.watch: .string(watch), .reason: .string(reason)])
+        case .watchExists(let watch): ErrorParameter.object([.watch: .string(watch)])
+        case .storageFailed(let reason): ErrorParameter.object([.reason: .string(reason)])
         }
     }
 }

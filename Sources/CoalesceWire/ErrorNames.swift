@@ -1,9 +1,9 @@
 public import Varlink
 
-/// A parameter of the App and Notifications interfaces' errors, by the name their files give it.
+/// A parameter of the App, Notifications and System interfaces' errors, by the name their files give it.
 public enum ErrorParameter: String, Sendable, Hashable, CaseIterable {
-    case action, app, count, field, id, kind, limit, mode, name, next, parameter, pending, quota, reason, seq, size, state,
-        target, topic, uid, unit
+    case action, app, bound, count, field, id, kind, limit, mode, name, next, parameter, pending, quota, reason, seq, size,
+        state, target, timeoutSec, topic, uid, unit, watch
 
     /// An error's parameters as a reply carries them; a member whose value is `nil` (an optional parameter not
     /// given) is left out.
@@ -101,6 +101,45 @@ public enum NotificationErrorName: String, InterfaceErrorName, Sendable, Hashabl
         case .agentOverrun: [.limit]
         }
     }
+}
+
+/// The errors of `io.coalesced.System`, each with its parameters, as its interface file declares them: the daemon
+/// names the errors it sends here.
+public enum SystemErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIterable {
+    case invalidWatch = "InvalidWatch"
+    case noSuchWatch = "NoSuchWatch"
+    case watchExists = "WatchExists"
+    case storageFailed = "StorageFailed"
+    case noSuchApp = "NoSuchApp"
+    case wrongState = "WrongState"
+    case noForegroundApp = "NoForegroundApp"
+    case launchTimedOut = "LaunchTimedOut"
+    case launchFailed = "LaunchFailed"
+    case nothingToPurge = "NothingToPurge"
+    case monitorOverrun = "MonitorOverrun"
+
+    public static let interface = "io.coalesced.System"
+
+    /// Its parameters, in the order the interface file declares them.
+    public var parameters: [ErrorParameter] {
+        switch self {
+        case .invalidWatch, .noSuchWatch: [.watch, .reason]
+        case .watchExists: [.watch]
+        case .storageFailed: [.reason]
+        case .noSuchApp: [.app]
+        case .wrongState: [.app, .state, .reason]
+        case .noForegroundApp, .nothingToPurge: []
+        case .launchTimedOut: [.app, .timeoutSec]
+        case .launchFailed: [.app, .unit, .reason]
+        case .monitorOverrun: [.bound]
+        }
+    }
+}
+
+/// The interface the daemon's Varlink server names its protocol errors in (`io.coalesced.Protocol.MessageTooLarge`).
+/// The errors themselves are the Varlink module's (`VarlinkProtocolError`), which names no product.
+public enum ProtocolErrorInterface {
+    public static let name = "io.coalesced.Protocol"
 }
 
 /// The errors of one interface, by the name they are sent with.

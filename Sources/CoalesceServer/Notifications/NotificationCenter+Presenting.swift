@@ -1,5 +1,6 @@
 import CoalesceCore
 import CoalesceStore
+import CoalesceWire
 import Logging
 import Synchronization
 import Varlink
@@ -129,8 +130,7 @@ extension NotificationCenter {
             state.answering.insert(key)
             return (button, content?["userInfo"] ?? .object([:]))
         }
-        var payload: JSONObject = ["id": .string(id), "action": .string(action), "userInfo": userInfo]
-        if let text { payload["text"] = .string(text) }
+        let payload = AlertResponseForm(id: id, action: action, text: text, userInfo: userInfo.jsonText).wire
         let posted = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, NotificationError>, Never>) in
             let taken = self.apps.postFromDaemon(app, kind: Self.didReceiveResponse, payload: .object(payload)) { _, failure in
                 continuation.resume(returning: failure.map { .failure(Self.notKept($0)) } ?? .success(()))

@@ -33,7 +33,10 @@ enum NotificationWire {
         return AlertRequest(id: form.id, trigger: trigger, content: form.content, style: form.style, late: form.late)
     }
 
-    static func json(_ request: AlertRequest) -> JSONValue {
+    static func json(_ request: AlertRequest) -> JSONValue { self.form(request).wire() }
+
+    /// A request as the interface writes it: its instant in seconds since the epoch, its calendar's zone by name.
+    static func form(_ request: AlertRequest) -> AlertRequestForm {
         let trigger: AlertRequestForm.Trigger
         switch request.trigger {
         case .now: trigger = .now
@@ -44,9 +47,20 @@ enum NotificationWire {
             if case .zoned(let rules) = zone { name = rules.name }
             trigger = .calendar(components, timeZone: name, repeats: repeats)
         }
-        return AlertRequestForm(
-            id: request.id, trigger: trigger, content: request.content, style: request.style, late: request.late
-        ).wire()
+        return AlertRequestForm(id: request.id, trigger: trigger, content: request.content, style: request.style, late: request.late)
+    }
+
+    /// A pending request as ListPending answers it, with a calendar trigger spelled as `OnCalendar=` writes it.
+    static func pending(_ entry: PendingAlert) -> AlertPendingForm {
+        var calendar: String?
+        if case .calendar(let components, let zone, _) = entry.request.trigger {
+            calendar = components.description
+            if case .zoned(let rules) = zone { calendar? += " " + rules.name }
+        }
+        return AlertPendingForm(
+            request: self.form(entry.request), next: self.instant(entry.next), lastFire: entry.lastFire.map(self.instant),
+            calendar: calendar
+        )
     }
 
     static func seconds(_ date: WallTime) -> JSONValue { .double(self.instant(date)) }
