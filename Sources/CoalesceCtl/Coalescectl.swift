@@ -13,7 +13,7 @@ struct Coalescectl: ParsableCommand {
         abstract: "Query and control the coalesced daemon.",
         discussion: """
             Exit status: 0 success; 1 the daemon answered with an error; 64 bad usage; \
-            69 the daemon cannot be reached; 76 the daemon's answer was not Varlink.
+            69 the daemon cannot be reached; 76 the daemon's answer was not Varlink, or not a reply coalescectl reads.
             """,
         version: CoalescedVersion.string,
         subcommands: [
