@@ -43,6 +43,8 @@ import Testing
         var interrupted = false
         var saved: [SceneID: String] = [:]
         var history: [String] = []
+        /// Where the effects said the app is.
+        var presence = ScenePresence.offScreen
 
         for step in 0..<80 {
             let input = Input.allCases.randomElement(using: &random)!
@@ -90,8 +92,12 @@ import Testing
                     told[scene] = .unattached  // no one is there to be told
                 case .transition:
                     break
+                case .presence(let from, let to):
+                    #expect(from == presence && from != to, "presence \(from) → \(to) after \(presence); \(context)")
+                    presence = to
                 }
             }
+            #expect(presence == scenes.presence, "the presence the effects told is not the scenes'; \(context)")
             // Each transition's `from` is where the scene was: the transitions of one scene chain.
             var at: [SceneID: SceneState] = [:]
             for case .transition(let scene, let from, let to) in effects {

@@ -175,6 +175,7 @@ extension [SceneEffect] {
         #expect(effects == [
             .transition(scene: self.a, from: .foregroundActive, to: .unattached),
             .transition(scene: self.b, from: .background, to: .unattached),
+            .presence(from: .active, to: .offScreen),
         ])
         #expect(scenes.scenes.isEmpty)
         #expect(scenes.show(self.b, as: .shown, source: .wayland).connections.first?.restoredState == "b's")

@@ -153,13 +153,40 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// interruption already sent it, then didEnterBackground.
     public mutating func deactivate(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state.isForeground else { throw .notInForeground(self.state) }
-        var effects: [LifecycleEffect] = []
-        if self.state == .active {
-            effects += self.move(to: .inactive, reason: .deactivate)
-            effects.append(self.deliver(.willResignActive))
-        }
+        return self.leaveForeground(now: now, reason: .deactivate)
+    }
+
+    /// Follows where the app's scenes put it (``AppScenes/presence``), with the app-level callbacks of each step:
+    /// active (willEnterForeground from the background, then didBecomeActive), on screen and inactive
+    /// (willResignActive, or willEnterForeground from the background), or off screen (willResignActive if it was
+    /// active, then didEnterBackground; then suspended by the usual rules). A not-running app has no scenes to
+    /// follow: nothing.
+    ///
+    /// An app that follows its scenes is interrupted through them (``AppScenes/interruption(_:)``, which makes its
+    /// focused scene inactive and so the app), not by ``interruptionBegan(now:reason:)``: its scenes say where it is,
+    /// and an interruption of the app's own would end into a foreground its scenes may have left meanwhile.
+    public mutating func follow(_ presence: ScenePresence, reason: TransitionReason = .scenes, now: Instant) -> [LifecycleEffect] {
+        guard self.state.isRunning else { return [] }
         self.interrupted = false
-        return effects + self.enterBackground(now: now, reason: .deactivate)
+        var effects: [LifecycleEffect] = []
+        if presence > .offScreen, !self.state.isForeground {
+            self.leaveBackground()
+            effects += self.move(to: .inactive, reason: reason)
+            effects.append(self.deliver(.willEnterForeground))
+        }
+        switch (presence, self.state) {
+        case (.active, .inactive):
+            effects += self.move(to: .active, reason: reason)
+            effects.append(self.deliver(.didBecomeActive))
+        case (.inactive, .active):
+            effects += self.move(to: .inactive, reason: reason)
+            effects.append(self.deliver(.willResignActive))
+        case (.offScreen, .active), (.offScreen, .inactive):
+            effects += self.leaveForeground(now: now, reason: reason)
+        default:
+            break
+        }
+        return effects
     }
 
     /// An alert, a call, sleep or the screen lock takes the foreground from an active app: willResignActive.
@@ -329,6 +356,17 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         self.expiryWarned = false
         effects.append(self.deliver(.didEnterBackground, awaited: .some(self.timings.backgroundAcknowledgement.map(now.advanced(by:)))))
         return effects
+    }
+
+    /// From the foreground into the background: willResignActive unless it is not active, then didEnterBackground.
+    private mutating func leaveForeground(now: Instant, reason: TransitionReason) -> [LifecycleEffect] {
+        var effects: [LifecycleEffect] = []
+        if self.state == .active {
+            effects += self.move(to: .inactive, reason: reason)
+            effects.append(self.deliver(.willResignActive))
+        }
+        self.interrupted = false
+        return effects + self.enterBackground(now: now, reason: reason)
     }
 
     private mutating func leaveBackground() {

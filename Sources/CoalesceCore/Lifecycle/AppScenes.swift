@@ -10,6 +10,9 @@
 /// the one that had it resign first. While an interruption lasts (a lock, an alert) no scene is active: the focused
 /// one is foreground inactive until it ends.
 ///
+/// Where the app goes follows as ``SceneEffect/presence(from:to:)`` among the effects, placed so that the app enters the
+/// foreground before its scene does and leaves it after its last scene has.
+///
 /// What the app saves for a scene (``save(_:state:)``) outlives its disconnection and comes back with willConnect
 /// when the same scene connects again.
 public struct AppScenes: Sendable, Hashable {
@@ -94,11 +97,13 @@ public struct AppScenes: Sendable, Hashable {
     /// The app's process is gone: its scenes are unattached without a word (no one is there to hear it). What it
     /// saved for them stays, for the scenes of its next launch.
     public mutating func processEnded() -> [SceneEffect] {
+        let before = self.presence
         var effects: [SceneEffect] = []
         for id in self.scenes.keys.sorted() {
             effects.append(.transition(scene: id, from: self.scenes[id]!.state, to: .unattached))
         }
         self.scenes = [:]
+        if before != .offScreen { effects.append(.presence(from: before, to: .offScreen)) }
         return effects
     }
 
@@ -151,9 +156,13 @@ public struct AppScenes: Sendable, Hashable {
     }
 
     private mutating func step(_ id: SceneID, to next: SceneState, by callback: SceneCallback, into effects: inout [SceneEffect]) {
+        let before = self.presence
         let from = self.scenes[id]!.state
         self.scenes[id]!.state = next
+        let after = self.presence
+        if after > before { effects.append(.presence(from: before, to: after)) }
         effects.append(.transition(scene: id, from: from, to: next))
         effects.append(.callback(callback, scene: id))
+        if after < before { effects.append(.presence(from: before, to: after)) }
     }
 }

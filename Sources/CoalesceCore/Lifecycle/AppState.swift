@@ -59,6 +59,8 @@ public enum TransitionReason: String, Sendable, Hashable {
     case backgroundNotAcknowledged
     case backgroundTasksExpired
     case backgroundWorkDone
+    /// The app's scenes moved it: one of its windows was focused, shown, hidden or closed (``AppScenes``).
+    case scenes
 }
 
 /// Where a launch puts the app.

@@ -107,16 +107,30 @@ public enum SceneEffect: Sendable, Hashable {
     case callback(SceneCallback, scene: SceneID, connection: SceneConnection? = nil)
     /// The scene changed state: log it, tell monitors.
     case transition(scene: SceneID, from: SceneState, to: SceneState)
+    /// The scenes put the app elsewhere: its lifecycle follows (``AppLifecycle/follow(_:reason:now:)``). Toward
+    /// the foreground it comes before the scene's step that caused it, away from it after: the app enters the
+    /// foreground before its scene does, and leaves it after its last scene has.
+    case presence(from: ScenePresence, to: ScenePresence)
 }
 
-/// Where an app's scenes put the app: what its lifecycle follows.
-public enum ScenePresence: String, Sendable, Hashable {
+/// Where an app's scenes put the app: what its lifecycle follows. Ordered from off screen to active.
+public enum ScenePresence: String, Sendable, Hashable, Comparable {
     /// A scene is foreground active.
     case active
     /// A scene is on screen, and none active.
     case inactive
     /// No scene is on screen: the app runs in the background, and is suspended by the lifecycle's rules.
     case offScreen
+
+    private var rank: Int {
+        switch self {
+        case .offScreen: 0
+        case .inactive: 1
+        case .active: 2
+        }
+    }
+
+    public static func < (lhs: ScenePresence, rhs: ScenePresence) -> Bool { lhs.rank < rhs.rank }
 }
 
 /// One connected scene.
