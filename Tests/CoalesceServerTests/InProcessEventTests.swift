@@ -1,6 +1,7 @@
 @testable import CoalesceServer
 import CoalesceCore
 import CoalesceTestSupport
+import CoalesceWire
 import Testing
 import Varlink
 
@@ -171,6 +172,8 @@ import Varlink
             let held = try fixture.manager.queue(of: Self.mail).held
             #expect(held.map(\.kind.value) == ["cursor", "mail"])
             #expect(held.first?.slot.policy == .latest)
+            // As GetQueue writes it.
+            #expect(held.first?.slot.policy.wire == ["policy": "latest"])
         }
         // A restart: a new manager on the same state directory.
         try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in

@@ -1,6 +1,7 @@
 @testable import CoalesceServer
 import CoalesceCore
 import CoalesceTestSupport
+import Logging
 import Testing
 import Varlink
 
@@ -11,7 +12,9 @@ import Glibc
 /// Real suspension (DESIGN.md §5) on the manager in process: an app's ``FakeProcess`` keeps the signals the manager
 /// sent it, so that whether a suspended app was stopped is read from them and from how the manager says it holds the
 /// app (`suspendedAs`), on the manual clock. A stopped app across a restart is in ``InProcessRestartTests``; the
-/// kernel's own account of a stopped process (/proc/PID/stat) is tested end to end, in `ProcessTests`.
+/// kernel's own account of a stopped process (/proc/PID/stat) is tested end to end, in `ProcessTests`; freezing by
+/// the unit's cgroup is in ``InProcessFreezeTests``. What the system says meanwhile (the time zone, the locale) is
+/// held for a suspended app until its wake.
 @Suite struct InProcessSuspensionTests {
     static let mail = "org.example.mail"
 
@@ -43,5 +46,84 @@ import Glibc
                 #expect(try app.state == .suspended)
             }
         }
+    }
+
+    /// The time zone and the locale, followed while an app is suspended: a running app hears each change at once,
+    /// the suspended one nothing until its wake, and then, after the wake's callbacks, one event of each kind with
+    /// the latest value and how many changes it stands for. The zone comes through the daemon's follower; the
+    /// locale's follower reads localed's signal from the bus, which no test in process has, so the locale is posted
+    /// as that follower posts it. The sandbox's `PlaceTests` change both through timedatectl and localectl.
+    @Test func zoneAndLocaleChangesWhileSuspendedComeAsOneEventEachOnTheWake() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            let news = "org.example.news"
+            try await fixture.register(news)
+            let suspended = try await fixture.attach(news)
+            let launched = try await suspended.sent().callbacks
+            #expect(launched == ["didFinishLaunching", "didBecomeActive"])
+            try suspended.acknowledge()
+            _ = try fixture.manager.deactivate(name: news)
+            let home = try await suspended.sent().callbacks
+            #expect(home == ["willResignActive", "didEnterBackground"])
+            try suspended.acknowledge()
+            #expect(try suspended.state == .suspended)
+            try await fixture.register(Self.mail)
+            let running = try await fixture.attach(Self.mail)
+            let started = try await running.sent().callbacks
+            #expect(started == ["didFinishLaunching", "didBecomeActive"])
+            try running.acknowledge()
+
+            let follower = ClockZoneLocaleFollower(
+                apps: fixture.manager, logger: Logger(label: "test", factory: { _ in fixture.logs })
+            )
+            var heard: [String] = []
+            for zone in ["Europe/Berlin", "Asia/Tokyo"] {
+                follower.timeZoneChanged(to: zone)
+                heard += try await running.replies(atLeast: 1).compactMap { $0["parameters"]?["callback"] }.map(Self.line)
+                try running.acknowledge()
+            }
+            for locale in ["LANG=de_DE.UTF-8", "LANG=fr_FR.UTF-8"] {
+                let told = fixture.manager.postToRunningApps(
+                    kind: ClockZoneLocaleFollower.localeChanged, payload: ["locale": [.string(locale)]], policy: .latest
+                )
+                // Both apps have a process, so both are posted to: the suspended one holds it for its wake.
+                #expect(told == 2)
+                heard += try await running.replies(atLeast: 1).compactMap { $0["parameters"]?["callback"] }.map(Self.line)
+                try running.acknowledge()
+            }
+            #expect(
+                heard == [
+                    #"system.timeZoneChanged count=1 {"timeZone":"Europe/Berlin"}"#,
+                    #"system.timeZoneChanged count=1 {"timeZone":"Asia/Tokyo"}"#,
+                    #"system.localeChanged count=1 {"locale":["LANG=de_DE.UTF-8"]}"#,
+                    #"system.localeChanged count=1 {"locale":["LANG=fr_FR.UTF-8"]}"#,
+                ]
+            )
+            let meanwhile = try await suspended.sent()
+            #expect(meanwhile == TestApp.Sent(), "a suspended app hears nothing")
+            #expect(
+                fixture.logs.entries.contains { $0.message == "The time zone is Asia/Tokyo: 2 running apps told" },
+                "\(fixture.logs.entries.map(\.message))"
+            )
+
+            _ = try fixture.manager.activate(name: news)
+            let woken = try await suspended.replies(atLeast: 4).compactMap { $0["parameters"]?["callback"] }
+            #expect(
+                woken.map(Self.line) == [
+                    "lifecycle.willEnterForeground count=- -", "lifecycle.didBecomeActive count=- -",
+                    #"system.timeZoneChanged count=2 {"timeZone":"Asia/Tokyo"}"#,
+                    #"system.localeChanged count=2 {"locale":["LANG=fr_FR.UTF-8"]}"#,
+                ]
+            )
+            let more = try await suspended.sent()
+            #expect(more == TestApp.Sent(), "one event of each kind")
+        }
+    }
+
+    /// A callback or event as one line: its kind, its count and its payload (`-` where it has none).
+    static func line(_ callback: JSONValue) -> String {
+        let kind = callback["kind"]?.stringValue ?? "?"
+        let count = callback["count"]?.intValue.map(String.init) ?? "-"
+        let payload = callback["payload"].flatMap { $0 == .null ? nil : $0.jsonText } ?? "-"
+        return "\(kind) count=\(count) \(payload)"
     }
 }

@@ -4,10 +4,12 @@ import Synchronization
 import Testing
 import Varlink
 
-/// Events through the real socket: posted to running apps, held and coalesced for suspended ones, durable across
-/// a killed daemon, sent again until acknowledged. What needs no real process (each policy's result on a wake,
-/// delivery at once in every state that runs code, the bound on unacknowledged events) is in `InProcessEventTests`,
-/// on the manager in process.
+/// Events end to end, through the real binary and socket: the Swift client library declaring and acknowledging
+/// over the wire, a producer that stops reading its replies slowed down by the socket, `coalescectl post` and
+/// `queue`, posters told apart by their processes' credentials, held and unacknowledged events surviving `kill -9`,
+/// and what reaches the database file. How the manager decides (each policy, holding and waking, topics, refusals,
+/// pipelined and concurrent posts, restarts taken up from the store) runs in process: `InProcessEventTests`,
+/// `InProcessPostTests`, `InProcessTopicTests` and `InProcessEventRestartTests`.
 @Suite struct EventTests {
     static let mail = "org.example.mail"
 
@@ -176,129 +178,11 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
-    /// An app that does not acknowledge is sent at most 4,096 events; what is posted after that is held and
-    /// coalesced like a suspended app's, and sent once it acknowledges.
-    /// A held kind's event says when its first and its last post came (seconds since the epoch), on the wire as
-    /// in `GetQueue`.
-    @Test func aWakesEventCarriesTheTimesOfItsFirstAndLastPost() async throws {
-        let daemon = try DaemonProcess(configuration: noDeadlines)
-        try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let client = try testClient(daemon.socketPath)
-            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
-            let start = Date().timeIntervalSince1970
-            #expect(try post(client, Self.mail, "mail.received", ["id": 1]) == false)
-            let afterFirst = Date().timeIntervalSince1970
-            // A sleep, not a wait: what must pass is time itself, so that the two posts' times cannot be taken for
-            // each other.
-            usleep(200_000)
-            let beforeLast = Date().timeIntervalSince1970
-            #expect(try post(client, Self.mail, "mail.received", ["id": 2]) == false)
-            let end = Date().timeIntervalSince1970
-            let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue?.first
-            // The app, attached from this process, launched by its attach: the held event follows the callbacks.
-            let stream = try attachedFromThisProcess(daemon.socketPath, app: Self.mail)
-            let event = try stream.receiveReply().parameters["callback"] ?? .null
-            #expect(event["kind"] == "mail.received")
-            #expect(event["count"] == 2)
-            for source in [event, held ?? .null] {
-                let first = source["firstPosted"]?.doubleValue ?? 0
-                let last = source["lastPosted"]?.doubleValue ?? 0
-                #expect(first >= start - 0.001 && first <= afterFirst + 0.001, "first post at \(first), between \(start) and \(afterFirst)")
-                #expect(last >= beforeLast - 0.001 && last <= end + 0.001, "last post at \(last), between \(beforeLast) and \(end)")
-            }
-        }
-        daemon.signal(SIGKILL)
-    }
-
-    /// Producers on several connections (served by different event loops) posting to one active app at once: the
-    /// app gets every event, and each producer's in the order it posted them.
-    @Test func concurrentProducersReachAnActiveAppEachInItsOwnOrder() async throws {
-        let daemon = try DaemonProcess(configuration: "[Varlink]\nEventLoops=2\n")
-        try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let client = try testClient(daemon.socketPath)
-            let app = try self.suspendedApp(daemon, client)
-            let producers = 4
-            let posts = 200
-            let failed = Mutex(0)
-            let done = DispatchGroup()
-            for producer in 0..<producers {
-                done.enter()
-                Thread.detachNewThread {
-                    defer { done.leave() }
-                    do {
-                        // All of a producer's posts in one write, pipelined: they are decided back to back.
-                        let poster = try testClient(daemon.socketPath)
-                        var burst: [UInt8] = []
-                        for number in 0..<posts {
-                            VarlinkCall(
-                                method: "io.coalesced.App.Post",
-                                parameters: [
-                                    "target": .string(Self.mail), "kind": "tick",
-                                    "payload": ["p": .int(Int64(producer)), "n": .int(Int64(number))],
-                                ]
-                            ).message.write(to: &burst)
-                            burst.append(0)
-                        }
-                        try poster.sendRaw(burst)
-                        for _ in 0..<posts where try poster.receiveReply().error != nil { failed.withLock { $0 += 1 } }
-                    } catch {
-                        failed.withLock { $0 += 1 }
-                    }
-                }
-            }
-            done.wait()
-            #expect(failed.withLock { $0 } == 0)
-            let events = try app.events(atLeast: producers * posts)
-            #expect(events.count == producers * posts)
-            var last = [Int](repeating: -1, count: producers)
-            for event in events {
-                // event tick count=1 payload={"n":N,"p":P}
-                let fields = event.split(separator: "{").last!.dropLast().split(separator: ",")
-                let number = Int(fields[0].split(separator: ":")[1])!
-                let producer = Int(fields[1].split(separator: ":")[1])!
-                #expect(number == last[producer] + 1, "producer \(producer): \(number) after \(last[producer])")
-                last[producer] = number
-            }
-            #expect(last == [Int](repeating: posts - 1, count: producers))
-        }
-        daemon.signal(SIGKILL)
-    }
-
     /// The events `app` (active, or running with a background mode) received before a marker posted now: once the
     /// marker has come, whatever the daemon would have sent the app before it has come too.
     func eventsBeforeAMarker(_ app: ExampleApp, _ client: VarlinkClient) throws -> [String] {
         #expect(try post(client, Self.mail, "test.marker", ["marker": true]) == true, "the marker is sent at once")
         return try app.events(before: #"event test.marker count=1 payload={"marker":true}"#)
-    }
-
-    @Test func volatileKindsAreHeldInMemoryOnly() async throws {
-        let first = try DaemonProcess()
-        try await onThread { try first.waitUntilReady() }
-        let client = try testClient(first.socketPath)
-        _ = try client.call(
-            "io.coalesced.App.Register",
-            ["name": .string(Self.mail), "kinds": ["cursor": ["policy": "latest", "volatile": true], "mail": ["policy": "count"]]]
-        )
-        // A registration that leaves the kinds out keeps them as declared, volatility included.
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "exitsOnSuspend": false])
-        #expect(try post(client, Self.mail, "cursor", ["x": 1]) == false)
-        #expect(try post(client, Self.mail, "cursor", ["x": 2]) == false)
-        #expect(try post(client, Self.mail, "mail", [:]) == false)
-        let held = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])["held"]?.arrayValue ?? []
-        #expect(held.compactMap { $0["kind"]?.stringValue } == ["cursor", "mail"])
-        #expect(held.first?["policy"] == ["policy": "latest"])
-        let second = try await onThread { try first.restartedWhenReady() }
-        let after = try testClient(first.socketPath).call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
-        #expect(after["held"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } == ["mail"], "the volatile kind died with the daemon")
-        // The declaration itself is durable.
-        let app = try ExampleApp(socket: first.socketPath, name: Self.mail)
-        #expect(try await onThread { try app.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
-        #expect(try await onThread { try app.events(atLeast: 1) } == ["event mail count=1 payload=-"])
-        #expect(try post(testClient(first.socketPath), Self.mail, "cursor", ["x": 3]) == true)
-        #expect(try await onThread { try app.events(atLeast: 2) }.last == #"event cursor count=1 payload={"x":3}"#)
-        second.signal(SIGKILL)
     }
 
     @Test func coalescectlPostsAndShowsWhatIsHeld() async throws {
@@ -324,86 +208,14 @@ import Varlink
         daemon.signal(SIGKILL)
     }
 
-    /// Posts that arrive together for one kind of a suspended app go to the store as one write; each is still
-    /// answered on its own, in order, and one refused among them (a sum without its number) changes nothing.
-    @Test func postsPipelinedToOneKindAreEachAnsweredAndFoldedInOrder() async throws {
+    /// Who posts is the kernel's word on the connection (SO_PEERCRED, SO_PEERGROUPS): another user's process,
+    /// under `setpriv`, may not post until the app names its uid, or a group it runs with. Every refusal's name and
+    /// parameters, and the posters' rules, are tested in process (`InProcessPostTests`).
+    @Test func anotherUsersProcessPostsByItsCredentialsOnTheSocket() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        try await onThread {
-            let client = try testClient(daemon.socketPath)
-            let app = try self.suspendedApp(daemon, client)
-            _ = try client.call("io.coalesced.System.Deactivate")
-            #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
-            try waitForApp(client, Self.mail, "state", "suspended")
-
-            let payloads: [JSONValue] = [["unread": 1], ["unread": "two"], ["unread": 2], ["unread": 3], ["unread": 4]]
-            var burst: [UInt8] = []
-            for payload in payloads {
-                let call = VarlinkCall(
-                    method: "io.coalesced.App.Post",
-                    parameters: ["target": .string(Self.mail), "kind": "badge", "payload": payload]
-                )
-                call.message.write(to: &burst)
-                burst.append(0)
-            }
-            let producer = try testClient(daemon.socketPath)
-            try producer.sendRaw(burst)
-            var answers: [String] = []
-            for _ in payloads {
-                let reply = try producer.receiveReply()
-                answers.append(reply.error ?? "delivered=\(reply.parameters["delivered"]?.boolValue.map(String.init) ?? "-")")
-            }
-            #expect(answers == ["delivered=false", "io.coalesced.App.NotANumber", "delivered=false", "delivered=false", "delivered=false"])
-
-            _ = try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)])
-            #expect(try app.nextCallbacks(2) == ["willEnterForeground", "didBecomeActive"])
-            #expect(try app.events(atLeast: 1) == [#"event badge count=4 payload={"unread":10}"#])
-        }
-        daemon.signal(SIGKILL)
-    }
-
-    @Test func badPostsGetErrorsThatNameTheProblemAndChangeNothing() async throws {
-        let daemon = try DaemonProcess(configuration: "[Events]\nMaxPayloadSize=64\nMaxKindsPerApp=2\n")
-        try await onThread { try daemon.waitUntilReady() }
         let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "kinds": ["badge": ["policy": "sum", "field": "n"]]])
-        #expect(throws: VarlinkError(name: "io.coalesced.App.UnknownTarget", parameters: ["target": "org.example.none"])) {
-            try post(client, "org.example.none", "mail", [:])
-        }
-        #expect(
-            throws: VarlinkError(
-                name: "io.coalesced.App.InvalidKind",
-                parameters: ["kind": "Mail", "reason": "each label starts with a lower-case letter or digit"]
-            )
-        ) { try post(client, Self.mail, "Mail", [:]) }
-        #expect(throws: VarlinkError(name: "io.coalesced.App.InvalidKind", parameters: ["kind": "lifecycle.x", "reason": "lifecycle.* kinds are the daemon's own"])) {
-            try post(client, Self.mail, "lifecycle.x", [:])
-        }
-        #expect(throws: VarlinkError.invalidParameter("payload", reason: "expected an object, got an array")) {
-            try post(client, Self.mail, "mail", [1, 2])
-        }
-        #expect(throws: VarlinkError(name: "io.coalesced.App.PayloadTooLarge", parameters: ["size": 81, "limit": 64])) {
-            try post(client, Self.mail, "mail", ["text": .string(String(repeating: "x", count: 70))])
-        }
-        #expect(
-            throws: VarlinkError(
-                name: "io.coalesced.App.InvalidPolicy",
-                parameters: [
-                    "kind": "mail",
-                    "reason": "'most' is not a policy: latest, first, count, sum (with field), merge, netChange or queue (with bound)",
-                ]
-            )
-        ) { try post(client, Self.mail, "mail", [:], policy: ["policy": "most"]) }
-        #expect(
-            throws: VarlinkError(name: "io.coalesced.App.NotANumber", parameters: ["target": "org.example.mail", "kind": "badge", "field": "n"])
-        ) { try post(client, Self.mail, "badge", ["n": "three"]) }
-        #expect(try post(client, Self.mail, "a", [:]) == false)
-        #expect(try post(client, Self.mail, "b", [:]) == false)
-        #expect(throws: VarlinkError(name: "io.coalesced.App.TooManyKinds", parameters: ["target": "org.example.mail", "limit": 2])) {
-            try post(client, Self.mail, "c", [:])
-        }
-        #expect(try post(client, Self.mail, "a", [:]) == false, "a kind already held still folds")
-
+        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
         // Another user may not post unless the app says so.
         let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
         let postCall = #"{"target":"org.example.mail","kind":"a","payload":{}}"#
@@ -432,8 +244,3 @@ import Varlink
     }
 }
 
-/// A connection kept open across the test's threads: an app's stream that must outlive the daemon it attached to,
-/// as the app's process keeps it.
-final class OpenConnection: @unchecked Sendable {
-    var client: VarlinkClient?
-}

@@ -16,6 +16,8 @@ final class FakeProcess: AppProcess {
         var unit: String?
         var residentBytes = 1 << 20
         var signals: [CInt] = []
+        /// Signals sent once it had ended, which reach nothing: a kill that is followed by anything shows here.
+        var signalsAfterExit: [CInt] = []
     }
 
     let pid: Int32
@@ -30,13 +32,19 @@ final class FakeProcess: AppProcess {
     /// The signals sent, in order.
     var signals: [CInt] { self.condition.withLock { $0.signals } }
 
+    /// The signals sent after it ended, in order.
+    var signalsAfterExit: [CInt] { self.condition.withLock { $0.signalsAfterExit } }
+
     /// The process ends, as if it exited by itself.
     func exit() { self.condition.withLock { $0.alive = false } }
 
     @discardableResult
     func signal(_ signal: CInt) -> Bool {
         self.condition.withLock { condition in
-            guard condition.alive else { return false }
+            guard condition.alive else {
+                condition.signalsAfterExit.append(signal)
+                return false
+            }
             condition.signals.append(signal)
             switch signal {
             case SIGKILL: condition.alive = false

@@ -13,6 +13,8 @@ import Varlink
 /// ``withManager(configuration:directory:processes:units:logs:_:)``.
 final class ManagerFixture: Sendable {
     let manager: AppManager
+    /// The daemon's configuration and limits, as the manager and the interfaces read them.
+    let daemon: DaemonState
     let clock: ManualClock
     let store: Store
     let directory: TemporaryDirectory
@@ -23,10 +25,11 @@ final class ManagerFixture: Sendable {
     private let monitors = TestMutex<[MonitorStream]>([])
 
     init(
-        manager: AppManager, clock: ManualClock, store: Store, directory: TemporaryDirectory, processes: FakeProcesses,
-        units: FakeUnits, logs: LogCapture
+        manager: AppManager, daemon: DaemonState, clock: ManualClock, store: Store, directory: TemporaryDirectory,
+        processes: FakeProcesses, units: FakeUnits, logs: LogCapture
     ) {
         self.manager = manager
+        self.daemon = daemon
         self.clock = clock
         self.store = store
         self.directory = directory
@@ -36,12 +39,14 @@ final class ManagerFixture: Sendable {
     }
 
     /// Registers `name` as a client of `uid` does (`io.coalesced.App.Register`), with no limit to speak of: `kinds`,
-    /// `posters` and `topics` as on the wire, each kept as it was when left out.
+    /// `posters` and `topics` as on the wire, each kept as it was when left out; the launch unit and the suspension
+    /// mode as given, kept unless given.
     @discardableResult
     func register(
         _ name: String,
         traits: AppTraits = AppTraits(),
         launchUnit: LaunchUnitChange = .keep,
+        suspension: SuspensionChange = .keep,
         kinds: JSONValue? = nil,
         posters: JSONValue? = nil,
         topics: JSONValue? = nil,
@@ -51,6 +56,7 @@ final class ManagerFixture: Sendable {
             name: name,
             traits: traits,
             launchUnit: launchUnit,
+            suspension: suspension,
             declarations: try EventDeclarations(kinds: kinds, posters: posters, topics: topics),
             keeping: (kinds: kinds == nil, posters: posters == nil, topics: topics == nil),
             uid: uid,
@@ -165,9 +171,10 @@ func withManager<T>(
     let clock = ManualClock()
     let units = units ?? FakeUnits(processes: processes)
     let store = try await openStore(directory)
+    let daemon = DaemonState(configuration: configuration)
     let manager = try AppManager(
         store: store,
-        daemon: DaemonState(configuration: configuration),
+        daemon: daemon,
         eventLoop: clock.loop,
         logger: Logger(label: "test", factory: { _ in logs }),
         startUnit: { _ in },
@@ -177,8 +184,8 @@ func withManager<T>(
         processes: processes.opener
     )
     let fixture = ManagerFixture(
-        manager: manager, clock: clock, store: store, directory: directory, processes: processes, units: units,
-        logs: logs
+        manager: manager, daemon: daemon, clock: clock, store: store, directory: directory, processes: processes,
+        units: units, logs: logs
     )
     let result: T
     do {
