@@ -87,18 +87,20 @@ extension AppManager {
                 state.outbox.add(self.arming(.suspensionDelay(appName), after: nil))
             case .stop(let held, let reason):
                 let process = held.process
+                // Why it is stopped rather than frozen goes out before the line saying it was stopped, in the
+                // outbox's order.
                 switch reason {
                 case .mode: break
                 case .notInUnit(let unit):
-                    log.append(Self.suspensionEntry(
+                    state.outbox.add(.log(Self.suspensionEntry(
                         appName, "pid \(process.pid) does not run in its launch unit \(unit); stopping it instead of freezing",
                         "stopped", pid: process.pid, level: .notice, unit: unit
-                    ))
+                    )))
                 case .notFrozen(let unit, let reason):
-                    log.append(Self.suspensionEntry(
+                    state.outbox.add(.log(Self.suspensionEntry(
                         appName, "not frozen: \(reason); stopping pid \(process.pid) with SIGSTOP instead", "stopped",
                         pid: process.pid, level: .notice, unit: unit
-                    ))
+                    )))
                 }
                 let entry = Self.suspensionEntry(appName, "stopped (SIGSTOP) while suspended", "stopped", pid: process.pid)
                 state.outbox.add(.stopProcess(process, entry))
