@@ -14,8 +14,8 @@ import Testing
         var heard: [String] = []
         for effect in effects {
             switch effect {
-            case .presence(_, let to):
-                for case .deliver(let callback, _, _) in app.follow(to, now: now) { heard.append("app \(callback.rawValue)") }
+            case .presence(let from, let to):
+                for case .deliver(let callback, _, _) in app.follow(to, from: from, now: now) { heard.append("app \(callback.rawValue)") }
             case .callback(let callback, let scene, _):
                 heard.append("\(scene) \(callback.rawValue)")
             case .transition:
@@ -95,15 +95,32 @@ import Testing
 
     @Test func followingANotRunningAppDoesNothing() {
         var app = Lifecycle()
-        #expect(app.follow(.active, now: self.t0).isEmpty)
+        #expect(app.follow(.active, from: .offScreen, now: self.t0).isEmpty)
         #expect(app.state == .notRunning)
+    }
+
+    @Test func anAppOpenedBeforeItHadAWindowStaysActiveAsItsFirstSceneComes() throws {
+        var app = Lifecycle()
+        let launched = try app.launch(.foreground, now: self.t0)
+        _ = app.acknowledge(upTo: launched.lastSequence!, now: self.t0)
+        var scenes = AppScenes()
+        #expect(Self.heard(scenes.show(self.a, as: .focused, source: .wayland), &app, now: self.t0) == [
+            "a willConnect", "a willEnterForeground", "a didBecomeActive",
+        ])
+        #expect(app.state == .active)
+        // A window that appears hidden does not take it off screen: its scenes never put it there.
+        var hidden = AppScenes()
+        var other = Lifecycle()
+        _ = try other.launch(.foreground, now: self.t0)
+        #expect(Self.heard(hidden.show(self.b, as: .hidden, source: .wayland), &other, now: self.t0) == ["b willConnect"])
+        #expect(other.state == .active)
     }
 
     @Test func theReasonIsTheScenesUnlessTheCallerSaysOtherwise() throws {
         var app = try self.suspendedApp()
-        let effects = app.follow(.active, now: self.t0)
+        let effects = app.follow(.active, from: .offScreen, now: self.t0)
         #expect(effects.contains(.transition(from: .suspended, to: .inactive, reason: .scenes)))
-        let locked = app.follow(.inactive, reason: .interruptionBegan, now: self.t0)
+        let locked = app.follow(.inactive, from: .active, reason: .interruptionBegan, now: self.t0)
         #expect(locked.contains(.transition(from: .active, to: .inactive, reason: .interruptionBegan)))
     }
 }
@@ -169,8 +186,8 @@ import Testing
             // The shell's order: each presence change fed to the lifecycle where it stands among the scenes' effects.
             for effect in sceneEffects {
                 switch effect {
-                case .presence(_, let to):
-                    for case .deliver(let callback, _, _) in app.follow(to, now: now) {
+                case .presence(let from, let to):
+                    for case .deliver(let callback, _, _) in app.follow(to, from: from, now: now) {
                         let next = Self.replay(callback, from: told)
                         #expect(next != nil, "app \(callback) when \(told); \(context)")
                         told = next ?? told

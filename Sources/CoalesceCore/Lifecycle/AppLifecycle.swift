@@ -156,35 +156,43 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         return self.leaveForeground(now: now, reason: .deactivate)
     }
 
-    /// Follows where the app's scenes put it (``AppScenes/presence``), with the app-level callbacks of each step:
-    /// active (willEnterForeground from the background, then didBecomeActive), on screen and inactive
-    /// (willResignActive, or willEnterForeground from the background), or off screen (willResignActive if it was
-    /// active, then didEnterBackground; then suspended by the usual rules). A not-running app has no scenes to
-    /// follow: nothing.
+    /// Follows where the app's scenes put it, as their presence changes from `previous` to `presence`
+    /// (``SceneEffect/presence(from:to:)``), with the app-level callbacks of each step: toward active
+    /// (willEnterForeground from the background, then didBecomeActive when they are active), or away from it
+    /// (willResignActive, then didEnterBackground when they are off screen; then suspended by the usual rules). A
+    /// change toward the foreground never takes the app away from it, nor the other way: an app its user or an
+    /// operator brought forward before it had a scene stays where it is until its scenes leave it. A not-running
+    /// app has no scenes to follow: nothing.
     ///
     /// An app that follows its scenes is interrupted through them (``AppScenes/interruption(_:)``, which makes its
     /// focused scene inactive and so the app), not by ``interruptionBegan(now:reason:)``: its scenes say where it is,
     /// and an interruption of the app's own would end into a foreground its scenes may have left meanwhile.
-    public mutating func follow(_ presence: ScenePresence, reason: TransitionReason = .scenes, now: Instant) -> [LifecycleEffect] {
-        guard self.state.isRunning else { return [] }
-        self.interrupted = false
+    public mutating func follow(
+        _ presence: ScenePresence,
+        from previous: ScenePresence,
+        reason: TransitionReason = .scenes,
+        now: Instant
+    ) -> [LifecycleEffect] {
+        guard self.state.isRunning, presence != previous else { return [] }
         var effects: [LifecycleEffect] = []
-        if presence > .offScreen, !self.state.isForeground {
-            self.leaveBackground()
-            effects += self.move(to: .inactive, reason: reason)
-            effects.append(self.deliver(.willEnterForeground))
-        }
-        switch (presence, self.state) {
-        case (.active, .inactive):
-            effects += self.move(to: .active, reason: reason)
-            effects.append(self.deliver(.didBecomeActive))
-        case (.inactive, .active):
-            effects += self.move(to: .inactive, reason: reason)
-            effects.append(self.deliver(.willResignActive))
-        case (.offScreen, .active), (.offScreen, .inactive):
-            effects += self.leaveForeground(now: now, reason: reason)
-        default:
-            break
+        if presence > previous {
+            if !self.state.isForeground {
+                self.leaveBackground()
+                effects += self.move(to: .inactive, reason: reason)
+                effects.append(self.deliver(.willEnterForeground))
+            }
+            if presence == .active, self.state == .inactive {
+                self.interrupted = false
+                effects += self.move(to: .active, reason: reason)
+                effects.append(self.deliver(.didBecomeActive))
+            }
+        } else if self.state.isForeground {
+            if presence == .offScreen {
+                effects += self.leaveForeground(now: now, reason: reason)
+            } else if self.state == .active {
+                effects += self.move(to: .inactive, reason: reason)
+                effects.append(self.deliver(.willResignActive))
+            }
         }
         return effects
     }

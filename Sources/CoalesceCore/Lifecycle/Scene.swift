@@ -107,7 +107,7 @@ public enum SceneEffect: Sendable, Hashable {
     case callback(SceneCallback, scene: SceneID, connection: SceneConnection? = nil)
     /// The scene changed state: log it, tell monitors.
     case transition(scene: SceneID, from: SceneState, to: SceneState)
-    /// The scenes put the app elsewhere: its lifecycle follows (``AppLifecycle/follow(_:reason:now:)``). Toward
+    /// The scenes put the app elsewhere: its lifecycle follows (``AppLifecycle/follow(_:from:reason:now:)``). Toward
     /// the foreground it comes before the scene's step that caused it, away from it after: the app enters the
     /// foreground before its scene does, and leaves it after its last scene has.
     case presence(from: ScenePresence, to: ScenePresence)

@@ -52,7 +52,10 @@ extension AppManager {
         self.apply(effects, app: appName, record: &record, state: &state, log: &log, launch: launch)
         // After the callbacks the effects sent: a wake's events follow them.
         if !wasReceiving, record.lifecycle.receivesAtOnce { self.beganReceiving(appName, &record, woken: true, in: &state) }
-        if !record.lifecycle.state.isRunning { record.forgetsTheLock() }
+        if !record.lifecycle.state.isRunning {
+            record.forgetsTheLock()
+            self.scenesEnded(appName, &record, in: &state, log: &log)
+        }
         self.reschedule(appName, &record, now: self.now(), in: &state)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {
@@ -66,9 +69,10 @@ extension AppManager {
     }
 
     /// The wake: the app receives at once from now on where it did not, woken by its lifecycle (`woken`) or by a
-    /// process attaching to it while it runs. What its inbox held goes out, and a woken app is told the lock's net
-    /// change while it ran no code: one callback, or none when the screen was locked and unlocked meanwhile.
+    /// process attaching to it while it runs. The scene callbacks and what its inbox held go out, and a woken app is
+    /// told the lock's net change while it ran no code: one callback, or none when the screen was locked and unlocked meanwhile.
     func beganReceiving(_ appName: AppName, _ record: inout Record, woken: Bool, in state: inout State) {
+        self.sendHeldSceneCallbacks(&record, in: &state.outbox)
         let woke = self.inboxInput(&record, of: appName, charging: state.ledger, outbox: &state.outbox) { inbox, reception, next in
             inbox.woke(reception, next: &next)
         }

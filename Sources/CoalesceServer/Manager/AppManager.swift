@@ -100,6 +100,7 @@ final class AppManager: Sendable {
         var ledger = QuotaLedger(quotas: Quotas())
         var acknowledgementWaiters = AcknowledgementWaiters()
         var screenLock = ScreenLockBook()
+        var windows = WindowBook()
 
         /// Counts a post the inbox answered: sent at once, or held.
         mutating func count(_ answer: AppManager.AppInbox.Answer) {

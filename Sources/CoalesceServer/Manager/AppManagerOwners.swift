@@ -129,3 +129,20 @@ struct AcknowledgementWaiters {
         return done.map(\.waiter)
     }
 }
+
+/// What each session last reported of its windows (``AppManager/reportWindows(_:source:uid:)``): each window by its
+/// id, with the app it is a scene of, so that a window a report no longer has closes its scene.
+struct WindowBook {
+    /// Who reports: a user's session, through one source.
+    struct Reporter: Hashable {
+        var uid: UInt32
+        var source: SceneSource
+    }
+
+    struct Shown: Equatable {
+        var app: AppName
+        var window: ReportedWindow
+    }
+
+    var reported: [Reporter: [String: Shown]] = [:]
+}

@@ -82,6 +82,10 @@ extension AppManager {
         var toldProtectedDataAvailable = true
         /// Its process stopped or frozen while it is suspended (`+Suspension`).
         var suspension = SuspensionHold<HeldProcess>()
+        /// Its scenes: its windows as its user's session reports them (`+Scenes`).
+        var scenes = AppScenes()
+        /// Scene callbacks decided while it ran no code: sent on its wake, before its events.
+        var heldSceneCallbacks: [(SceneCallback, SceneID, SceneConnection?)] = []
     }
 }
 

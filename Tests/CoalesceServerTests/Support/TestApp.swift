@@ -127,7 +127,8 @@ final class TestApp: Sendable {
     }
 
     /// What the stream sent since the last read, as the example app prints it: lifecycle callbacks by name
-    /// (`didBecomeActive`), events as `event KIND count=N payload=JSON` (with ` dropped=N` when a queue dropped some).
+    /// (`didBecomeActive`), scene callbacks by scene and name (`w1 didBecomeActive`), events as
+    /// `event KIND count=N payload=JSON` (with ` dropped=N` when a queue dropped some).
     struct Sent: Equatable {
         var callbacks: [String] = []
         var events: [String] = []
@@ -140,6 +141,10 @@ final class TestApp: Sendable {
             let kind = callback["kind"]?.stringValue ?? "?"
             if kind.hasPrefix("lifecycle.") {
                 sent.callbacks.append(String(kind.dropFirst("lifecycle.".count)))
+                continue
+            }
+            if kind.hasPrefix("scene."), let scene = callback["scene"]?.stringValue {
+                sent.callbacks.append("\(scene) \(kind.dropFirst("scene.".count))")
                 continue
             }
             let payload = callback["payload"].flatMap { $0 == .null ? nil : $0.jsonText } ?? "-"

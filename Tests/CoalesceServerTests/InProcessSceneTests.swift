@@ -1,0 +1,142 @@
+@testable import CoalesceServer
+import CoalesceCore
+import CoalesceTestSupport
+import Synchronization
+import Testing
+import Varlink
+
+/// Scenes on the manager in process: the windows a session reports drive each app's scenes and, through them, the
+/// app, with no operator call; a window is an app's only when its user and its process are the app's.
+@Suite struct InProcessSceneTests {
+    static let mail = "org.example.mail"
+    static let maps = "org.example.maps"
+
+    static func window(
+        _ id: String,
+        of app: String,
+        _ presentation: ScenePresentation,
+        pid: Int32? = nil,
+        title: String = ""
+    ) throws -> ReportedWindow {
+        ReportedWindow(id: try SceneID(id), appID: app, pid: pid, presentation: presentation, title: title)
+    }
+
+    /// `name` opened by its user, then sent home and suspended: as an app is before its windows are reported.
+    static func suspended(_ name: String, _ fixture: ManagerFixture) async throws -> TestApp {
+        let app = try await InProcessLifecycleTests.opened(name, fixture)
+        _ = try fixture.manager.deactivate(name: name)
+        #expect(try await app.sent().callbacks == ["willResignActive", "didEnterBackground"])
+        try app.acknowledge()
+        #expect(try app.state == .suspended)
+        return app
+    }
+
+    @Test func twoWindowsOfAnAppTakeItThroughItsScenesInTheSeedsOrder() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            let mail = try await Self.suspended(Self.mail, fixture)
+            let pid = mail.process.pid
+            let manager = fixture.manager
+
+            // Its first window focused and a second shown: woken first, then each scene connects and comes forward.
+            let matches = manager.reportWindows(
+                [try Self.window("w1", of: Self.mail, .focused, pid: pid, title: "Inbox"), try Self.window("w2", of: Self.mail, .shown)],
+                source: .wayland, uid: 0
+            )
+            #expect(matches == [.scene(try AppName(Self.mail)), .scene(try AppName(Self.mail))])
+            #expect(try await mail.sent().callbacks == [
+                "willEnterForeground", "w1 willConnect", "w1 willEnterForeground", "didBecomeActive", "w1 didBecomeActive",
+                "w2 willConnect", "w2 willEnterForeground",
+            ])
+            #expect(try mail.state == .active)
+
+            // The focus moves to the second window.
+            manager.reportWindows(
+                [try Self.window("w1", of: Self.mail, .shown), try Self.window("w2", of: Self.mail, .focused)],
+                source: .wayland, uid: 0
+            )
+            #expect(try await mail.sent().callbacks == [
+                "w1 willResignActive", "willResignActive", "didBecomeActive", "w2 didBecomeActive",
+            ])
+
+            // The first closes and the second is minimized: the app leaves the foreground after its last scene.
+            manager.reportWindows([try Self.window("w2", of: Self.mail, .hidden)], source: .wayland, uid: 0)
+            #expect(try await mail.sent().callbacks == [
+                "w1 didEnterBackground", "w1 didDisconnect",
+                "w2 willResignActive", "willResignActive", "w2 didEnterBackground", "didEnterBackground",
+            ])
+            try mail.acknowledge()
+            #expect(try mail.state == .suspended, "suspended by the usual rules once didEnterBackground is acknowledged")
+        }
+    }
+
+    @Test func anotherAppsWindowTakingTheFocusMakesTheFirstInactiveBeforeTheOtherIsActive() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            let mail = try await Self.suspended(Self.mail, fixture)
+            let maps = try await Self.suspended(Self.maps, fixture)
+            let manager = fixture.manager
+            manager.reportWindows(
+                [try Self.window("m", of: Self.mail, .focused), try Self.window("p", of: Self.maps, .shown)],
+                source: .x11, uid: 0
+            )
+            _ = try await mail.sent()
+            #expect(try await maps.sent().callbacks == ["willEnterForeground", "p willConnect", "p willEnterForeground"])
+            #expect(try maps.state == .inactive)
+
+            let monitor = try await fixture.monitor()
+            manager.reportWindows(
+                [try Self.window("m", of: Self.mail, .shown), try Self.window("p", of: Self.maps, .focused)],
+                source: .x11, uid: 0
+            )
+            #expect(try await mail.sent().callbacks == ["m willResignActive", "willResignActive"])
+            #expect(try await maps.sent().callbacks == ["didBecomeActive", "p didBecomeActive"])
+            // Monitors see the scenes' transitions, named, beside the apps'; mail's before maps'.
+            let records = try await monitor.read { $0.count >= 4 }
+            let told = records.map { record in
+                let transition = record.record
+                return "\(transition["app"]?.stringValue ?? "?") \(transition["scene"]?.stringValue ?? "-") \(transition["to"]?.stringValue ?? "?")"
+            }
+            #expect(told == [
+                "\(Self.mail) m foregroundInactive", "\(Self.mail) - inactive", "\(Self.maps) - active", "\(Self.maps) p foregroundActive",
+            ])
+        }
+    }
+
+    @Test func aWindowIsAnAppsSceneOnlyForItsUserAndItsProcess() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            let mail = try await Self.suspended(Self.mail, fixture)
+            try await fixture.register(Self.maps)
+            let manager = fixture.manager
+            let name = try AppName(Self.mail)
+            // Another user's session cannot claim root's app; a window of another process only claims its id; an app
+            // not running has no scenes.
+            #expect(manager.reportWindows([try Self.window("w", of: Self.mail, .focused)], source: .wayland, uid: 1000) == [.noApp])
+            #expect(
+                manager.reportWindows([try Self.window("w", of: Self.mail, .focused, pid: 4242)], source: .wayland, uid: 0)
+                    == [.notTheAppsProcess(name, pid: 4242)]
+            )
+            #expect(manager.reportWindows([try Self.window("x", of: Self.maps, .focused)], source: .wayland, uid: 0) == [.notRunning(try AppName(Self.maps))])
+            #expect(manager.reportWindows([try Self.window("y", of: "org.example.unknown", .focused)], source: .wayland, uid: 0) == [.noApp])
+            #expect(try await mail.sent() == TestApp.Sent(), "nothing reached the app")
+            #expect(try mail.state == .suspended)
+        }
+    }
+
+    @Test func aTitleChangeTellsTheAppNothingAndTheProcessEndingUnattachesItsScenes() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            let mail = try await Self.suspended(Self.mail, fixture)
+            let manager = fixture.manager
+            manager.reportWindows([try Self.window("w", of: Self.mail, .focused, title: "one")], source: .wayland, uid: 0)
+            _ = try await mail.sent()
+            manager.reportWindows([try Self.window("w", of: Self.mail, .focused, title: "two")], source: .wayland, uid: 0)
+            let record = try #require(manager.state.withLock { $0.records[try! AppName(Self.mail)] })
+            #expect(record.scenes.scenes[try SceneID("w")]?.title == "two")
+
+            let monitor = try await fixture.monitor()
+            try await mail.hangUp()
+            let records = try await monitor.read { records in records.contains { $0.record["scene"] != nil } }
+            let scene = records.first { $0.record["scene"] != nil }?.record
+            #expect(scene?["from"] == "foregroundActive" && scene?["to"] == "unattached")
+            #expect(manager.state.withLock { $0.records[try! AppName(Self.mail)]?.scenes.scenes.isEmpty } == true)
+        }
+    }
+}
