@@ -109,9 +109,9 @@ enum WriteAheadLog {
         bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    private static func read(_ file: borrowing ReadableFile, count: Int, at offset: Int, path: String) throws(StoreError)
-        -> [UInt8]
-    {
+    private static func read(
+        _ file: borrowing ReadableFile, count: Int, at offset: Int, path: String
+    ) throws(StoreError) -> [UInt8] {
         let bytes: [UInt8]
         do throws(SystemdError) {
             bytes = try file.read(count, at: offset)

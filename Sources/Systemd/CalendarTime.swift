@@ -39,7 +39,8 @@ public enum CalendarTime {
     }
 
     /// The local date and time `seconds` after the epoch, its fraction dropped, written with strftime(3)'s
-    /// `format` (at most 63 bytes of it): `%Z` names the zone as the local time has it (`CET`, `CEST`).
+    /// `format`: `%Z` names the zone as the local time has it (`CET`, `CEST`). Empty when the text would be longer
+    /// than 63 bytes.
     public static func localText(_ seconds: Double, format: String) -> String {
         var time = time_t(seconds)
         var parts = tm()

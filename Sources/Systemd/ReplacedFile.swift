@@ -17,16 +17,18 @@ public enum ReplacedFile {
         // One write: the file is a line or two, which a regular file takes whole or fails.
         let written = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == contents.count, fsync(descriptor) == 0 else {
-            let error = FileError(operation: written == contents.count ? "fsync" : "write", path: temporary, errno: errno)
+            let operation = written == contents.count ? "fsync" : "write"
+            let error = FileError(operation: operation, path: temporary, errno: errno)
             close(descriptor)
             unlink(temporary)
             throw error
         }
         close(descriptor)
         guard rename(temporary, path) == 0 else { throw FileError(operation: "rename", path: path, errno: errno) }
-        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryDescriptor >= 0 else { throw FileError(operation: "open", path: directory, errno: errno) }
-        defer { close(directoryDescriptor) }
-        guard fsync(directoryDescriptor) == 0 else { throw FileError(operation: "fsync", path: directory, errno: errno) }
+        // The rename is durable once the directory is.
+        let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parent >= 0 else { throw FileError(operation: "open", path: directory, errno: errno) }
+        defer { close(parent) }
+        guard fsync(parent) == 0 else { throw FileError(operation: "fsync", path: directory, errno: errno) }
     }
 }
