@@ -123,6 +123,7 @@ let package = Package(
                 "Varlink",
                 "CoalesceCore",
                 "CoalesceWire",
+                "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -1,10 +1,7 @@
 import ArgumentParser
 import CoalesceWire
+import Systemd
 import Varlink
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 @main
 struct Coalescectl: ParsableCommand {
@@ -161,30 +158,17 @@ enum CtlExit {
 enum CtlOutput {
     static func print(_ text: String) {
         Pager.startIfArmed()
-        let line = text + "\n"
-        line.withCString { start in
-            var rest = strlen(start)
-            var cursor = start
-            while rest > 0 {
-                let written = write(1, cursor, rest)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return }
-                rest -= written
-                cursor += written
-            }
-        }
+        StandardOutput.write(text + "\n")
     }
 
     /// A line for the person at the terminal, on stderr, so that stdout stays the data.
     static func note(_ text: String) {
-        let line = text + "\n"
-        _ = line.withCString { write(2, $0, strlen($0)) }
+        StderrSink.writeLine(text)
     }
 
     static func fail(_ message: String, status: Int32) -> Never {
-        let line = "coalescectl: \(message)\n"
-        _ = line.withCString { write(2, $0, strlen($0)) }
-        exit(status)
+        StderrSink.writeLine("coalescectl: \(message)")
+        CurrentProcess.exit(status)
     }
 
     /// Runs a client call, turning each failure into its message and exit status.
@@ -239,12 +223,7 @@ enum CtlOutput {
 
     /// A wall-clock time as systemd prints it: `2026-11-23 11:32:05 UTC`.
     static func timestamp(_ seconds: Double) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        localtime_r(&time, &parts)
-        var buffer = [CChar](repeating: 0, count: 64)
-        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %Z", &parts)
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        CalendarTime.localText(seconds, format: "%Y-%m-%d %H:%M:%S %Z")
     }
 
     /// Label-value rows with the labels right-aligned, as `systemctl status` lays them out.
@@ -261,9 +240,8 @@ enum CtlOutput {
 /// either, `less`, else `more`. `less` gets `LESS=FRSXMK` (quit when it fits on one screen, keep colours, chop long
 /// lines, quit on Ctrl-C), or `$COALESCECTL_LESS` when set, as systemd uses `$SYSTEMD_LESS`.
 enum Pager {
-    // Touched only from the main thread: the command's run and the exit handler.
+    // Touched only from the main thread: the command's run.
     nonisolated(unsafe) private static var armed = false
-    nonisolated(unsafe) private static var child: pid_t = 0
 
     static func arm() { Self.armed = true }
 
@@ -272,47 +250,18 @@ enum Pager {
     static func startIfArmed() {
         guard Self.armed else { return }
         Self.armed = false
-        guard isatty(1) == 1 else { return }
-        let chosen = (getenv("COALESCECTL_PAGER") ?? getenv("PAGER")).map { String(cString: $0) }
+        guard StandardOutput.isTerminal else { return }
+        let chosen = ProcessEnvironment.value("COALESCECTL_PAGER") ?? ProcessEnvironment.value("PAGER")
         let candidates: [[String]]
         switch chosen?.trimmingSpaces {
         case ""?, "cat"?: return
         case let command?: candidates = [["/bin/sh", "-c", command]]
         case nil: candidates = [["less"], ["more"]]
         }
-        setenv("LESS", getenv("COALESCECTL_LESS").map { String(cString: $0) } ?? "FRSXMK", 1)
-        setenv("LESSCHARSET", "utf-8", 0)
-
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { return }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
-        for argv in candidates {
-            let arguments = argv.map { strdup($0) } + [nil]
-            defer { arguments.forEach { free($0) } }
-            var pid: pid_t = 0
-            guard posix_spawnp(&pid, argv[0], &actions, nil, arguments, environ) == 0 else { continue }
-            Self.child = pid
-            dup2(fds[1], 1)
-            close(fds[0])
-            close(fds[1])
-            atexit { Pager.finish() }
-            return
-        }
-        // No pager could be started: the output goes to the terminal as it is.
-        close(fds[0])
-        close(fds[1])
-    }
-
-    /// Ends the output and waits for the person to leave the pager.
-    private static func finish() {
-        close(1)
-        var status: Int32 = 0
-        while waitpid(Self.child, &status, 0) < 0 && errno == EINTR {}
+        ProcessEnvironment.set("LESS", to: ProcessEnvironment.value("COALESCECTL_LESS") ?? "FRSXMK")
+        ProcessEnvironment.set("LESSCHARSET", to: "utf-8", replacing: false)
+        // When no pager can be started, the output goes to the terminal as it is.
+        OutputPager.start(candidates)
     }
 }
 

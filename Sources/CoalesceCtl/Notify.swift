@@ -1,11 +1,8 @@
 import ArgumentParser
 import CoalesceCore
 import CoalesceWire
+import Systemd
 import Varlink
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `coalescectl notify …`: an app's local notifications (io.coalesced.Notifications).
 struct Notify: ParsableCommand {
@@ -290,16 +287,9 @@ enum NotifyTime {
         guard (1970...2199).contains(date[0]!), (1...12).contains(date[1]!), (1...31).contains(date[2]!),
             (0...23).contains(time[0]!), (0...59).contains(time[1]!), (0...60).contains(second)
         else { throw fail }
-        var parts = tm()
-        parts.tm_year = date[0]! - 1900
-        parts.tm_mon = date[1]! - 1
-        parts.tm_mday = date[2]!
-        parts.tm_hour = time[0]!
-        parts.tm_min = time[1]!
-        parts.tm_sec = second
-        parts.tm_isdst = -1
-        let seconds = mktime(&parts)
-        guard seconds != -1 else { throw fail }
+        let parts = CalendarTime.Parts(
+            year: date[0]!, month: date[1]!, day: date[2]!, hour: time[0]!, minute: time[1]!, second: second)
+        guard let seconds = CalendarTime.seconds(ofLocal: parts) else { throw fail }
         return Double(seconds)
     }
 

@@ -2,10 +2,6 @@ import ArgumentParser
 import CoalesceServer
 import CoalesceWire
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 @main
 struct Coalesced: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

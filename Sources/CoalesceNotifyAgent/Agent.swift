@@ -2,10 +2,6 @@ import CoalesceWire
 import Systemd
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The agent's one thread: it streams the daemon's presentations, shows them through the desktop's notification
 /// server, and answers the daemon with what the user did with them.
 ///
@@ -71,9 +67,12 @@ final class Agent {
 
     /// Runs until SIGTERM or SIGINT (returns 0) or until the session bus is lost (returns 1).
     func run() -> Int32 {
-        signal(SIGPIPE, SIG_IGN)
-        guard let signals = StopSignals.watch() else {
-            Log.problem("cannot watch for SIGTERM: \(String(cString: strerror(errno)))")
+        StopSignals.ignoreBrokenPipes()
+        let signals: CInt
+        do throws(SystemdError) {
+            signals = try StopSignals.watch()
+        } catch {
+            Log.problem("cannot watch for SIGTERM: \(error.reason)")
             return 1
         }
 
@@ -109,18 +108,22 @@ final class Agent {
                 if !dispatched { break }
             }
 
-            var descriptors = [
-                pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: self.desktop.fileDescriptor, events: self.desktop.pollEvents, revents: 0),
+            var descriptors: [(descriptor: CInt, events: Poll.Events)] = [
+                (signals, .readable),
+                (self.desktop.fileDescriptor, Poll.Events(rawValue: self.desktop.pollEvents)),
             ]
-            if let stream = self.stream { descriptors.append(pollfd(fd: stream.descriptor, events: Int16(POLLIN), revents: 0)) }
-            let result = poll(&descriptors, nfds_t(descriptors.count), self.pollTimeout())
-            if result < 0, errno != EINTR {
-                Log.problem("poll failed: \(String(cString: strerror(errno)))")
+            if let stream = self.stream { descriptors.append((stream.descriptor, .readable)) }
+            let timeout = self.pollTimeout()
+            let reported: [Poll.Events]
+            do throws(SystemdError) {
+                reported = try Poll.wait(descriptors, timeout: timeout < 0 ? nil : .milliseconds(timeout))
+            } catch {
+                if error.errno == Errno.EINTR { continue }
+                Log.problem("poll failed: \(error.reason)")
                 return 1
             }
-            if descriptors[0].revents != 0 { return 0 }
-            if descriptors.count > 2, descriptors[2].revents != 0 { self.readStream() }
+            if !reported[0].isEmpty { return 0 }
+            if reported.count > 2, !reported[2].isEmpty { self.readStream() }
         }
     }
 
@@ -377,31 +380,6 @@ final class Agent {
     }
 }
 
-/// SIGTERM and SIGINT as a descriptor that becomes readable: the handler writes a byte to a pipe (all a signal
-/// handler may safely do), and the poll loop watches the pipe's other end.
-enum StopSignals {
-    nonisolated(unsafe) private static var writeEnd: CInt = -1
-
-    /// The pipe's read end, or `nil` (with errno set) when no pipe could be made.
-    static func watch() -> CInt? {
-        var ends: [CInt] = [0, 0]
-        guard pipe(&ends) == 0 else { return nil }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        self.writeEnd = ends[1]
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in
-            var byte: UInt8 = 1
-            _ = write(StopSignals.writeEnd, &byte, 1)
-        }
-        sigemptyset(&action.sa_mask)
-        for signal in [SIGTERM, SIGINT] { sigaction(signal, &action, nil) }
-        return ends[0]
-    }
-}
-
 /// A wait that doubles after each failure, up to a limit, and starts over after a success.
 struct Backoff {
     let first: Duration
@@ -435,7 +413,6 @@ enum Log {
     static func note(_ text: String) { self.line(text) }
 
     private static func line(_ text: String) {
-        let line = "coalesce-notify-agent: \(text)\n"
-        _ = line.withCString { write(2, $0, strlen($0)) }
+        StderrSink.writeLine("coalesce-notify-agent: \(text)")
     }
 }

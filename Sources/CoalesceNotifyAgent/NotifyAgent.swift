@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoalesceWire
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 @main
 struct NotifyAgent: ParsableCommand {
     static let configuration = CommandConfiguration(

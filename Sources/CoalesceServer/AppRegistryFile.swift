@@ -2,10 +2,6 @@ import CoalesceCore
 import Systemd
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The registry as versions before the store kept it: `apps.json` in the state directory. Read once, to import it
 /// into the store, and then renamed to `apps.json.imported`.
 struct AppRegistryFile: Sendable {
@@ -21,12 +17,14 @@ struct AppRegistryFile: Sendable {
     }
 
     /// Whether there is a file to import.
-    var exists: Bool { access(self.path, F_OK) == 0 }
+    var exists: Bool { DirectoryEntry.exists(self.path) }
 
     /// Moves the imported file aside, so that it is imported once.
     func markImported() throws(Failure) {
-        guard rename(self.path, self.path + ".imported") == 0 else {
-            throw Failure(description: "cannot rename \(self.path): \(String(cString: strerror(errno)))")
+        do throws(FileError) {
+            try DirectoryEntry.rename(self.path, to: self.path + ".imported")
+        } catch {
+            throw Failure(description: "cannot rename \(self.path): \(error.reason)")
         }
     }
 
@@ -37,8 +35,8 @@ struct AppRegistryFile: Sendable {
             // Unbounded, as it always was: the file is the daemon's own, written by versions before the store.
             bytes = try ReadableFile.contents(of: self.path, limit: .max)
         } catch {
-            if error.errno == ENOENT { return [] }
-            throw Failure(description: "cannot read \(self.path): \(String(cString: strerror(error.errno)))")
+            if error.errno == Errno.ENOENT { return [] }
+            throw Failure(description: "cannot read \(self.path): \(error.reason)")
         }
         do {
             let document = try JSONParser.parse(bytes)

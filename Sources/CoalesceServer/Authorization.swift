@@ -1,17 +1,13 @@
 import Systemd
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Who may drive the system side: root, the daemon's own user (a user instance belongs to its user), and members
 /// of the configured admin group. Decided from the kernel's word on the peer (SO_PEERCRED), never from anything
 /// the peer says.
 enum Authorization {
     static func isAdmin(_ peer: VarlinkPeer?, group: AdminGroup?) -> Bool {
         guard let peer else { return false }
-        if peer.uid == 0 || peer.uid == geteuid() { return true }
+        if peer.uid == 0 || peer.uid == CurrentProcess.effectiveUserID { return true }
         guard let group else { return false }
         if peer.gid == group.id { return true }
         return self.groups(of: peer).contains(group.id)

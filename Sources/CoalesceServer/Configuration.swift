@@ -1,10 +1,6 @@
 public import CoalesceCore
 public import Logging
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The daemon's settings, from `coalesced.conf` and its drop-ins.
 public struct Configuration: Sendable, Hashable {
     /// `[Daemon] LogLevel=`: the least severe level logged.

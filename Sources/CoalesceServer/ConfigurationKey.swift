@@ -1,9 +1,6 @@
 import CoalesceCore
 import Logging
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Systemd
 
 /// Why a value does not fit its key.
 struct ConfigurationValueError: Error {
@@ -218,10 +215,10 @@ enum ConfigurationKey {
     }
 
     static func resolveGroup(_ name: String) throws(ConfigurationValueError) -> AdminGroup {
-        guard let group = getgrnam(name) else {
+        guard let id = UserDatabase.groupID(named: name) else {
             throw ConfigurationValueError(reason: "no group of that name on this system")
         }
-        return AdminGroup(name: name, id: group.pointee.gr_gid)
+        return AdminGroup(name: name, id: id)
     }
 
     static func parseInteger(_ value: String, in range: ClosedRange<Int>) throws(ConfigurationValueError) -> Int {

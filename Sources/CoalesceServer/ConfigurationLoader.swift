@@ -1,9 +1,5 @@
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Finds and reads the configuration files: the main file, then `<main>.d/*.conf` in file-name order.
 public enum ConfigurationLoader {
     /// Reads and parses the configuration.
@@ -19,9 +15,9 @@ public enum ConfigurationLoader {
         var sources: [ConfigurationSource] = []
         switch self.read(path) {
         case .success(let text): sources.append(ConfigurationSource(path: path, text: text))
-        case .failure(let code) where code == ENOENT && !required: break
+        case .failure(let code) where code == Errno.ENOENT && !required: break
         case .failure(let code):
-            throw ConfigurationError(path: path, line: 0, reason: "cannot read: \(String(cString: strerror(code)))")
+            throw ConfigurationError(path: path, line: 0, reason: "cannot read: \(SystemdError.reason(code))")
         }
         let directory = path + ".d"
         for name in self.dropInNames(in: directory) {
@@ -29,7 +25,7 @@ public enum ConfigurationLoader {
             switch self.read(file) {
             case .success(let text): sources.append(ConfigurationSource(path: file, text: text))
             case .failure(let code):
-                throw ConfigurationError(path: file, line: 0, reason: "cannot read: \(String(cString: strerror(code)))")
+                throw ConfigurationError(path: file, line: 0, reason: "cannot read: \(SystemdError.reason(code))")
             }
         }
         return sources
@@ -58,7 +54,7 @@ public enum ConfigurationLoader {
         } catch {
             return .failure(error.errno)
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(EILSEQ) }
+        guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(Errno.EILSEQ) }
         return .success(text)
     }
 }

@@ -8,10 +8,6 @@ import Varlink
 import CoalesceStore
 public import CoalesceWire
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Journal MESSAGE_IDs of the entries an operator acts on; `systemd/coalesced.catalog` explains each.
 public enum MessageID {
     public static let started = "d2415ccfc6e24ad782ec5497e5865f79"

@@ -6,10 +6,6 @@ import NIOPosix
 import Systemd
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The steps from a loaded configuration to a bound socket, in order: the state directory, the socket systemd passed
 /// (or the directory of the one to create), the store and everything accepted before (recovered before READY=1),
 /// the interfaces, the socket bound. A step that fails is logged with what to do, and the daemon exits with the
@@ -220,7 +216,7 @@ func importRegistryFile(stateDirectory: String, into store: Store, logger: Logge
 /// then attaches on its own.
 func startUnit(_ unit: String, on bus: BusConnection?, problem: String?) async throws(SystemdError) {
     guard let bus else {
-        throw SystemdError(operation: "call org.freedesktop.systemd1.Manager.StartUnit", errno: ENOTCONN, busError: problem)
+        throw SystemdError(operation: "call org.freedesktop.systemd1.Manager.StartUnit", errno: Errno.ENOTCONN, busError: problem)
     }
     _ = try await bus.call(
         destination: "org.freedesktop.systemd1",
@@ -235,14 +231,7 @@ func startUnit(_ unit: String, on bus: BusConnection?, problem: String?) async t
 /// Every connection and every attached app holds a descriptor; the soft limit (often 1,024) is lifted to the hard
 /// limit, as systemd's own daemons do, so that MaxConnections= is what bounds them. Returns the soft limit in force.
 func raiseDescriptorLimit() -> Int {
-    var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
-    if limit.rlim_cur < limit.rlim_max {
-        let raised = rlimit(rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max)
-        // The old limit stays if this fails, and is what is returned.
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), [raised]) == 0 { limit = raised }
-    }
-    return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
+    DescriptorLimit.raiseToHardLimit()
 }
 
 /// Descriptors the daemon keeps besides its connections, beyond those open at start-up: the store's files, the
@@ -273,16 +262,12 @@ extension DaemonState {
 
 /// Creates a directory, and its missing parents with mode 0755, giving the directory itself `mode` when it creates
 /// it; an existing directory keeps the mode it has. `nil` on success, the reason otherwise.
-func createDirectory(_ path: String, mode: mode_t) -> String? {
-    var prefix = path.hasPrefix("/") ? "" : "."
-    let components = path.split(separator: "/")
-    for (index, component) in components.enumerated() {
-        prefix += "/" + component
-        let isLast = index == components.count - 1
-        if mkdir(prefix, isLast ? mode : 0o755) != 0, errno != EEXIST {
-            return "\(prefix): \(String(cString: strerror(errno)))"
-        }
+func createDirectory(_ path: String, mode: UInt32) -> String? {
+    do throws(FileError) {
+        try makeDirectories(path, permissions: mode)
+        return nil
+    } catch {
+        return "\(error)"
     }
-    return nil
 }
 

@@ -3,10 +3,6 @@ import CoalesceWire
 import Systemd
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// An event's payload: a JSON object, merged member by member, summed by one numeric member.
 struct EventPayload: CoalescablePayload {
     let value: JSONValue
@@ -136,10 +132,10 @@ struct EventDeclarations: Sendable, Hashable {
             self.posters.anyone = declared.anyone
             self.posters.uids.formUnion(declared.uids)
             for name in declared.groups {
-                guard let entry = getgrnam(name) else {
+                guard let id = UserDatabase.groupID(named: name) else {
                     throw AppError.invalidPosters(reason: "no group named \(JSONValue.string(name).jsonText) on this system")
                 }
-                self.posters.groups[name] = entry.pointee.gr_gid
+                self.posters.groups[name] = id
             }
         }
     }
@@ -173,7 +169,7 @@ struct EventDeclarations: Sendable, Hashable {
     /// posters and topics).
     init?(stored text: String) {
         guard let value = try? JSONParser.parse(text), value.objectValue != nil else { return nil }
-        let groups = value["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { getgrnam($0) } != nil }
+        let groups = value["posters"]?["groups"]?.arrayValue?.filter { $0.stringValue.flatMap { UserDatabase.groupID(named: $0) } != nil }
         var posters = value["posters"]?.objectValue ?? [:]
         posters["groups"] = .array(groups ?? [])
         guard let declarations = try? EventDeclarations(kinds: value["kinds"], posters: .object(posters), topics: value["topics"])

@@ -2,6 +2,7 @@ public import CoalesceCore
 import Foundation
 import GRDB
 import Synchronization
+import Systemd
 
 /// The daemon's durable state in one SQLite database (`coalesced.db` in the state directory, WAL mode): the app
 /// registry and the state apps save. Writes that arrive together are committed in one transaction
@@ -191,8 +192,7 @@ public final class Store: Sendable {
 
     /// The size of the file at `path`, or `nil` if there is none.
     private static func size(of path: String) -> Int? {
-        var status = stat()
-        return stat(path, &status) == 0 ? Int(status.st_size) : nil
+        (try? FileStatus(at: path))?.size  // whatever keeps it from being read, there is none to go by
     }
 
     /// Stops taking writes, waits for those taken, copies the log into the database and empties it

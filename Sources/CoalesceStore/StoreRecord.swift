@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Systemd
 
 /// What the daemon records beside the database (`coalesced.db.state`), for the checks at the next start that SQLite
 /// cannot make: that the database existed (an empty or missing one is then damage, not a first start), and whether
@@ -20,52 +18,36 @@ struct StoreRecord {
 
     let path: String
     private let directory: String
+    /// The record's name in the state directory.
+    private static let name = "coalesced.db.state"
 
     init(directory: String) {
         self.directory = directory
-        self.path = directory + "/coalesced.db.state"
+        self.path = directory + "/" + Self.name
     }
 
     /// The mark recorded, or `nil` when there is no record (a first start, or a store of a version before records).
     /// A record that says anything else is read as ``Mark/open``, the one of the two that checks more.
     func read() throws(StoreError) -> Mark? {
-        let descriptor = open(self.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .cannotRead(path: self.path, reason: String(cString: strerror(errno)))
+        let bytes: [UInt8]
+        do throws(SystemdError) {
+            // Its first 64 bytes: a record is one short line.
+            bytes = try ReadableFile(self.path).readPrefix(64)
+        } catch {
+            if error.errno == Errno.ENOENT { return nil }
+            throw .cannotRead(path: self.path, reason: error.reason)
         }
-        defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        guard count >= 0 else { throw .cannotRead(path: self.path, reason: String(cString: strerror(errno))) }
-        let text = String(decoding: buffer[..<count], as: UTF8.self).split(separator: "\n").first.map(String.init)
+        let text = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init)
         return text.flatMap(Mark.init(rawValue:)) ?? .open
     }
 
     /// Records `mark`, durably, in place of what was recorded.
     /// - Throws: ``StoreError`` when it cannot be written (a full disk says so).
     func write(_ mark: Mark) throws(StoreError) {
-        let temporary = self.path + ".new"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw self.failure(temporary) }
-        let line = mark.rawValue + "\n"
-        let written = line.withCString { Glibc.write(descriptor, $0, strlen($0)) }
-        guard written == line.utf8.count, fsync(descriptor) == 0 else {
-            let error = self.failure(temporary)
-            close(descriptor)
-            unlink(temporary)
-            throw error
+        do throws(FileError) {
+            try ReplacedFile.replace(Self.name, in: self.directory, with: Array((mark.rawValue + "\n").utf8))
+        } catch {
+            throw error.isDiskFull ? .diskFull(path: error.path) : .cannotWrite(path: error.path, reason: error.reason)
         }
-        close(descriptor)
-        guard rename(temporary, self.path) == 0 else { throw self.failure(self.path) }
-        let directory = open(self.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw self.failure(self.directory) }
-        defer { close(directory) }
-        guard fsync(directory) == 0 else { throw self.failure(self.directory) }
-    }
-
-    private func failure(_ path: String) -> StoreError {
-        errno == ENOSPC || errno == EDQUOT
-            ? .diskFull(path: path) : .cannotWrite(path: path, reason: String(cString: strerror(errno)))
     }
 }

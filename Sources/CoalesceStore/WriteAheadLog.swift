@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Systemd
 
 /// A reading of SQLite's write-ahead log (`coalesced.db-wal`) before SQLite opens it, to find commits SQLite would
 /// drop without a word (https://www.sqlite.org/fileformat2.html#walformat).
@@ -26,20 +24,22 @@ enum WriteAheadLog {
     /// there is no log).
     /// - Throws: ``StoreError/cannotRead(path:reason:)`` when the log exists and cannot be read.
     static func droppedCommits(path: String) throws(StoreError) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .cannotRead(path: path, reason: String(cString: strerror(errno)))
+        let file: ReadableFile
+        do throws(SystemdError) {
+            file = try ReadableFile(path)
+        } catch {
+            if error.errno == Errno.ENOENT { return nil }
+            throw .cannotRead(path: path, reason: error.reason)
         }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw .cannotRead(path: path, reason: String(cString: strerror(errno)))
+        let size: Int
+        do throws(SystemdError) {
+            size = try file.size()
+        } catch {
+            throw .cannotRead(path: path, reason: error.reason)
         }
-        let size = Int(status.st_size)
         // Too short for one frame of the smallest page: nothing to drop.
         guard size >= Self.headerSize + Self.frameHeaderSize + 512 else { return nil }
-        let header = try Self.read(descriptor, count: Self.headerSize, at: 0, path: path)
+        let header = try Self.read(file, count: Self.headerSize, at: 0, path: path)
         let magic = Self.bigEndian(header, 0)
         let pageSize = Int(Self.bigEndian(header, 8))
         let isLog =
@@ -62,7 +62,7 @@ enum WriteAheadLog {
         var evidence: (commits: Int, lastSyncedCommit: Int)?
         var previousWasCommit = false
         for index in 0..<frames {
-            let frame = try Self.read(descriptor, count: frameSize, at: Self.headerSize + index * frameSize, path: path)
+            let frame = try Self.read(file, count: frameSize, at: Self.headerSize + index * frameSize, path: path)
             let stored = (Self.bigEndian(frame, 16), Self.bigEndian(frame, 20))
             let saltsMatch = (Self.bigEndian(frame, 8), Self.bigEndian(frame, 12)) == salts
             let isCommit = Self.bigEndian(frame, 4) != 0
@@ -109,17 +109,16 @@ enum WriteAheadLog {
         bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    private static func read(_ descriptor: Int32, count: Int, at offset: Int, path: String) throws(StoreError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let result = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
-            if result < 0, errno == EINTR { continue }
-            guard result > 0 else {
-                throw .cannotRead(path: path, reason: result == 0 ? "it ended early" : String(cString: strerror(errno)))
-            }
-            done += result
+    private static func read(
+        _ file: borrowing ReadableFile, count: Int, at offset: Int, path: String
+    ) throws(StoreError) -> [UInt8] {
+        let bytes: [UInt8]
+        do throws(SystemdError) {
+            bytes = try file.read(count, at: offset)
+        } catch {
+            throw .cannotRead(path: path, reason: error.reason)
         }
+        guard bytes.count == count else { throw .cannotRead(path: path, reason: "it ended early") }
         return bytes
     }
 }

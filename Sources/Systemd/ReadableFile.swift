@@ -44,6 +44,34 @@ public struct ReadableFile: ~Copyable {
         }
     }
 
+    /// The file's size in bytes now.
+    /// - Throws: ``SystemdError`` from `fstat`.
+    public func size() throws(SystemdError) -> Int {
+        var status = stat()
+        guard fstat(self.owned.descriptor, &status) == 0 else {
+            throw SystemdError(operation: "fstat(\(self.path))", errno: errno)
+        }
+        return Int(status.st_size)
+    }
+
+    /// Reads `count` bytes from `offset` on, without moving the file's position (pread(2)): fewer when the file
+    /// ends first, which the caller tells by the length.
+    /// - Throws: ``SystemdError`` from `pread`; a read a signal interrupts is made again.
+    public func read(_ count: Int, at offset: Int) throws(SystemdError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let result = bytes.withUnsafeMutableBytes {
+                pread(self.owned.descriptor, $0.baseAddress! + done, count - done, off_t(offset + done))
+            }
+            if result < 0, errno == EINTR { continue }
+            guard result >= 0 else { throw SystemdError(operation: "pread(\(self.path))", errno: errno) }
+            if result == 0 { break }
+            done += result
+        }
+        return done == count ? bytes : Array(bytes[..<done])
+    }
+
     /// Reads to the end of the file, refusing a file longer than `limit` bytes.
     /// - Throws: ``SystemdError`` from `read`: `EFBIG` past `limit` (having read `limit` bytes and a little more,
     ///   never the rest), `EISDIR` for a directory; a read a signal interrupts is made again.

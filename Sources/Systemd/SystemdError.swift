@@ -16,8 +16,16 @@ public struct SystemdError: Error, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        let reason = self.busError ?? String(cString: strerror(self.errno))
-        return "\(self.operation): \(reason)"
+        "\(self.operation): \(self.busError ?? self.reason)"
+    }
+
+    /// What ``errno`` means, in strerror(3)'s words ("No such file or directory"), for a message of the caller's own.
+    public var reason: String { Self.reason(self.errno) }
+
+    /// What the errno `code` means, in strerror(3)'s words: for a code a caller was handed without an error (a
+    /// pthread call's result, say).
+    public static func reason(_ code: Int32) -> String {
+        String(cString: strerror(code))
     }
 
     /// Throws when a libsystemd return value is negative.

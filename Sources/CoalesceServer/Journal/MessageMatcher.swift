@@ -2,6 +2,7 @@ import CPCRE2
 import CoalesceCore
 
 #if canImport(Glibc)
+// memchr and memcmp: the C library's byte search on the journal's hot path, no system call.
 import Glibc
 #endif
 

@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The app side: what an app's own process asks (io.coalesced.App), its stream, its acknowledgements, its tasks.
 extension AppManager {
     // MARK: The app side

@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a Monitor asked to see: which records, of which apps and kinds.
 struct MonitorFilter: Sendable, Hashable {
     /// The records a monitor may watch, as Monitor's `watch` names them.

@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Restart recovery: the states a restart of the daemon takes up, and the processes it waits for to attach again.
 extension AppManager {
     /// Takes up the states recorded for apps whose processes outlived the daemon's last run (the same process: its

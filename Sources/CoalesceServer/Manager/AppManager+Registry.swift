@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The registry: apps registered, their declarations, looked up.
 extension AppManager {
     // MARK: Registry

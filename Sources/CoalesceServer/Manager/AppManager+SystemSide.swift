@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Launch and process control: what the operator asks of apps (io.coalesced.System), launches through systemd.
 extension AppManager {
     // MARK: The system side

@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Every registered app: its durable registration, its lifecycle, its events, its attached stream and its timers.
 ///
 /// This is the shell around the core's ``AppLifecycle`` and ``Inbox``: requests come in from the Varlink methods,
@@ -380,8 +376,6 @@ final class AppManager: Sendable {
 
 /// Seconds since the Unix epoch.
 func wallClock() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    SystemClock.realtime.now().totalSeconds
 }
 

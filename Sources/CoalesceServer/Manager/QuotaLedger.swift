@@ -1,8 +1,5 @@
 import CoalesceCore
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Systemd
 
 /// What each user's apps take against the quotas (`[Quotas]`): the apps a user registered, and the bytes their
 /// events take in memory (each inbox's ``Inbox/footprint``), per user and in all. The inbox refuses a post past
@@ -47,7 +44,7 @@ final class QuotaLedger: @unchecked Sendable {
 
     /// `uid`'s account as it stands, without opening one (a user with no app has an empty one).
     func usage(of uid: UInt32) -> Account {
-        self.accounts[uid] ?? Account(uid: uid, admin: uid == 0 || uid == geteuid())
+        self.accounts[uid] ?? Account(uid: uid, admin: uid == 0 || uid == CurrentProcess.effectiveUserID)
     }
 
     /// The quota on the bytes an account's apps' events take.
@@ -96,18 +93,6 @@ final class QuotaLedger: @unchecked Sendable {
     /// A user's primary group and every group it is in, by the user database; `nil` for a uid it does not know.
     /// May be slow or remote: never called on an event loop.
     static func groups(of uid: UInt32) -> (primary: UInt32, all: [UInt32])? {
-        var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else {
-            return nil
-        }
-        var count: Int32 = 64
-        var groups = [gid_t](repeating: 0, count: Int(count))
-        if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 {
-            groups = [gid_t](repeating: 0, count: Int(count))
-            guard getgrouplist(name, entry.pw_gid, &groups, &count) >= 0 else { return (entry.pw_gid, [entry.pw_gid]) }
-        }
-        return (entry.pw_gid, Array(groups.prefix(Int(count))))
+        UserDatabase.groups(ofUser: uid)
     }
 }

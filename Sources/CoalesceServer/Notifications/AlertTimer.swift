@@ -2,10 +2,6 @@ import CoalesceCore
 import Synchronization
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The timers ``AlertScheduler`` asks for (``AlertAction/arm(wall:boot:)``), and the two changes it must be told of
 /// (a clock set, the machine's zone changed), on one thread of its own that waits in `poll` and never spins:
 /// - a `CLOCK_REALTIME` timerfd armed at the wall date with `TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET`: when
@@ -40,7 +36,7 @@ final class AlertTimer: Sendable {
     static let zoneSettleTime: Duration = .milliseconds(100)
 
     private let core: Core
-    private let thread: pthread_t
+    private let thread: DedicatedThread
 
     /// Creates the descriptors and starts the thread.
     /// - Parameters:
@@ -58,21 +54,12 @@ final class AlertTimer: Sendable {
     ) throws(AlertTimerError) {
         let core = try Core(localtimePath: localtimePath, settle: zoneSettle, onEvent: onEvent)
         if watchingZone { _ = core.watchZone() }
-        let context = Unmanaged.passRetained(core).toOpaque()
-        var thread = pthread_t()
-        let started = pthread_create(
-            &thread,
-            nil,
-            { context in
-                Unmanaged<Core>.fromOpaque(context!).takeRetainedValue().run()
-                return nil
-            },
-            context
-        )
-        guard started == 0 else {
-            Unmanaged<Core>.fromOpaque(context).release()
+        let thread: DedicatedThread
+        do throws(SystemdError) {
+            thread = try DedicatedThread { core.run() }
+        } catch {
             core.closeDescriptors()
-            throw AlertTimerError(call: "pthread_create", code: started)
+            throw AlertTimerError(error)
         }
         self.core = core
         self.thread = thread
@@ -92,11 +79,11 @@ final class AlertTimer: Sendable {
     /// nothing, and returns at once.
     func stop() {
         guard self.core.requestStop() else { return }
-        if pthread_equal(self.thread, pthread_self()) != 0 {
+        if self.thread.isCurrent {
             // Called from onEvent: the thread ends (and closes the descriptors) once onEvent returns.
-            pthread_detach(self.thread)
+            self.thread.detach()
         } else {
-            pthread_join(self.thread, nil)
+            self.thread.join()
         }
     }
 
@@ -111,16 +98,17 @@ final class AlertTimer: Sendable {
     /// Both clocks, read one after the other.
     static func now() -> ClockReading {
         ClockReading(
-            wall: WallTime(nanoseconds: Self.nanoseconds(of: CLOCK_REALTIME)),
-            boot: BootTime(nanoseconds: Self.nanoseconds(of: CLOCK_BOOTTIME)))
+            wall: WallTime(nanoseconds: Self.nanoseconds(of: .realtime)),
+            boot: BootTime(nanoseconds: Self.nanoseconds(of: .boottime)))
     }
 
-    private static func nanoseconds(of clock: clockid_t) -> Int64 {
-        var time = timespec()
-        // Fails only for a clock the kernel does not have; both are in every kernel Linux 2.6.39 and later.
-        precondition(
-            clock_gettime(clock, &time) == 0, "clock_gettime(\(clock)) failed: \(String(cString: strerror(errno)))")
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    private static func nanoseconds(of clock: SystemClock) -> Int64 {
+        do {
+            return try clock.read().totalNanoseconds
+        } catch {
+            // Fails only for a clock the kernel does not have; both are in every kernel Linux 2.6.39 and later.
+            preconditionFailure("\(error.operation) failed: \(error.reason)")
+        }
     }
 }
 
@@ -136,7 +124,7 @@ struct AlertTimerError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The call and what it failed with: `inotify_init1 failed: Too many open files`.
-    var failure: String { "\(self.call) failed: \(String(cString: strerror(self.code)))" }
+    var failure: String { "\(self.call) failed: \(SystemdError.reason(self.code))" }
 }
 
 extension AlertTimerError {
@@ -214,15 +202,15 @@ extension AlertTimer {
                 let wallResult = Self.settime(self.realtime, (wall ?? AlertTimer.idleWallDate).nanoseconds)
                 let bootResult = Self.settime(self.boottime, boot?.nanoseconds)
                 precondition(
-                    bootResult == 0, "timerfd_settime(CLOCK_BOOTTIME) failed: \(String(cString: strerror(bootResult)))")
+                    bootResult == 0, "timerfd_settime(CLOCK_BOOTTIME) failed: \(SystemdError.reason(bootResult))")
                 // ECANCELED: the clock was set since the last read, and this call armed the timer anyway (see
                 // timerfd_create(2), NOTES), which cleared the mark the thread would have read.
-                guard wallResult != ECANCELED else {
+                guard wallResult != Errno.ECANCELED else {
                     state.clockChangeUnreported = true
                     return true
                 }
                 precondition(
-                    wallResult == 0, "timerfd_settime(CLOCK_REALTIME) failed: \(String(cString: strerror(wallResult)))")
+                    wallResult == 0, "timerfd_settime(CLOCK_REALTIME) failed: \(SystemdError.reason(wallResult))")
                 return false
             }
             if wake { self.wake() }
@@ -308,8 +296,8 @@ extension AlertTimer {
                 do throws(SystemdError) {
                     readable = try Poll.wait(descriptors, timeout: timeout).map { !$0.isEmpty }
                 } catch {
-                    if error.errno == EINTR || error.errno == EAGAIN || error.errno == ENOMEM { continue }
-                    preconditionFailure("poll failed: \(String(cString: strerror(error.errno)))")
+                    if [Errno.EINTR, Errno.EAGAIN, Errno.ENOMEM].contains(error.errno) { continue }
+                    preconditionFailure("poll failed: \(error.reason)")
                 }
                 if readable[0] {
                     self.wakeup.clear()
@@ -353,7 +341,7 @@ extension AlertTimer {
                     _ = Self.settime(self.realtime, AlertTimer.idleWallDate.nanoseconds)
                 }
                 self.report(.expired)
-            case ECANCELED:
+            case Errno.ECANCELED:
                 // The clock was set. Armed again at the same date before the report, so that a change made after the
                 // report is read is seen; one made in between is covered by the report, as the reader reads the clock
                 // after it. A date the clock was set past expires at once and is reported as an expiry next.
@@ -384,9 +372,7 @@ extension AlertTimer {
         }
 
         private static func monotonicNow() -> Int64 {
-            var time = timespec()
-            _ = clock_gettime(CLOCK_MONOTONIC, &time)
-            return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+            SystemClock.monotonic.now().totalNanoseconds
         }
     }
 }

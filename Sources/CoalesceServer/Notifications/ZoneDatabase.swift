@@ -1,10 +1,6 @@
 import CoalesceCore
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The tz database on disk: named zones from /usr/share/zoneinfo, and the machine's zone from the /etc/localtime
 /// link, as systemd's daemons read it (not `$TZ`, which is the daemon's own environment, not the machine's).
 struct ZoneDatabase: Sendable {
@@ -30,22 +26,22 @@ struct ZoneDatabase: Sendable {
         switch Self.readFile(path) {
         case .success(let bytes):
             return try ZoneRules(name: name, tzif: bytes)
-        case .failure(let code) where code == ENOENT || code == ENOTDIR:
+        case .failure(let code) where code == Errno.ENOENT || code == Errno.ENOTDIR:
             if name == "UTC" || name == "Etc/UTC" {
                 return ZoneRules(
                     name: name, fixed: ZoneRules.LocalTimeType(utOffset: 0, isDST: false, abbreviation: "UTC"))
             }
             throw ZoneRulesError(zone: name, reason: "no such zone in \(self.directory)")
-        case .failure(let code) where code == EISDIR:
+        case .failure(let code) where code == Errno.EISDIR:
             throw ZoneRulesError(
                 zone: name, reason: "\(path) is a directory of zones, not a zone (such as Europe/Berlin)")
         case .failure(let code) where code == Self.EFTYPE:
             throw ZoneRulesError(zone: name, reason: "\(path) is not a regular file")
-        case .failure(let code) where code == EFBIG:
+        case .failure(let code) where code == Errno.EFBIG:
             throw ZoneRulesError(
                 zone: name, reason: "\(path) is larger than \(Self.maximumFileSize) bytes: not a TZif file")
         case .failure(let code):
-            throw ZoneRulesError(zone: name, reason: "cannot read \(path): \(String(cString: strerror(code)))")
+            throw ZoneRulesError(zone: name, reason: "cannot read \(path): \(SystemdError.reason(code))")
         }
     }
 
@@ -59,33 +55,32 @@ struct ZoneDatabase: Sendable {
     /// (`Europe/Berlin`); otherwise the TZif file it is or leads to, named `localtime`. UTC when it does not exist.
     /// - Throws: ``ZoneRulesError`` when it exists but cannot be read, or is not a TZif file.
     func localZone() throws(ZoneRulesError) -> ZoneRules {
-        var status = stat()
-        guard lstat(self.localtimePath, &status) == 0 else {
-            let code = errno
-            if code == ENOENT || code == ENOTDIR { return .utc }
-            throw ZoneRulesError(
-                zone: "localtime", reason: "cannot read \(self.localtimePath): \(String(cString: strerror(code)))")
+        let status: FileStatus
+        do throws(SystemdError) {
+            status = try FileStatus(at: self.localtimePath, followingLinks: false)
+        } catch {
+            if error.errno == Errno.ENOENT || error.errno == Errno.ENOTDIR { return .utc }
+            throw ZoneRulesError(zone: "localtime", reason: "cannot read \(self.localtimePath): \(error.reason)")
         }
-        if status.st_mode & S_IFMT == S_IFLNK, let name = self.zoneName(linkedFrom: self.localtimePath) {
+        if status.kind == .symbolicLink, let name = self.zoneName(linkedFrom: self.localtimePath) {
             return try self.rules(named: name)
         }
         switch Self.readFile(self.localtimePath) {
         case .success(let bytes):
             return try ZoneRules(name: "localtime", tzif: bytes)
-        case .failure(let code) where code == ENOENT:
+        case .failure(let code) where code == Errno.ENOENT:
             return .utc  // a dangling link
         case .failure(let code):
             throw ZoneRulesError(
-                zone: "localtime", reason: "cannot read \(self.localtimePath): \(String(cString: strerror(code)))")
+                zone: "localtime", reason: "cannot read \(self.localtimePath): \(SystemdError.reason(code))")
         }
     }
 
     /// The zone name the link at `path` gives, when it leads into ``directory`` (and the rest is a zone name).
     private func zoneName(linkedFrom path: String) -> String? {
-        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink(path, &target, target.count - 1)
-        guard length > 0 else { return nil }
-        var destination = String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // A link replaced since it was looked at, or unreadable, is read as a file of its own.
+        guard let target = try? SymbolicLink.target(of: path), !target.isEmpty else { return nil }
+        var destination = String(decoding: target, as: UTF8.self)
         if !destination.hasPrefix("/") {
             // A relative link (systemd writes ../usr/share/zoneinfo/Europe/Berlin) counts from the link's directory.
             let slash = path.lastIndex(of: "/")
@@ -110,9 +105,7 @@ struct ZoneDatabase: Sendable {
     }
 
     private static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        try? SymbolicLink.resolved(path)  // a path that leads nowhere names no zone
     }
 
     /// `path` with `.` and `..` components worked out and repeated slashes removed, without looking at the disk.
@@ -182,7 +175,7 @@ struct ZoneDatabase: Sendable {
             let file = try ReadableFile(path, nonBlocking: true)
             switch try file.kind() {
             case .regular: return .success(try file.readAll(limit: Self.maximumFileSize))
-            case .directory: return .failure(EISDIR)
+            case .directory: return .failure(Errno.EISDIR)
             case .other: return .failure(Self.EFTYPE)
             }
         } catch {

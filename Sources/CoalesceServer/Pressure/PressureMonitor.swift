@@ -3,10 +3,6 @@ import Logging
 import Synchronization
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Follows memory pressure: the shell around ``MemoryPressurePolicy``. It reads the PSI file
 /// (`/proc/pressure/memory`, or `[Memory] PressureFile=`), feeds the policy, and carries its decisions out through
 /// the apps' manager (didReceiveMemoryWarning, purges).
@@ -63,7 +59,7 @@ final class PressureMonitor: Sendable {
     /// Set by ``stop()`` to wake the thread; `nil` when it could not be made, and then the monitor is off.
     private let wake: Wakeup?
     /// The thread, while it runs.
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Mutex<DedicatedThread?>(nil)
 
     /// Tests the file and the triggers: the mode is decided here, once.
     init(settings: MemorySettings, apps: AppManager, logger: Logger) {
@@ -85,7 +81,7 @@ final class PressureMonitor: Sendable {
             mode = .off("Pressure=no")
         } else if let wakeFailure {
             // Without it stop() could not wake the thread, which would then hold the daemon's shutdown.
-            mode = .off("cannot make the wakeup of its thread: \(String(cString: strerror(wakeFailure.errno)))")
+            mode = .off("cannot make the wakeup of its thread: \(wakeFailure.reason)")
         } else if case .failure(let reason) = Self.read(path) {
             mode = .off("cannot read \(path): \(reason)")
         } else {
@@ -94,7 +90,7 @@ final class PressureMonitor: Sendable {
                 do throws(SystemdError) {
                     made.append((level, try PressureTrigger(path: path, threshold: threshold.triggerText)))
                 } catch {
-                    let cause = String(cString: strerror(error.errno))
+                    let cause = error.reason
                     var reason = "cannot make the trigger '\(threshold.triggerText)' on \(path): \(cause)"
                     if threshold.window.components.seconds % 2 != 0 || threshold.window.components.attoseconds != 0 {
                         reason += "; without CAP_SYS_RESOURCE a trigger's window must be a multiple of 2s"
@@ -146,22 +142,14 @@ final class PressureMonitor: Sendable {
             }
             return
         }
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let started = pthread_create(
-            &thread,
-            nil,
-            { context in
-                let monitor = Unmanaged<PressureMonitor>.fromOpaque(context!).takeRetainedValue()
+        let thread: DedicatedThread
+        do throws(SystemdError) {
+            thread = try DedicatedThread {
                 Systemd.nameThisThread("coalesced-psi")
-                monitor.run()
-                return nil
-            },
-            context
-        )
-        guard started == 0 else {
-            Unmanaged<PressureMonitor>.fromOpaque(context).release()
-            self.give(up: "cannot start its thread: \(String(cString: strerror(started)))")
+                self.run()
+            }
+        } catch {
+            self.give(up: "cannot start its thread: \(error.reason)")
             return
         }
         self.thread.withLock { $0 = thread }
@@ -171,7 +159,7 @@ final class PressureMonitor: Sendable {
     func stop() {
         guard let thread = self.thread.withLock({ $0.take() }) else { return }
         self.wake?.set()
-        pthread_join(thread, nil)
+        thread.join()
     }
 
     /// The thread: waits for a trigger, the policy's next reading or the polling interval; reads and decides.
@@ -190,8 +178,8 @@ final class PressureMonitor: Sendable {
             do throws(SystemdError) {
                 reported = try Poll.wait(descriptors, timeout: wakeAt.map { ContinuousClock.now.duration(to: $0) })
             } catch {
-                if error.errno == EINTR { continue }
-                self.give(up: "poll failed: \(String(cString: strerror(error.errno)))")
+                if error.errno == Errno.EINTR { continue }
+                self.give(up: "poll failed: \(error.reason)")
                 return
             }
             if !reported.last!.isEmpty { return }  // stop()
@@ -282,7 +270,7 @@ final class PressureMonitor: Sendable {
             // Its first 512 bytes: the two lines of a pressure file are well within them.
             bytes = try ReadableFile(path).readPrefix(512)
         } catch {
-            return .failure(String(cString: strerror(error.errno)))
+            return .failure(error.reason)
         }
         guard let reading = PressureReading(parsing: String(decoding: bytes, as: UTF8.self)) else {
             return .failure("not a pressure file (expected lines 'some avg10=… total=…')")

@@ -4,10 +4,6 @@ import Logging
 import Synchronization
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// logind's sleep, as an iOS device's: a delay inhibitor held while awake; PrepareForSleep(true) interrupts the
 /// active app (willResignActive, reason `sleep`), waits for its acknowledgement, puts every pending write on disk,
 /// and lets go of the inhibitor within logind's InhibitDelayMaxUSec; PrepareForSleep(false) takes the inhibitor
@@ -231,7 +227,7 @@ final class SleepFollower: Sendable {
                 timeout: .seconds(10)
             )
             guard case .fileDescriptor(let fd) = reply.first else {
-                throw SystemdError(operation: "call \(Self.login1Manager).Inhibit", errno: EBADMSG)
+                throw SystemdError(operation: "call \(Self.login1Manager).Inhibit", errno: Errno.EBADMSG)
             }
             return self.decide { $0.inhibitorTaken(fd, cause: cause) }
         } catch {

@@ -119,14 +119,8 @@ final class SystemFollower: Sendable {
     }
 
     private static func time(_ seconds: Double) -> String {
-        var value = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&value, &parts)
+        let parts = CalendarTime.utc(seconds)
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        return "\(parts.year)-\(two(parts.month))-\(two(parts.day))T\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second))Z"
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif
