@@ -3,9 +3,6 @@ import Foundation
 import Systemd
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Local notifications at scale: Schedule calls per second (durable, pipelined as the post benchmark pipelines
 /// posts, with durable posts to the same daemon in the same run as the baseline), the daemon's memory and its
@@ -167,24 +164,17 @@ struct NotificationsBenchmark {
         let timer = try TimerFD(clock: .realtime, nonBlocking: false)
         var samples: [Double] = []
         for index in 0..<count {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let target = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) + 1_000_000 + Int64(index % 10) * 100_000
+            let target = SystemClock.realtime.now().totalNanoseconds + 1_000_000 + Int64(index % 10) * 100_000
             try timer.arm(at: .nanoseconds(target))
-            var descriptor = pollfd(fd: timer.descriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&descriptor, 1, -1)
+            _ = try Poll.wait([(timer.descriptor, .readable)], timeout: nil)
             try timer.readExpirations()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let woke = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-            samples.append(Double(woke - target) / 1000)
+            samples.append(Double(SystemClock.realtime.now().totalNanoseconds - target) / 1000)
         }
         return samples.sorted()
     }
 
     static func wallSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        SystemClock.realtime.now().totalSeconds
     }
 
     static func row(_ label: String, _ sorted: [Double]) -> String {

@@ -80,8 +80,8 @@ public final class ProcessHandle: Sendable {
 
     /// Sends `signal`. Returns whether it was delivered: `false` once the process has exited.
     @discardableResult
-    public func signal(_ signal: CInt) -> Bool {
-        pidfd_send_signal(self.descriptor, signal, nil, 0) == 0
+    public func signal(_ signal: ProcessSignal) -> Bool {
+        pidfd_send_signal(self.descriptor, signal.number, nil, 0) == 0
     }
 
     /// Whether the process still runs (a zombie counts as gone: it runs no code).

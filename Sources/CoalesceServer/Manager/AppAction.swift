@@ -1,6 +1,7 @@
 import CoalesceCore
 import CoalesceStore
 import NIOCore
+import Systemd
 import Varlink
 
 /// One thing the manager decided under its lock and carries out after letting go (``AppManager/decide(_:)``), in
@@ -28,7 +29,7 @@ enum AppAction: Sendable {
     case tellProtectedData([(AppName, Bool)])
     /// A post of a kind that wakes the app into the background launches it.
     case launchForEvent(AppName)
-    case signal(any AppProcess, CInt)
+    case signal(any AppProcess, ProcessSignal)
     /// SIGCONT to a process held while suspended; logged when the process was still there to continue.
     case continueProcess(any AppProcess, AppManager.LogEntry)
     /// SIGSTOP to a suspended app's process; logged when it was still there to stop.

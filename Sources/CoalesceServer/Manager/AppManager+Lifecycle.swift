@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The lifecycle: each app's ``AppLifecycle`` fed one input at a time, its effects queued, its timer armed.
 extension AppManager {
     /// Feeds one request to an app's lifecycle and carries out its effects; a refusal becomes the calling
@@ -141,7 +137,7 @@ extension AppManager {
                 // The transition that follows is the journal entry, with the pid.
                 if let process = record.process?.handle {
                     state.kills.append(process)
-                    state.outbox.add(.signal(process, SIGKILL))
+                    state.outbox.add(.signal(process, .kill))
                 }
                 if let attachment = record.detach() { self.endStream(attachment, in: &state) }
             case .terminate:
@@ -205,7 +201,6 @@ extension AppManager {
         if let pid { metadata["pid"] = "\(pid)" }
         return LogEntry(level: level, message: "\(app): \(what)", metadata: metadata)
     }
-
 
     /// Another app takes the foreground: every app on screen but `appName` goes to the background.
     func clearForeground(except appName: AppName, now: Instant, in state: inout State, log: inout [LogEntry]) {

@@ -3,11 +3,8 @@ import CoalesceStore
 import Logging
 import NIOCore
 import Synchronization
+import Systemd
 import Varlink
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Deciding and carrying out: every input is decided under the manager's lock, which guards memory only, and what it
 /// decided is carried out after the lock is let go (``AppAction``), in the order decided across threads (``Outbox``).
@@ -95,7 +92,7 @@ extension AppManager {
         case .signal(let process, let signal):
             process.signal(signal)
         case .continueProcess(let process, let entry), .stopProcess(let process, let entry):
-            let signal = if case .stopProcess = action { SIGSTOP } else { SIGCONT }
+            let signal: ProcessSignal = if case .stopProcess = action { .stop } else { .continue }
             // Gone meanwhile: its stream's end says so.
             if process.signal(signal) { self.write(entry) }
         case .startTermination(let termination):

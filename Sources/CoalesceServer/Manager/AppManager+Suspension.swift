@@ -4,10 +4,6 @@ import Synchronization
 import NIOCore
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a registration does to the app's suspension mode.
 enum SuspensionChange: Sendable {
     /// Left out: as before.
@@ -236,7 +232,7 @@ extension AppManager {
         // A frozen unit of an app that is not suspended is thawed once the manager runs (``thawLeftOver()``).
         record.suspension.takeUp(held: nil, frozenUnit: frozenUnit)
         if how == .stopped {
-            process.signal(SIGCONT)
+            process.signal(.continue)
             let entry = Self.suspensionEntry(appName, "continued (SIGCONT): it is \(record.lifecycle.state.rawValue)", "continued", pid: process.pid)
             logger.log(level: entry.level, "\(entry.message)", metadata: entry.metadata)
         }

@@ -159,7 +159,6 @@ extension AppManager {
         }
     }
 
-
     func launchTimedOut(_ appName: AppName, timeout: Duration) {
         self.failLaunch(appName, .launchTimedOut(app: appName.value, timeout: timeout))
         self.logger.warning(

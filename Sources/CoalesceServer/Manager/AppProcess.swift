@@ -5,7 +5,7 @@ import Systemd
 protocol AppProcess: AnyObject, Sendable {
     var pid: Int32 { get }
     /// Sends `signal`; whether it was delivered (`false` once the process has exited).
-    @discardableResult func signal(_ signal: CInt) -> Bool
+    @discardableResult func signal(_ signal: ProcessSignal) -> Bool
     /// Whether the process still runs.
     var isAlive: Bool { get }
     /// What tells this process from any other that had or will have its pid (``ProcessHandle/identity``); `nil`

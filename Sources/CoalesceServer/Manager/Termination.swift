@@ -8,10 +8,6 @@ import Systemd
 import CoalesceStore
 import Varlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The end of a terminated app's process: SIGTERM once it acknowledged willTerminate or after the grace period,
 /// then SIGKILL if it still runs a grace period later.
 final class Termination: Sendable {
@@ -46,9 +42,9 @@ final class Termination: Sendable {
             defer { signalled = true }
             return !signalled
         }
-        guard first, self.process.signal(SIGTERM) else { return }
+        guard first, self.process.signal(.terminate) else { return }
         self.eventLoop.scheduleTask(in: .nanoseconds(self.grace.nanoseconds)) {
-            guard self.process.isAlive, self.process.signal(SIGKILL) else { return }
+            guard self.process.isAlive, self.process.signal(.kill) else { return }
             self.logger.warning(
                 "\(self.app): pid \(self.process.pid) did not exit within \(self.grace.seconds) s of SIGTERM; killed",
                 metadata: ["app": "\(self.app)", "pid": "\(self.process.pid)", "message_id": "\(MessageID.killedAfterGrace)"]

@@ -1,9 +1,5 @@
 import Systemd
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What the daemon asks systemd about an app's launch unit to freeze and thaw it, on the daemon's bus connection:
 /// each call is asynchronous (FreezeUnit answers only once the kernel has frozen the cgroup), and no event loop or
 /// thread of Swift's pool waits for it.
@@ -20,7 +16,7 @@ struct UnitControl: Sendable {
     static func systemd(_ bus: BusConnection?, problem: String?) -> UnitControl {
         @Sendable func connected(_ method: String) throws(SystemdError) -> BusConnection {
             guard let bus else {
-                throw SystemdError(operation: "call \(Self.manager).\(method)", errno: ENOTCONN, busError: problem)
+                throw SystemdError(operation: "call \(Self.manager).\(method)", errno: Errno.ENOTCONN, busError: problem)
             }
             return bus
         }
@@ -40,7 +36,7 @@ struct UnitControl: Sendable {
                     arguments: [.string(unit)]
                 )
                 guard let object = reply.first?.stringValue else {
-                    throw SystemdError(operation: "call \(Self.manager).GetUnit", errno: EBADMSG)
+                    throw SystemdError(operation: "call \(Self.manager).GetUnit", errno: Errno.EBADMSG)
                 }
                 let watchdog = try await bus.property(
                     destination: Self.destination, path: object, interface: "org.freedesktop.systemd1.Service",

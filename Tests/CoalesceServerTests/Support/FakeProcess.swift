@@ -1,5 +1,6 @@
 @testable import CoalesceServer
 import Synchronization
+import Systemd
 
 #if canImport(Glibc)
 import Glibc
@@ -39,8 +40,9 @@ final class FakeProcess: AppProcess {
     func exit() { self.condition.withLock { $0.alive = false } }
 
     @discardableResult
-    func signal(_ signal: CInt) -> Bool {
-        self.condition.withLock { condition in
+    func signal(_ sent: ProcessSignal) -> Bool {
+        let signal = sent.number
+        return self.condition.withLock { condition in
             guard condition.alive else {
                 condition.signalsAfterExit.append(signal)
                 return false
