@@ -116,6 +116,7 @@ extension AppManager.Record {
     // MARK: Its inbox
 
     /// What its inbox needs to know of it now, its allowance by the quotas among it.
+    @inline(__always)
     func reception(_ ledger: QuotaLedger) -> Reception {
         Reception(
             runs: self.lifecycle.receivesAtOnce,
@@ -126,7 +127,9 @@ extension AppManager.Record {
     }
 
     /// Feeds one input to its inbox, as the app is now, with the next number of its one counter (the lifecycle's,
-    /// so that callbacks and events share it); the ledger is charged with what its events take after.
+    /// so that callbacks and events share it); the ledger is charged with what its events take after. Inlined into
+    /// each caller, with the body it is given: on every post.
+    @inline(__always)
     mutating func numbering<T>(_ ledger: QuotaLedger, _ body: (inout AppManager.AppInbox, Reception, inout UInt64) -> T) -> T {
         let reception = self.reception(ledger)
         let footprint = self.inbox.footprint
