@@ -236,7 +236,7 @@ extension AppManager {
                     ticket: ticket,
                     weight: weight
                 )
-                switch record.numbering(ledger, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
+                switch Self.numbering(&record, ledger, { inbox, reception, next in inbox.posted(accepted, reception, next: &next) }) {
                 case .waits:
                     if let journalMark { record.journalMarks.add(journalMark) }
                     if record.inbox.hasWaiting, !record.flushQueued {
@@ -291,7 +291,7 @@ extension AppManager {
         outbox: inout Outbox<AppAction>,
         _ body: (inout AppInbox, Reception, inout UInt64) -> [InboxAction]
     ) -> [InboxAction] {
-        var actions = record.numbering(ledger, body)
+        var actions = Self.numbering(&record, ledger, body)
         Self.queueSends(actions, to: record.attachment?.responder, state: record.lifecycle.state, in: &outbox)
         if let index = actions.firstIndex(where: { if case .write = $0 { true } else { false } }),
             case .write(let rows) = actions.remove(at: index)
@@ -305,6 +305,33 @@ extension AppManager {
             outbox.add(.submit(write, together: together))
         }
         return actions
+    }
+
+    /// What the inbox needs to know of the app now, its allowance by the quotas among it.
+    static func reception(_ record: borrowing Record, _ ledger: QuotaLedger) -> Reception {
+        Reception(
+            runs: record.lifecycle.receivesAtOnce,
+            attached: record.attachment != nil,
+            keepsUp: (record.attachment?.responder.backlog ?? 0) < Self.monitorBacklogBound,
+            allowance: ledger.allowance(record.account, footprint: record.inbox.footprint)
+        )
+    }
+
+    /// Feeds one input to an app's inbox, as the app is now, with the next number of the app's one counter (the
+    /// lifecycle's, so that callbacks and events share it); the ledger is charged with what its events take after.
+    static func numbering<T>(
+        _ record: inout Record,
+        _ ledger: QuotaLedger,
+        _ body: (inout AppInbox, Reception, inout UInt64) -> T
+    ) -> T {
+        let reception = Self.reception(record, ledger)
+        let footprint = record.inbox.footprint
+        var next = record.lifecycle.nextSequence
+        defer {
+            record.lifecycle.nextSequence = next
+            ledger.charge(record.account, record.inbox.footprint - footprint)
+        }
+        return body(&record.inbox, reception, &next)
     }
 
     /// Queues the events among `actions` for the app's stream, in order.

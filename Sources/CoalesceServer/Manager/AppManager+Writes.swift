@@ -79,7 +79,7 @@ extension AppManager {
                     let footprint = record.inbox.footprint
                     defer { ledger.charge(record.account, record.inbox.footprint - footprint) }
                     let marks = record.journalMarks.joiningWrite()
-                    let actions = record.inbox.join(record.reception(ledger)) { change in
+                    let actions = record.inbox.join(Self.reception(record, ledger)) { change in
                         write?.replace(keepingFirst: change.kept, with: change.added.map(Self.storeRow) + marks) ?? false
                     }
                     // Joined: the posts waiting went into the write, and their positions with them.

@@ -4,8 +4,10 @@ import Varlink
 
 /// One app as the manager holds it: its registration, its lifecycle, its inbox, its process and stream, its hold
 /// while suspended and what it was last told of the screen lock; and what the app decides on its own, without the
-/// rest of the manager: the replies that carry its callbacks, what its inbox and its hold need to know of it, when
-/// its timer is armed, what is recorded of it for a restart, what is news to it.
+/// rest of the manager: the replies that carry its callbacks, what its hold needs to know of it, when its timer is
+/// armed, what is recorded of it for a restart, what is news to it. What its inbox needs to know of it is read
+/// where a post is decided (`+Events`: ``AppManager/numbering(_:_:_:)``), so that a post's decision compiles to one
+/// body.
 ///
 /// The registry (``AppManager/State``) owns every record; the manager feeds a record one input at a time, under its
 /// lock, and queues what it returns (`+Lifecycle`, `+Events`, `+Suspension`).
@@ -111,34 +113,6 @@ extension AppManager.Record {
             recorded.process = process.identity
         }
         return recorded
-    }
-
-    // MARK: Its inbox
-
-    /// What its inbox needs to know of it now, its allowance by the quotas among it.
-    @inline(__always)
-    func reception(_ ledger: QuotaLedger) -> Reception {
-        Reception(
-            runs: self.lifecycle.receivesAtOnce,
-            attached: self.attachment != nil,
-            keepsUp: (self.attachment?.responder.backlog ?? 0) < AppManager.monitorBacklogBound,
-            allowance: ledger.allowance(self.account, footprint: self.inbox.footprint)
-        )
-    }
-
-    /// Feeds one input to its inbox, as the app is now, with the next number of its one counter (the lifecycle's,
-    /// so that callbacks and events share it); the ledger is charged with what its events take after. Inlined into
-    /// each caller, with the body it is given: on every post.
-    @inline(__always)
-    mutating func numbering<T>(_ ledger: QuotaLedger, _ body: (inout AppManager.AppInbox, Reception, inout UInt64) -> T) -> T {
-        let reception = self.reception(ledger)
-        let footprint = self.inbox.footprint
-        var next = self.lifecycle.nextSequence
-        defer {
-            self.lifecycle.nextSequence = next
-            ledger.charge(self.account, self.inbox.footprint - footprint)
-        }
-        return body(&self.inbox, reception, &next)
     }
 
     // MARK: Its lifecycle's callbacks
