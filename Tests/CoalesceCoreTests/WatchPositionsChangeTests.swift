@@ -1,0 +1,103 @@
+import CoalesceCore
+import Testing
+
+// Changes of watches and read errors: what each app receives when the watches change, or the journal fails to read,
+// while entries are read, folding or in flight.
+extension WatchPositionsTests {
+    @Test func aWatchAddedMidStreamStartsAtTheTailAndTheOthersGoOn() {
+        var rig = Rig([Self.errors])
+        rig.starts = [Self.errors: .head]
+        rig.follow()
+        rig.write(1...3)
+        rig.pass()
+        rig.answer()
+
+        rig.definitions.append(Self.watch(Self.audit))
+        rig.recipients[Self.audit] = [Self.pager]
+        rig.matches[Self.audit] = { _ in true }
+        rig.starts = [:]
+        rig.follow()
+        #expect(rig.own[Self.audit] == 3, "a new watch's start is its position at once")
+        #expect(rig.seeks.last == "after 3", "the errors watch has read up to the reader")
+        rig.write(4...5)
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+        #expect(rig.received["audit→pager"] == ["1×4", "1×5"])
+    }
+
+    @Test func aWatchAddedFromAnEarlierEntryTakesTheReaderBackAndTheOthersSkipWhatTheyRead() {
+        var rig = Rig([Self.errors])
+        rig.starts = [Self.errors: .head]
+        rig.follow()
+        rig.write(1...5)
+        rig.pass()
+        rig.answer()
+
+        rig.definitions.append(Self.watch(Self.audit))
+        rig.recipients[Self.audit] = [Self.pager]
+        rig.matches[Self.audit] = { _ in true }
+        rig.starts = [Self.audit: .cursor(Self.cursor(2).text)]
+        rig.follow()
+        #expect(rig.seeks.last == "after 2")
+        rig.write(6...6)
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5", "1×6"], "3 to 5 skipped")
+        #expect(rig.received["audit→pager"] == ["1×3", "1×4", "1×5", "1×6"])
+    }
+
+    @Test func aChangedWatchGoesOnFromItsStoredPositions() {
+        var rig = Rig([Self.errors, Self.audit])
+        rig.starts = [Self.errors: .head, Self.audit: .head]
+        rig.follow()
+        rig.write(1...3)
+        rig.pass()
+        rig.answer()
+        // 4 and 5 are written before the reader comes to them; then errors changes its kind, audit is removed.
+        rig.write(4...5)
+        rig.definitions = [Self.watch(Self.errors, kind: "log.other")]
+        rig.follow()
+        #expect(rig.seeks.last == "after 3", "the changed watch from its app's position")
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+        #expect(rig.received["audit→monitor"] == ["1×1", "1×2", "1×3"])
+    }
+
+    @Test func aRemovedWatchPostsNothingOfWhatWasFolding() {
+        var rig = Rig([Self.errors, Self.audit], interval: .seconds(10))
+        rig.matches[Self.errors] = { $0 == 1 }
+        rig.starts = [Self.errors: .head, Self.audit: .head]
+        rig.follow()
+        rig.write(1...3)
+        rig.pass()
+        rig.answer()
+        rig.definitions = [Self.watch(Self.errors)]
+        rig.follow()
+        rig.tick(to: 10_000)
+        rig.answer()
+        #expect(rig.machine.nextDue == nil)
+        #expect(rig.received["errors→monitor"] == ["1×1"])
+        #expect(rig.received["audit→monitor"] == ["1×1"], "2 and 3 were folding when it was removed")
+    }
+
+    @Test func aReadErrorSeeksBackToWhatEveryWatchHasRead() {
+        var rig = Rig([Self.errors, Self.audit])
+        rig.starts = [Self.errors: .head]
+        rig.write(1...4)
+        rig.follow()
+        rig.pass()
+        rig.answer()
+        // The audit watch started at the tail (4); the errors watch has read all.
+        rig.carryOut(rig.machine.readFailed())
+        #expect(rig.seeks == ["head", "after 4"])
+        rig.write(5...5)
+        rig.read = []
+        rig.pass()
+        rig.answer()
+        #expect(rig.read == [5])
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+        #expect(rig.received["audit→monitor"] == ["1×5"])
+    }
+}
