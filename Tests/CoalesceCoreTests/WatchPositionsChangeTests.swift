@@ -100,4 +100,46 @@ extension WatchPositionsTests {
         #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
         #expect(rig.received["audit→monitor"] == ["1×5"])
     }
+
+    // MARK: A change while entries are in flight or folding
+
+    /// How the errors watch changes while a post of it is in flight.
+    enum Change: String, CaseIterable, Sendable {
+        case redefined
+        case removedAndAddedAgain
+    }
+
+    @Test(arguments: Change.allCases)
+    func aPostInFlightAcrossAChangeStillHoldsBackTheRewindAndThePositionOfItsWatch(_ change: Change) {
+        var rig = Rig([Self.errors])
+        rig.starts = [Self.errors: .head]
+        rig.follow()
+        rig.write(1...2)
+        rig.pass()
+        rig.answer()
+        rig.tick(to: 1000)
+        rig.write(3...3)
+        rig.pass()
+        // The watch comes back matching other entries than 3, whose post is in flight.
+        rig.matches[Self.errors] = { $0 != 3 }
+        switch change {
+        case .redefined:
+            rig.definitions = [Self.watch(Self.errors, kind: "log.other")]
+        case .removedAndAddedAgain:
+            rig.definitions = []
+            rig.follow()
+            rig.definitions = [Self.watch(Self.errors)]
+        }
+        rig.follow()
+        rig.answer()
+        rig.write(4...4)
+        rig.pass()
+        rig.answer(failing: true)
+        #expect(rig.rewinds == 1, "4's write failed and nothing is in flight")
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4"])
+        rig.tick(to: 2000)
+        #expect(rig.own[Self.errors] == 4, "nothing in flight: the watch writes its position")
+    }
 }

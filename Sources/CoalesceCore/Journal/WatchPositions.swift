@@ -15,7 +15,8 @@
 /// - The reader reads from the earliest position a watch needs: a caught-up watch without a position needs the
 ///   reader's; one that reads from the head makes the reader read from there.
 /// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
-///   is in flight; until then no watch writes its own position.
+///   is in flight; until then no watch writes its own position. A post stays in flight across a change of its watch
+///   (redefined, or removed and added again), as its write is answered all the same.
 /// - At most once per ``idleWriteInterval``, each watch with nothing in flight, nothing folding and nothing left
 ///   to skip writes the reader's position as its own, if that is not the one it wrote last.
 ///
@@ -62,8 +63,6 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         var skip: JournalCursor?
         /// By app, the position up to which the watch posted to it (written with those posts).
         var appSkips: [AppName: JournalCursor] = [:]
-        /// Its posts not yet answered.
-        var inFlight = 0
         /// Its own position last written.
         var written: JournalCursor?
         /// It has read an entry past where it started: it has read everything up to the reader's position (a
@@ -72,6 +71,9 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     }
 
     private var watches: [WatchName: Watch] = [:]
+    /// By watch name, its posts not yet answered (none: no key). Kept apart from the watches, as a post of a
+    /// definition since changed or removed is answered all the same.
+    private var inFlight: [WatchName: Int] = [:]
     /// The watches followed, in the order given.
     public private(set) var order: [WatchName] = []
     /// Where the watches without a position start, as last given: a rewind starts them there again.
@@ -98,7 +100,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
 
     /// Follows `definitions`, in that order; returns the positions to write and where the reader reads from.
     ///
-    /// One already followed with the same definition keeps its positions and what is in flight (caught up, it has
+    /// One already followed with the same definition keeps its positions and what it is folding (caught up, it has
     /// read up to the reader's position); another is placed by `stored`, or, without stored positions, by where
     /// `starts` says (the tail by default). A watch no longer followed forgets what it was folding.
     /// - Parameters:
@@ -160,7 +162,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     /// then gives them again (``change(to:stored:starts:tail:entryBefore:)``) with what the store holds and
     /// ``starts``. `nil` when no rewind is due.
     public mutating func rewindIfDue() -> [WatchName]? {
-        guard self.rewindWanted, self.watches.values.allSatisfy({ $0.inFlight == 0 }) else { return nil }
+        guard self.rewindWanted, self.inFlight.isEmpty else { return nil }
         let order = self.order
         self.rewindWanted = false
         self.batcher.forget()
@@ -261,13 +263,13 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
 
     /// A post of `watch` was taken: it is in flight until ``answered(_:writeFailed:)``.
     public mutating func posted(_ watch: WatchName) {
-        self.watches[watch]?.inFlight += 1
+        self.inFlight[watch, default: 0] += 1
     }
 
-    /// A post of `watch` was answered. `writeFailed`: the write it went into failed, and its position with it, so
-    /// the reader reads again from the positions on disk (``rewindIfDue()``).
+    /// A post of `watch` was answered, whatever became of the watch since. `writeFailed`: the write it went into
+    /// failed, and its position with it, so the reader reads again from the positions on disk (``rewindIfDue()``).
     public mutating func answered(_ watch: WatchName, writeFailed: Bool) {
-        self.watches[watch]?.inFlight -= 1
+        if let count = self.inFlight[watch] { self.inFlight[watch] = count > 1 ? count - 1 : nil }
         if writeFailed { self.rewindWanted = true }
     }
 
@@ -281,7 +283,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         self.lastIdleWrite = now
         var actions: [Action] = []
         for name in self.order {
-            guard let watch = self.watches[name], watch.inFlight == 0, watch.skip == nil,
+            guard let watch = self.watches[name], self.inFlight[name] == nil, watch.skip == nil,
                 !self.batcher.hasPending(name), watch.written?.text != position.text
             else { continue }
             actions.append(.writePosition(name, position))
