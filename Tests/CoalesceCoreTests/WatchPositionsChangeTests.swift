@@ -142,4 +142,46 @@ extension WatchPositionsTests {
         rig.tick(to: 2000)
         #expect(rig.own[Self.errors] == 4, "nothing in flight: the watch writes its position")
     }
+
+    @Test(arguments: [false, true])
+    func aRedefinedWatchSkipsWhatItsOldDefinitionHasInFlightUnlessItsWriteFails(_ fails: Bool) {
+        var rig = Rig([Self.errors])
+        rig.starts = [Self.errors: .head]
+        rig.follow()
+        rig.write(1...2)
+        rig.pass()
+        rig.answer()
+        rig.tick(to: 1000)
+        rig.write(3...4)
+        rig.pass()
+        rig.definitions = [Self.watch(Self.errors, kind: "log.other")]
+        rig.follow()
+        #expect(rig.seeks.last == "after 2", "its own position on disk")
+        rig.pass()
+        #expect(rig.read.suffix(2) == [3, 4], "read again for the new definition")
+        rig.answer { $0.last == 3 }
+        rig.answer(failing: fails)
+        #expect(rig.rewinds == (fails ? 1 : 0))
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4"], "3 and 4 posted once")
+    }
+
+    @Test func aRedefinedWatchFoldsWhatItReadsAgainWithoutWhatItsOldDefinitionWasFolding() {
+        var rig = Rig([Self.errors], interval: .seconds(10))
+        rig.starts = [Self.errors: .head]
+        rig.follow()
+        rig.write(1...3)
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["errors→monitor"] == ["1×1"], "2 and 3 fold until the window ends")
+        rig.definitions = [Self.watch(Self.errors, kind: "log.other")]
+        rig.follow()
+        rig.pass()
+        rig.answer()
+        rig.tick(to: 10_000)
+        rig.answer()
+        #expect(rig.read == [1, 2, 3, 2, 3], "2 and 3 read again for the new definition")
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3"], "2 and 3 once each, in the new one's window")
+    }
 }

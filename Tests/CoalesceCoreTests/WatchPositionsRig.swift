@@ -66,7 +66,7 @@ extension WatchPositionsTests {
                 switch action {
                 case .post(let batch):
                     self.inFlight.append(batch)
-                    self.machine.posted(batch.key.watch)
+                    self.machine.posted(batch)
                 case .writePosition(let watch, let cursor):
                     self.own[watch] = Int(cursor.sequenceNumber)
                 case .seekHead:

@@ -17,6 +17,8 @@
 /// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
 ///   is in flight; until then no watch writes its own position. A post stays in flight across a change of its watch
 ///   (redefined, or removed and added again), as its write is answered all the same.
+/// - A watch redefined (same name, another definition) reads again from its stored positions, with nothing of what
+///   its old definition was folding; each app skips what the old definition posted to it, on disk or in flight.
 /// - At most once per ``idleWriteInterval``, each watch with nothing in flight, nothing folding and nothing left
 ///   to skip writes the reader's position as its own, if that is not the one it wrote last.
 ///
@@ -63,6 +65,9 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         var skip: JournalCursor?
         /// By app, the position up to which the watch posted to it (written with those posts).
         var appSkips: [AppName: JournalCursor] = [:]
+        /// By app, the last entry of the posts taken since the watch was placed (in flight or answered), handed on
+        /// to a new definition of it.
+        var posted: [AppName: JournalCursor] = [:]
         /// Its own position last written.
         var written: JournalCursor?
         /// It has read an entry past where it started: it has read everything up to the reader's position (a
@@ -102,7 +107,8 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     ///
     /// One already followed with the same definition keeps its positions and what it is folding (caught up, it has
     /// read up to the reader's position); another is placed by `stored`, or, without stored positions, by where
-    /// `starts` says (the tail by default). A watch no longer followed forgets what it was folding.
+    /// `starts` says (the tail by default). A watch redefined forgets what it was folding, which it reads again,
+    /// and skips for each app what it posted to it before; one no longer followed forgets what it was folding.
     /// - Parameters:
     ///   - stored: what the store holds, by watch.
     ///   - tail: the newest entry's cursor; asked for only when a new watch starts at the tail.
@@ -127,9 +133,14 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
                 continue
             }
             var watch = Watch(definition: definition)
+            // Redefined: its stored per-app positions lack the posts still in flight, which it would post again.
+            if let old = self.watches[name] {
+                watch.posted = old.posted
+                for (app, cursor) in old.posted { watch.appSkips[app] = cursor }
+            }
             if let positions = stored[name] {
                 watch.skip = positions.own
-                watch.appSkips = positions.apps
+                watch.appSkips.merge(positions.apps) { $1.isAfter($0) ? $1 : $0 }
                 // Only per-app positions: the earliest of them is where it reads from.
                 if watch.skip == nil { watch.skip = Self.earliest(positions.apps.values) }
             } else {
@@ -151,7 +162,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
             }
             next[name] = watch
         }
-        for name in self.watches.keys where next[name] == nil { self.batcher.forget(name) }
+        for (name, old) in self.watches where next[name]?.definition != old.definition { self.batcher.forget(name) }
         self.watches = next
         self.order = definitions.map(\.name).filter { next[$0] != nil }
         return actions + self.seekToEarliest()
@@ -261,9 +272,11 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         self.batcher.due(at: now).map(Action.post)
     }
 
-    /// A post of `watch` was taken: it is in flight until ``answered(_:writeFailed:)``.
-    public mutating func posted(_ watch: WatchName) {
+    /// `batch` was posted and taken: it is in flight until ``answered(_:writeFailed:)``.
+    public mutating func posted(_ batch: Batch) {
+        let watch = batch.key.watch
         self.inFlight[watch, default: 0] += 1
+        self.watches[watch]?.posted[batch.key.app] = batch.cursor
     }
 
     /// A post of `watch` was answered, whatever became of the watch since. `writeFailed`: the write it went into
