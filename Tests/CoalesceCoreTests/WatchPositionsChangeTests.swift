@@ -184,4 +184,23 @@ extension WatchPositionsTests {
         #expect(rig.read == [1, 2, 3, 2, 3], "2 and 3 read again for the new definition")
         #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3"], "2 and 3 once each, in the new one's window")
     }
+
+    @Test func aReadErrorMidPassPostsWhatThePassHadPostedOnce() {
+        var rig = Rig([Self.errors, Self.audit])
+        rig.matches[Self.audit] = { $0 == 6 }
+        rig.starts = [Self.errors: .head, Self.audit: .head]
+        rig.follow()
+        rig.write(1...2)
+        rig.pass()
+        rig.answer()
+        rig.write(3...6)
+        // 3 and 4 are read and posted; reading 5 fails.
+        rig.pass(failingAfter: 2)
+        #expect(rig.seeks.last == "after 2", "the audit watch has read up to 4 only in a pass that ended nowhere")
+        rig.pass()
+        rig.answer()
+        #expect(rig.read == [1, 2, 3, 4, 3, 4, 5, 6])
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5", "1×6"])
+        #expect(rig.received["audit→monitor"] == ["1×6"])
+    }
 }

@@ -82,10 +82,12 @@ extension WatchPositionsTests {
 
         mutating func write(_ entries: ClosedRange<Int>) { self.journal += entries }
 
-        /// One pass of the reader over what it has not read.
-        mutating func pass() {
+        /// One pass of the reader over what it has not read. With `failingAfter`, reading fails once that many
+        /// entries are read: the pass ends nowhere, and the reader seeks where the machine says.
+        mutating func pass(failingAfter readable: Int? = nil) {
             guard self.next < self.journal.count else { return }
-            for n in self.journal[self.next...] {
+            let end = readable.map { min(self.next + $0, self.journal.count) } ?? self.journal.count
+            for n in self.journal[self.next..<end] {
                 self.read.append(n)
                 let cursor = WatchPositionsTests.cursor(n)
                 for watch in self.machine.order {
@@ -99,7 +101,8 @@ extension WatchPositionsTests {
                     self.carryOut(actions)
                 }
             }
-            self.next = self.journal.count
+            self.next = end
+            guard readable == nil else { return self.carryOut(self.machine.readFailed()) }
             self.machine.passEnded(at: WatchPositionsTests.cursor(self.journal[self.journal.count - 1]))
         }
 

@@ -19,6 +19,8 @@
 ///   (redefined, or removed and added again), as its write is answered all the same.
 /// - A watch redefined (same name, another definition) reads again from its stored positions, with nothing of what
 ///   its old definition was folding; each app skips what the old definition posted to it, on disk or in flight.
+/// - A read error makes each watch skip, besides what it had read by the last pass's end, every entry it matched
+///   in the pass the error broke off (posted or folding).
 /// - At most once per ``idleWriteInterval``, each watch with nothing in flight, nothing folding and nothing left
 ///   to skip writes the reader's position as its own, if that is not the one it wrote last.
 ///
@@ -68,6 +70,8 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         /// By app, the last entry of the posts taken since the watch was placed (in flight or answered), handed on
         /// to a new definition of it.
         var posted: [AppName: JournalCursor] = [:]
+        /// The last entry it matched: it has read up to there, even in a pass that a read error broke off.
+        var matched: JournalCursor?
         /// Its own position last written.
         var written: JournalCursor?
         /// It has read an entry past where it started: it has read everything up to the reader's position (a
@@ -128,7 +132,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         for definition in definitions {
             let name = definition.name
             if var kept = self.watches[name], kept.definition == definition {
-                if kept.caughtUp { kept.skip = JournalCursor.later(kept.skip, self.position) }
+                kept.skip = self.readUpTo(kept)
                 next[name] = kept
                 continue
             }
@@ -183,16 +187,23 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         return order
     }
 
-    /// Reading failed (a file damaged or changed under the reader): where to read from again. Caught-up watches
-    /// have read up to the reader's position.
+    /// Reading failed (a file damaged or changed under the reader), maybe in the middle of a pass: where to read
+    /// from again.
     public mutating func readFailed() -> [Action] {
-        if let position = self.position {
-            for name in self.order where self.watches[name]?.caughtUp == true {
-                let skip = self.watches[name]?.skip
-                self.watches[name]?.skip = JournalCursor.later(skip, position)
-            }
+        for name in self.order {
+            guard let watch = self.watches[name] else { continue }
+            let skip = self.readUpTo(watch)
+            self.watches[name]?.skip = skip
         }
         return self.seekToEarliest()
+    }
+
+    /// What `watch` skips when the reader reads again: what it skipped, and what it has read, which is up to the
+    /// reader's position when caught up, and at least up to the last entry it matched (a pass broken off by a read
+    /// error ends nowhere).
+    private func readUpTo(_ watch: Watch) -> JournalCursor? {
+        let read = JournalCursor.later(watch.caughtUp ? self.position : nil, watch.matched)
+        return JournalCursor.later(watch.skip, read)
     }
 
     /// The earliest position any watch needs; the head if one has none.
@@ -247,6 +258,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         at now: Instant
     ) -> [Action] {
         guard var followed = self.watches[watch] else { return [] }
+        followed.matched = entry
         var actions: [Action] = []
         for app in recipients {
             if let skip = followed.appSkips[app] {
