@@ -203,4 +203,43 @@ extension WatchPositionsTests {
         #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5", "1×6"])
         #expect(rig.received["audit→monitor"] == ["1×6"])
     }
+
+    /// The errors watch has read 1 to 5; the audit watch is added from the head.
+    static func auditAddedFromTheHead() -> Rig {
+        var rig = Rig([Self.errors])
+        rig.starts = [Self.errors: .head]
+        rig.follow()
+        rig.write(1...5)
+        rig.pass()
+        rig.answer()
+        rig.definitions.append(Self.watch(Self.audit))
+        rig.recipients[Self.audit] = [Self.pager]
+        rig.matches[Self.audit] = { _ in true }
+        rig.starts = [Self.audit: .head]
+        rig.follow()
+        return rig
+    }
+
+    @Test func aReadErrorRightAfterAWatchTookTheReaderBackLosesNothingOfIt() {
+        var rig = Self.auditAddedFromTheHead()
+        // The audit watch reads 1 and 2; reading 3 fails, before the reader is back where it was.
+        rig.pass(failingAfter: 2)
+        #expect(rig.seeks == ["head", "head", "after 2"])
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["audit→pager"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+    }
+
+    @Test func aWatchThatHasReadNothingYetWritesNoPositionOfItsOwn() {
+        var rig = Self.auditAddedFromTheHead()
+        // Reading 1 fails; a second later the daemon is killed.
+        rig.pass(failingAfter: 0)
+        rig.tick(to: 1000)
+        rig.restart()
+        rig.pass()
+        rig.answer()
+        #expect(rig.received["audit→pager"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+        #expect(rig.received["errors→monitor"] == ["1×1", "1×2", "1×3", "1×4", "1×5"])
+    }
 }

@@ -13,7 +13,8 @@
 /// - A watch without an own position but with positions for apps reads from the earliest of them; a new watch
 ///   from where it starts (``WatchStart``), which is written as its position at once.
 /// - The reader reads from the earliest position a watch needs: a caught-up watch without a position needs the
-///   reader's; one that reads from the head makes the reader read from there.
+///   reader's; one that reads from the head makes the reader read from there. The reader's position is then that
+///   one until a pass ends.
 /// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
 ///   is in flight; until then no watch writes its own position. A post stays in flight across a change of its watch
 ///   (redefined, or removed and added again), as its write is answered all the same.
@@ -87,7 +88,8 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     public private(set) var order: [WatchName] = []
     /// Where the watches without a position start, as last given: a rewind starts them there again.
     public private(set) var starts: [WatchName: WatchStart] = [:]
-    /// The cursor of the last entry of the last pass the reader finished.
+    /// Where the reader has read up to for every caught-up watch: the last entry of the last pass it finished, or
+    /// where it was placed since (`nil`: the head, or nothing read yet).
     public private(set) var position: JournalCursor?
     /// A post's write failed: read again from the positions on disk once nothing is in flight.
     public private(set) var rewindWanted = false
@@ -206,15 +208,20 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         return JournalCursor.later(watch.skip, read)
     }
 
-    /// The earliest position any watch needs; the head if one has none.
-    private func seekToEarliest() -> [Action] {
+    /// The earliest position any watch needs; the head if one has none. The reader's position is then there, so
+    /// that a watch that catches up in a pass a read error breaks off is not taken to have read beyond it.
+    private mutating func seekToEarliest() -> [Action] {
         guard !self.watches.isEmpty else { return [] }
         var earliest: JournalCursor?
         for watch in self.watches.values {
             // A watch without a position has read up to the reader's position, unless it reads from the head.
-            guard let skip = watch.skip ?? (watch.caughtUp ? self.position : nil) else { return [.seekHead] }
+            guard let skip = watch.skip ?? (watch.caughtUp ? self.position : nil) else {
+                earliest = nil
+                break
+            }
             earliest = Self.earliest([earliest, skip].compactMap { $0 })
         }
+        self.position = earliest
         guard let earliest else { return [.seekHead] }
         return [.seek(after: earliest)]
     }
