@@ -16,7 +16,8 @@
 ///   reader's; one that reads from the head makes the reader read from there. The reader's position is then that
 ///   one until a pass ends.
 /// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
-///   is in flight; until then no watch writes its own position. A post stays in flight across a change of its watch
+///   is in flight; until then no watch writes its own position, and none posts (a post kept meanwhile would carry
+///   its app's position past the entries of the failed one, which the rewind reads again). A post stays in flight across a change of its watch
 ///   (redefined, or removed and added again), as its write is answered all the same.
 /// - A watch redefined (same name, another definition) reads again from its stored positions, with nothing of what
 ///   its old definition was folding; each app skips what the old definition posted to it, on disk or in flight.
@@ -104,8 +105,8 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         self.lastIdleWrite = now
     }
 
-    /// When the next batch folding is due.
-    public var nextDue: Instant? { self.batcher.nextDue }
+    /// When the next batch folding is due; none while a rewind waits (``due(at:)`` posts nothing).
+    public var nextDue: Instant? { self.rewindWanted ? nil : self.batcher.nextDue }
 
     // MARK: Watches
 
@@ -254,7 +255,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     }
 
     /// `watch` matched the entry at `entry`, read at `now`, and made `payload` of it for `recipients`: the batches
-    /// to post now. An app whose position is at or after the entry skips it.
+    /// to post now. An app whose position is at or after the entry skips it; none while a rewind waits.
     /// - Parameter queue: the watch posts with a queue policy (``WatchBatcher/add(_:_:cursor:queue:at:)``).
     public mutating func matched(
         _ watch: WatchName,
@@ -264,7 +265,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         queue: Bool,
         at now: Instant
     ) -> [Action] {
-        guard var followed = self.watches[watch] else { return [] }
+        guard !self.rewindWanted, var followed = self.watches[watch] else { return [] }
         followed.matched = entry
         var actions: [Action] = []
         for app in recipients {
@@ -286,9 +287,10 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
 
     // MARK: Posts
 
-    /// The batches whose window has ended by `now`.
+    /// The batches whose window has ended by `now`; none while a rewind waits (it forgets them).
     public mutating func due(at now: Instant) -> [Action] {
-        self.batcher.due(at: now).map(Action.post)
+        guard !self.rewindWanted else { return [] }
+        return self.batcher.due(at: now).map(Action.post)
     }
 
     /// `batch` was posted and taken: it is in flight until ``answered(_:writeFailed:)``.
