@@ -13,9 +13,16 @@
 /// - A watch without an own position but with positions for apps reads from the earliest of them; a new watch
 ///   from where it starts (``WatchStart``), which is written as its position at once.
 /// - The reader reads from the earliest position a watch needs: a caught-up watch without a position needs the
-///   reader's; one that reads from the head makes the reader read from there.
+///   reader's; one that reads from the head makes the reader read from there. The reader's position is then that
+///   one until a pass ends.
 /// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
-///   is in flight; until then no watch writes its own position.
+///   is in flight; until then no watch writes its own position, and none posts (a post kept meanwhile would carry
+///   its app's position past the entries of the failed one, which the rewind reads again). A post stays in flight across a change of its watch
+///   (redefined, or removed and added again), as its write is answered all the same.
+/// - A watch redefined (same name, another definition) reads again from its stored positions, with nothing of what
+///   its old definition was folding; each app skips what the old definition posted to it, on disk or in flight.
+/// - A read error makes each watch skip, besides what it had read by the last pass's end, every entry it matched
+///   in the pass the error broke off (posted or folding).
 /// - At most once per ``idleWriteInterval``, each watch with nothing in flight, nothing folding and nothing left
 ///   to skip writes the reader's position as its own, if that is not the one it wrote last.
 ///
@@ -62,8 +69,11 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         var skip: JournalCursor?
         /// By app, the position up to which the watch posted to it (written with those posts).
         var appSkips: [AppName: JournalCursor] = [:]
-        /// Its posts not yet answered.
-        var inFlight = 0
+        /// By app, the last entry of the posts taken since the watch was placed (in flight or answered), handed on
+        /// to a new definition of it.
+        var posted: [AppName: JournalCursor] = [:]
+        /// The last entry it matched: it has read up to there, even in a pass that a read error broke off.
+        var matched: JournalCursor?
         /// Its own position last written.
         var written: JournalCursor?
         /// It has read an entry past where it started: it has read everything up to the reader's position (a
@@ -72,11 +82,15 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     }
 
     private var watches: [WatchName: Watch] = [:]
+    /// By watch name, its posts not yet answered (none: no key). Kept apart from the watches, as a post of a
+    /// definition since changed or removed is answered all the same.
+    private var inFlight: [WatchName: Int] = [:]
     /// The watches followed, in the order given.
     public private(set) var order: [WatchName] = []
     /// Where the watches without a position start, as last given: a rewind starts them there again.
     public private(set) var starts: [WatchName: WatchStart] = [:]
-    /// The cursor of the last entry of the last pass the reader finished.
+    /// Where the reader has read up to for every caught-up watch: the last entry of the last pass it finished, or
+    /// where it was placed since (`nil`: the head, or nothing read yet).
     public private(set) var position: JournalCursor?
     /// A post's write failed: read again from the positions on disk once nothing is in flight.
     public private(set) var rewindWanted = false
@@ -91,16 +105,17 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         self.lastIdleWrite = now
     }
 
-    /// When the next batch folding is due.
-    public var nextDue: Instant? { self.batcher.nextDue }
+    /// When the next batch folding is due; none while a rewind waits (``due(at:)`` posts nothing).
+    public var nextDue: Instant? { self.rewindWanted ? nil : self.batcher.nextDue }
 
     // MARK: Watches
 
     /// Follows `definitions`, in that order; returns the positions to write and where the reader reads from.
     ///
-    /// One already followed with the same definition keeps its positions and what is in flight (caught up, it has
+    /// One already followed with the same definition keeps its positions and what it is folding (caught up, it has
     /// read up to the reader's position); another is placed by `stored`, or, without stored positions, by where
-    /// `starts` says (the tail by default). A watch no longer followed forgets what it was folding.
+    /// `starts` says (the tail by default). A watch redefined forgets what it was folding, which it reads again,
+    /// and skips for each app what it posted to it before; one no longer followed forgets what it was folding.
     /// - Parameters:
     ///   - stored: what the store holds, by watch.
     ///   - tail: the newest entry's cursor; asked for only when a new watch starts at the tail.
@@ -120,14 +135,19 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         for definition in definitions {
             let name = definition.name
             if var kept = self.watches[name], kept.definition == definition {
-                if kept.caughtUp { kept.skip = JournalCursor.later(kept.skip, self.position) }
+                kept.skip = self.readUpTo(kept)
                 next[name] = kept
                 continue
             }
             var watch = Watch(definition: definition)
+            // Redefined: its stored per-app positions lack the posts still in flight, which it would post again.
+            if let old = self.watches[name] {
+                watch.posted = old.posted
+                for (app, cursor) in old.posted { watch.appSkips[app] = cursor }
+            }
             if let positions = stored[name] {
                 watch.skip = positions.own
-                watch.appSkips = positions.apps
+                watch.appSkips.merge(positions.apps) { $1.isAfter($0) ? $1 : $0 }
                 // Only per-app positions: the earliest of them is where it reads from.
                 if watch.skip == nil { watch.skip = Self.earliest(positions.apps.values) }
             } else {
@@ -149,7 +169,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
             }
             next[name] = watch
         }
-        for name in self.watches.keys where next[name] == nil { self.batcher.forget(name) }
+        for (name, old) in self.watches where next[name]?.definition != old.definition { self.batcher.forget(name) }
         self.watches = next
         self.order = definitions.map(\.name).filter { next[$0] != nil }
         return actions + self.seekToEarliest()
@@ -160,7 +180,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     /// then gives them again (``change(to:stored:starts:tail:entryBefore:)``) with what the store holds and
     /// ``starts``. `nil` when no rewind is due.
     public mutating func rewindIfDue() -> [WatchName]? {
-        guard self.rewindWanted, self.watches.values.allSatisfy({ $0.inFlight == 0 }) else { return nil }
+        guard self.rewindWanted, self.inFlight.isEmpty else { return nil }
         let order = self.order
         self.rewindWanted = false
         self.batcher.forget()
@@ -170,27 +190,39 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         return order
     }
 
-    /// Reading failed (a file damaged or changed under the reader): where to read from again. Caught-up watches
-    /// have read up to the reader's position.
+    /// Reading failed (a file damaged or changed under the reader), maybe in the middle of a pass: where to read
+    /// from again.
     public mutating func readFailed() -> [Action] {
-        if let position = self.position {
-            for name in self.order where self.watches[name]?.caughtUp == true {
-                let skip = self.watches[name]?.skip
-                self.watches[name]?.skip = JournalCursor.later(skip, position)
-            }
+        for name in self.order {
+            guard let watch = self.watches[name] else { continue }
+            let skip = self.readUpTo(watch)
+            self.watches[name]?.skip = skip
         }
         return self.seekToEarliest()
     }
 
-    /// The earliest position any watch needs; the head if one has none.
-    private func seekToEarliest() -> [Action] {
+    /// What `watch` skips when the reader reads again: what it skipped, and what it has read, which is up to the
+    /// reader's position when caught up, and at least up to the last entry it matched (a pass broken off by a read
+    /// error ends nowhere).
+    private func readUpTo(_ watch: Watch) -> JournalCursor? {
+        let read = JournalCursor.later(watch.caughtUp ? self.position : nil, watch.matched)
+        return JournalCursor.later(watch.skip, read)
+    }
+
+    /// The earliest position any watch needs; the head if one has none. The reader's position is then there, so
+    /// that a watch that catches up in a pass a read error breaks off is not taken to have read beyond it.
+    private mutating func seekToEarliest() -> [Action] {
         guard !self.watches.isEmpty else { return [] }
         var earliest: JournalCursor?
         for watch in self.watches.values {
             // A watch without a position has read up to the reader's position, unless it reads from the head.
-            guard let skip = watch.skip ?? (watch.caughtUp ? self.position : nil) else { return [.seekHead] }
+            guard let skip = watch.skip ?? (watch.caughtUp ? self.position : nil) else {
+                earliest = nil
+                break
+            }
             earliest = Self.earliest([earliest, skip].compactMap { $0 })
         }
+        self.position = earliest
         guard let earliest else { return [.seekHead] }
         return [.seek(after: earliest)]
     }
@@ -223,7 +255,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
     }
 
     /// `watch` matched the entry at `entry`, read at `now`, and made `payload` of it for `recipients`: the batches
-    /// to post now. An app whose position is at or after the entry skips it.
+    /// to post now. An app whose position is at or after the entry skips it; none while a rewind waits.
     /// - Parameter queue: the watch posts with a queue policy (``WatchBatcher/add(_:_:cursor:queue:at:)``).
     public mutating func matched(
         _ watch: WatchName,
@@ -233,7 +265,8 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         queue: Bool,
         at now: Instant
     ) -> [Action] {
-        guard var followed = self.watches[watch] else { return [] }
+        guard !self.rewindWanted, var followed = self.watches[watch] else { return [] }
+        followed.matched = entry
         var actions: [Action] = []
         for app in recipients {
             if let skip = followed.appSkips[app] {
@@ -254,20 +287,23 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
 
     // MARK: Posts
 
-    /// The batches whose window has ended by `now`.
+    /// The batches whose window has ended by `now`; none while a rewind waits (it forgets them).
     public mutating func due(at now: Instant) -> [Action] {
-        self.batcher.due(at: now).map(Action.post)
+        guard !self.rewindWanted else { return [] }
+        return self.batcher.due(at: now).map(Action.post)
     }
 
-    /// A post of `watch` was taken: it is in flight until ``answered(_:writeFailed:)``.
-    public mutating func posted(_ watch: WatchName) {
-        self.watches[watch]?.inFlight += 1
+    /// `batch` was posted and taken: it is in flight until ``answered(_:writeFailed:)``.
+    public mutating func posted(_ batch: Batch) {
+        let watch = batch.key.watch
+        self.inFlight[watch, default: 0] += 1
+        self.watches[watch]?.posted[batch.key.app] = batch.cursor
     }
 
-    /// A post of `watch` was answered. `writeFailed`: the write it went into failed, and its position with it, so
-    /// the reader reads again from the positions on disk (``rewindIfDue()``).
+    /// A post of `watch` was answered, whatever became of the watch since. `writeFailed`: the write it went into
+    /// failed, and its position with it, so the reader reads again from the positions on disk (``rewindIfDue()``).
     public mutating func answered(_ watch: WatchName, writeFailed: Bool) {
-        self.watches[watch]?.inFlight -= 1
+        if let count = self.inFlight[watch] { self.inFlight[watch] = count > 1 ? count - 1 : nil }
         if writeFailed { self.rewindWanted = true }
     }
 
@@ -281,7 +317,7 @@ public struct WatchPositions<Instant: InstantProtocol, Entry: Sendable>: Sendabl
         self.lastIdleWrite = now
         var actions: [Action] = []
         for name in self.order {
-            guard let watch = self.watches[name], watch.inFlight == 0, watch.skip == nil,
+            guard let watch = self.watches[name], self.inFlight[name] == nil, watch.skip == nil,
                 !self.batcher.hasPending(name), watch.written?.text != position.text
             else { continue }
             actions.append(.writePosition(name, position))

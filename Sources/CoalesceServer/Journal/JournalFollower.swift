@@ -393,7 +393,7 @@ final class JournalFollower: @unchecked Sendable {
             self.wakeup.set()
         }
         guard posted else { return }  // the app went: the next pass finds who receives now
-        self.positions.posted(watch)
+        self.positions.posted(batch)
         self.shared.withLock { $0.figures[watch, default: WatchFigures()].posts += 1 }
     }
 
