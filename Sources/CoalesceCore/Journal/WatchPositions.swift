@@ -17,8 +17,8 @@
 ///   one until a pass ends.
 /// - A post whose write failed makes the reader read again from the positions on disk, once no post of any watch
 ///   is in flight; until then no watch writes its own position, and none posts (a post kept meanwhile would carry
-///   its app's position past the entries of the failed one, which the rewind reads again). A post stays in flight across a change of its watch
-///   (redefined, or removed and added again), as its write is answered all the same.
+///   its app's position past the entries of the failed one, which the rewind reads again). A post stays in flight
+///   across a change of its watch (redefined, or removed and added again), as its write is answered all the same.
 /// - A watch redefined (same name, another definition) reads again from its stored positions, with nothing of what
 ///   its old definition was folding; each app skips what the old definition posted to it, on disk or in flight.
 /// - A read error makes each watch skip, besides what it had read by the last pass's end, every entry it matched
