@@ -1,10 +1,11 @@
+import CSystemd
+
 #if canImport(Glibc)
-// Public: the readings are inlined into their callers, which are on the daemon's hot paths.
-public import Glibc
+import Glibc
 #endif
 
-/// The kernel's clocks, read with clock_gettime(2). A reading is inlined into its caller and allocates nothing:
-/// the manager reads the wall clock on every transition.
+/// The kernel's clocks, read with clock_gettime(2). A reading allocates nothing: the manager reads the wall clock on
+/// every transition and every post.
 public enum SystemClock: Sendable {
     /// Wall time, seconds since the Unix epoch: it jumps when someone sets the clock.
     case realtime
@@ -33,7 +34,6 @@ public enum SystemClock: Sendable {
         public var totalSeconds: Double { Double(self.seconds) + Double(self.nanoseconds) / 1e9 }
     }
 
-    @inlinable
     var id: clockid_t {
         switch self {
         case .realtime: CLOCK_REALTIME
@@ -45,7 +45,6 @@ public enum SystemClock: Sendable {
     /// The clock now.
     /// - Throws: ``SystemdError`` from `clock_gettime` (its operation names the clock's number, as
     ///   `clock_gettime(7)`), only for a clock the kernel does not have: all three are in every kernel since 2.6.39.
-    @inlinable
     public func read() throws(SystemdError) -> Reading {
         var time = timespec()
         guard clock_gettime(self.id, &time) == 0 else {
@@ -55,7 +54,6 @@ public enum SystemClock: Sendable {
     }
 
     /// The clock now; zero in the case ``read()`` throws for, which no kernel the daemon runs on has.
-    @inlinable
     public func now() -> Reading {
         var time = timespec()
         _ = clock_gettime(self.id, &time)
