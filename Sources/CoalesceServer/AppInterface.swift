@@ -152,7 +152,7 @@ enum AppInterface {
                     let peer = try self.peer(request)
                     let text = try request.string("scene")
                     let scene: SceneID
-                    do {
+                    do throws(SceneIDError) {
                         scene = try SceneID(text)
                     } catch {
                         throw VarlinkError.invalidParameter("scene", reason: error.description)

@@ -1,5 +1,7 @@
 import CoalesceCore
+import CoalesceStore
 import Logging
+import Synchronization
 import Varlink
 
 /// One window as a user's session reports it: its scene within its app.
