@@ -147,6 +147,29 @@ enum AppInterface {
                     try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
                     responder.finish()
                 },
+                // Runs as a task: it waits for the store's commit.
+                "SaveSceneState": .streaming { request, responder in
+                    let peer = try self.peer(request)
+                    let text = try request.string("scene")
+                    let scene: SceneID
+                    do throws(SceneIDError) {
+                        scene = try SceneID(text)
+                    } catch {
+                        throw VarlinkError.invalidParameter("scene", reason: error.description)
+                    }
+                    let data: String?
+                    switch request.call.parameters["data"] {
+                    case nil, .null?: data = nil
+                    case .string(let text)?:
+                        if let problem = ControlCharacters.problem(inText: text, field: "the state") {
+                            throw VarlinkError.invalidParameter("data", reason: problem)
+                        }
+                        data = text
+                    default: throw VarlinkError.invalidParameter("data", reason: "expected a string")
+                    }
+                    try await apps.saveSceneState(name: try request.string("app"), uid: peer.uid, scene: scene, data: data)
+                    responder.finish()
+                },
             ],
             // A post's payload is stored and sent on as it came.
             parametersKeptAsText: ["Post": ["payload"]]

@@ -143,6 +143,7 @@ struct DaemonStartUp {
                 ),
                 AppInterface.make(apps: apps, daemon: state),
                 NotificationsInterface.make(center: notifications),
+                ScreenInterface.make(apps: apps),
                 ProtocolInterface.make(),
             ],
             protocolErrorInterface: ProtocolInterface.name

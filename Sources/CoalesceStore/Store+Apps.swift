@@ -117,6 +117,24 @@ extension Store {
         try self.read { db in try String.fetchOne(db, sql: "SELECT data FROM savedState WHERE app = ?", arguments: [app.value]) }
     }
 
+    /// What every app saved for its scenes, oldest save first.
+    public func sceneStates() throws(StoreError) -> [(app: String, scene: String, data: String)] {
+        try self.read { db in
+            try Row.fetchAll(db, sql: "SELECT app, scene, data FROM sceneState ORDER BY rowid").map { ($0["app"], $0["scene"], $0["data"]) }
+        }
+    }
+
+    /// Keeps `data` for one of the app's scenes, or forgets what it kept (`nil`), and forgets what it kept for
+    /// `forgetting` (past the number an app keeps); on disk when this returns.
+    public func saveSceneState(of app: AppName, scene: String, _ data: String?, forgetting: String? = nil) async throws(StoreError) {
+        try await self.write { transaction in
+            // Deleted first, so that a save is inserted anew and comes last in rowid order.
+            try transaction.run("DELETE FROM sceneState WHERE app = ? AND scene = ?", [app.value, scene])
+            if let data { try transaction.run("INSERT INTO sceneState (app, scene, data) VALUES (?, ?, ?)", [app.value, scene, data]) }
+            if let forgetting { try transaction.run("DELETE FROM sceneState WHERE app = ? AND scene = ?", [app.value, forgetting]) }
+        }.wait()
+    }
+
     /// Keeps `data` for the app, or forgets what it kept; on disk when this returns.
     public func saveState(of app: AppName, _ data: String?) async throws(StoreError) {
         try await self.write { transaction in

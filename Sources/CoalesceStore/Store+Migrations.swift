@@ -142,6 +142,16 @@ extension Store {
             try db.alter(table: "alertDelivered") { table in table.add(column: "shown", .boolean).notNull().defaults(to: false) }
             try db.execute(sql: "UPDATE alertDelivered SET shown = 1")
         }
+        migrator.registerMigration("11: scene states") { db in
+            // What an app saved for each of its scenes (SaveSceneState), handed back when the same scene connects
+            // again; the newest saves last in rowid order, which is the order a start takes them up in.
+            try db.create(table: "sceneState") { table in
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("scene", .text).notNull()
+                table.column("data", .text).notNull()
+                table.primaryKey(["app", "scene"])
+            }
+        }
         return migrator
     }
 }

@@ -1,9 +1,9 @@
 public import Varlink
 
-/// A parameter of the App, Notifications and System interfaces' errors, by the name their files give it.
+/// A parameter of the App, Notifications, Screen and System interfaces' errors, by the name their files give it.
 public enum ErrorParameter: String, Sendable, Hashable, CaseIterable {
-    case action, app, bound, count, field, id, kind, limit, mode, name, next, parameter, pending, quota, reason, seq, size,
-        state, target, timeoutSec, topic, uid, unit, watch
+    case action, app, bound, count, field, id, index, kind, limit, mode, name, next, parameter, pending, quota, reason, seq,
+        size, state, target, timeoutSec, topic, uid, unit, watch
 
     /// An error's parameters as a reply carries them; a member whose value is `nil` (an optional parameter not
     /// given) is left out.
@@ -132,6 +132,20 @@ public enum SystemErrorName: String, InterfaceErrorName, Sendable, Hashable, Cas
         case .launchTimedOut: [.app, .timeoutSec]
         case .launchFailed: [.app, .unit, .reason]
         case .monitorOverrun: [.bound]
+        }
+    }
+}
+
+/// The errors of `io.coalesced.Screen`, each with its parameters, as its interface file declares them.
+public enum ScreenErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIterable {
+    case invalidWindow = "InvalidWindow"
+
+    public static let interface = "io.coalesced.Screen"
+
+    /// Its parameters, in the order the interface file declares them.
+    public var parameters: [ErrorParameter] {
+        switch self {
+        case .invalidWindow: [.index, .reason]
         }
     }
 }

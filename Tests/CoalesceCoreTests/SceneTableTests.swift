@@ -134,10 +134,13 @@ extension [SceneEffect] {
 
     @Test func savedStatesAreKeptForABoundedNumberOfScenesTheOldestGoingFirst() throws {
         var scenes = AppScenes()
-        for n in 0...AppScenes.savedStatesKept { scenes.save(try SceneID("s\(n)"), state: "\(n)") }
+        for n in 0..<AppScenes.savedStatesKept { #expect(scenes.save(try SceneID("s\(n)"), state: "\(n)") == nil) }
+        scenes.save(try SceneID("s1"), state: "saved again")
+        #expect(scenes.save(try SceneID("s\(AppScenes.savedStatesKept)"), state: "last") == (try SceneID("s0")))
         #expect(scenes.saved.count == AppScenes.savedStatesKept)
         #expect(scenes.saved[try SceneID("s0")] == nil)
-        #expect(scenes.saved[try SceneID("s\(AppScenes.savedStatesKept)")] == "\(AppScenes.savedStatesKept)")
+        #expect(scenes.saved[try SceneID("s\(AppScenes.savedStatesKept)")] == "last")
+        #expect(scenes.saved[try SceneID("s1")] == "saved again", "a save again makes it the newest")
     }
 
     @Test func anInterruptionMakesTheFocusedSceneInactiveUntilItEnds() {

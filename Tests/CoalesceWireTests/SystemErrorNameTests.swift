@@ -31,6 +31,12 @@ import Varlink
         #expect(listed == declared)
     }
 
+    @Test func theScreenErrorsListedAreTheOnesItsFileDeclares() throws {
+        let declared = try Self.declaredErrors(of: ScreenErrorName.interface)
+        let listed = Dictionary(uniqueKeysWithValues: ScreenErrorName.allCases.map { ($0.rawValue, $0.parameters.map(\.rawValue)) })
+        #expect(listed == declared)
+    }
+
     @Test func aQualifiedNameReadsBackOnlyInItsOwnInterface() {
         #expect(SystemErrorName.watchExists.qualified == "io.coalesced.System.WatchExists")
         #expect(SystemErrorName(qualified: "io.coalesced.System.StorageFailed") == .storageFailed)

@@ -119,16 +119,21 @@ public struct AppScenes: Sendable, Hashable {
     }
 
     /// The app saves what it needs to restore the scene (`nil`: forgets it); it comes back with willConnect when the
-    /// same scene connects again.
-    public mutating func save(_ id: SceneID, state: String?) {
+    /// same scene connects again. Returns the scene whose saved state this one pushed out (past
+    /// ``savedStatesKept``), if any.
+    @discardableResult
+    public mutating func save(_ id: SceneID, state: String?) -> SceneID? {
         self.savedOrder.removeAll { $0 == id }
         guard let state else {
             self.saved[id] = nil
-            return
+            return nil
         }
         self.saved[id] = state
         self.savedOrder.append(id)
-        if self.savedOrder.count > Self.savedStatesKept { self.saved[self.savedOrder.removeFirst()] = nil }
+        guard self.savedOrder.count > Self.savedStatesKept else { return nil }
+        let forgotten = self.savedOrder.removeFirst()
+        self.saved[forgotten] = nil
+        return forgotten
     }
 
     // MARK: Moving a scene

@@ -1,5 +1,7 @@
 import CoalesceCore
+import CoalesceStore
 import Logging
+import Synchronization
 import Varlink
 
 /// One window as a user's session reports it: its scene within its app.
@@ -68,6 +70,26 @@ extension AppManager {
             for app in order { self.feedScenes(app, inputs[app]!, source: source, in: &state, log: &log) }
             return matches
         }
+    }
+
+    /// Keeps what the app needs to restore one of its scenes (`nil`: forgets it), on disk when this returns and for
+    /// the scene's next willConnect; past the number an app keeps, the oldest save is forgotten.
+    func saveSceneState(name: String, uid: UInt32, scene: SceneID, data: String?) async throws(AppError) {
+        let appName = try Self.appName(name)
+        _ = try self.state.withLock { state throws(AppError) in try self.appRecord(appName, uid: uid, in: state) }
+        let limit = self.daemon.configuration.maxSavedState
+        if let data, data.utf8.count > limit {
+            throw .stateTooLarge(app: name, size: data.utf8.count, limit: limit)
+        }
+        // Which save it pushes out is decided as the store would take them up: by the saves so far.
+        var scenes = self.state.withLock { $0.records[appName]?.scenes } ?? AppScenes()
+        let forgotten = scenes.save(scene, state: data)
+        do {
+            try await self.store.saveSceneState(of: appName, scene: scene.value, data, forgetting: forgotten?.value)
+        } catch {
+            throw .storageFailed(reason: error.description)
+        }
+        _ = self.state.withLock { state in state.update(appName) { $0.scenes.save(scene, state: data) } }
     }
 
     /// One change to an app's scenes.

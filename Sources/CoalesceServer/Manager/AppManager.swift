@@ -249,6 +249,10 @@ final class AppManager: Sendable {
             }
             state.records[app]?.inbox.restoreBaseline(kind, EventPayload(payload))
         }
+        for row in try store.sceneStates() {
+            guard let app = try? AppName(row.app), let scene = try? SceneID(row.scene) else { continue }
+            state.records[app]?.scenes.save(scene, state: row.data)
+        }
         for app in unreadable.keys {
             if let name = try? AppName(app) { state.records[name]?.inbox = AppInbox(kindLimit: daemon.configuration.maxKindsPerApp) }
         }
