@@ -19,7 +19,7 @@ import Varlink
         #expect(
             Self.files == [
                 "io.coalesced.App.varlink", "io.coalesced.Notifications.varlink", "io.coalesced.Protocol.varlink",
-                "io.coalesced.System.varlink",
+                "io.coalesced.Screen.varlink", "io.coalesced.System.varlink",
             ]
         )
         for file in Self.files {

@@ -107,7 +107,8 @@ import Varlink
         let list = try await self.ctl(["introspect", "--socket", daemon.socketPath])
         #expect(
             list.stdout.contains(
-                "Interfaces: io.coalesced.App\n            io.coalesced.Notifications\n            io.coalesced.Protocol\n            io.coalesced.System\n"
+                "Interfaces: io.coalesced.App\n            io.coalesced.Notifications\n            io.coalesced.Protocol\n            io.coalesced.Screen\n"
+                    + "            io.coalesced.System\n"
                     + "            org.varlink.service"
             )
         )

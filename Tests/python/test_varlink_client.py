@@ -76,13 +76,14 @@ def test_get_info_lists_every_interface(daemon):
         info = service.GetInfo()
     assert info["product"] == "coalesced"
     assert info["interfaces"] == [
-        "io.coalesced.App", "io.coalesced.Notifications", "io.coalesced.Protocol", "io.coalesced.System",
-        "org.varlink.service"
+        "io.coalesced.App", "io.coalesced.Notifications", "io.coalesced.Protocol", "io.coalesced.Screen",
+        "io.coalesced.System", "org.varlink.service"
     ]
 
 
 @pytest.mark.parametrize(
-    "interface", ["io.coalesced.App", "io.coalesced.System", "io.coalesced.Protocol", "io.coalesced.Notifications"]
+    "interface",
+    ["io.coalesced.App", "io.coalesced.System", "io.coalesced.Protocol", "io.coalesced.Notifications", "io.coalesced.Screen"],
 )
 def test_interface_descriptions_are_the_repository_files_and_parse(daemon, interface):
     with varlink.Client(address=daemon) as client, client.open("org.varlink.service") as service:
