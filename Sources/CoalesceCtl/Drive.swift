@@ -241,7 +241,10 @@ struct Monitor: ParsableCommand {
         }
         let what: String
         switch name {
-        case "transition": what = "\(text("from")) → \(text("to")) (\(text("reason")))"
+        case "transition":
+            // A scene's transition names the scene: `scene w1: background → foregroundInactive (scenes)`.
+            let scene = record["scene"]?.stringValue.map { "scene \($0): " } ?? ""
+            what = "\(scene)\(text("from")) → \(text("to")) (\(text("reason")))"
         case "post":
             let target = record["target"]?.stringValue
             let via = target == app || target == nil ? "" : " to \(target!)"
