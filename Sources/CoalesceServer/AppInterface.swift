@@ -134,16 +134,7 @@ enum AppInterface {
                 // Runs as a task: it waits for the store's commit.
                 "SaveState": .streaming { request, responder in
                     let peer = try self.peer(request)
-                    let data: String?
-                    switch request.call.parameters["data"] {
-                    case nil, .null?: data = nil
-                    case .string(let text)?:
-                        if let problem = ControlCharacters.problem(inText: text, field: "the state") {
-                            throw VarlinkError.invalidParameter("data", reason: problem)
-                        }
-                        data = text
-                    default: throw VarlinkError.invalidParameter("data", reason: "expected a string")
-                    }
+                    let data = try self.savedData(request.call.parameters["data"])
                     try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
                     responder.finish()
                 },
@@ -157,16 +148,7 @@ enum AppInterface {
                     } catch {
                         throw VarlinkError.invalidParameter("scene", reason: error.description)
                     }
-                    let data: String?
-                    switch request.call.parameters["data"] {
-                    case nil, .null?: data = nil
-                    case .string(let text)?:
-                        if let problem = ControlCharacters.problem(inText: text, field: "the state") {
-                            throw VarlinkError.invalidParameter("data", reason: problem)
-                        }
-                        data = text
-                    default: throw VarlinkError.invalidParameter("data", reason: "expected a string")
-                    }
+                    let data = try self.savedData(request.call.parameters["data"])
                     try await apps.saveSceneState(name: try request.string("app"), uid: peer.uid, scene: scene, data: data)
                     responder.finish()
                 },
@@ -198,6 +180,19 @@ enum AppInterface {
     /// The answers of almost every post (one app, sent or held), written out once.
     private static let sentToOne = VarlinkEncodedParameters(["delivered": true, "recipients": 1])
     private static let heldForOne = VarlinkEncodedParameters(["delivered": false, "recipients": 1])
+
+    /// SaveState's and SaveSceneState's `data`: text without NUL, or null to forget what was saved.
+    private static func savedData(_ value: JSONValue?) throws(VarlinkError) -> String? {
+        switch value {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            if let problem = ControlCharacters.problem(inText: text, field: "the state") {
+                throw .invalidParameter("data", reason: problem)
+            }
+            return text
+        default: throw .invalidParameter("data", reason: "expected a string")
+        }
+    }
 
     /// The caller, as the kernel reports it: every App method acts for the caller's uid.
     static func peer(_ request: VarlinkRequest) throws(VarlinkError) -> VarlinkPeer {

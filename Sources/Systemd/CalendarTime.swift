@@ -30,14 +30,6 @@ public enum CalendarTime {
         }
     }
 
-    /// The UTC date and time `seconds` after the epoch, its fraction dropped (gmtime_r).
-    public static func utc(_ seconds: Double) -> Parts {
-        var value = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&value, &parts)
-        return Parts(parts)
-    }
-
     /// The local date and time `seconds` after the epoch, its fraction dropped, written with strftime(3)'s
     /// `format`: `%Z` names the zone as the local time has it (`CET`, `CEST`). Empty when the text would be longer
     /// than 63 bytes.

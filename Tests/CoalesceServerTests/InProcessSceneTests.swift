@@ -139,4 +139,30 @@ import Varlink
             #expect(manager.state.withLock { $0.records[try! AppName(Self.mail)]?.scenes.scenes.isEmpty } == true)
         }
     }
+
+    @Test func whatAnAppSavedForASceneComesBackWithItsWillConnectAfterARestart() async throws {
+        let directory = try TemporaryDirectory()
+        try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in
+            _ = try await Self.suspended(Self.mail, fixture)
+            try await fixture.manager.saveSceneState(name: Self.mail, uid: 0, scene: try SceneID("w1"), data: "draft 3")
+            // Another user cannot save for it, and a state past MaxSavedState= is refused: nothing of either is kept.
+            await #expect(throws: AppError.notOwner(app: Self.mail)) {
+                try await fixture.manager.saveSceneState(name: Self.mail, uid: 1000, scene: try SceneID("w2"), data: "x")
+            }
+            let large = String(repeating: "x", count: fixture.manager.daemon.configuration.maxSavedState + 1)
+            await #expect(throws: AppError.self) {
+                try await fixture.manager.saveSceneState(name: Self.mail, uid: 0, scene: try SceneID("w2"), data: large)
+            }
+        }
+        try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in
+            let mail = try await InProcessLifecycleTests.opened(Self.mail, fixture)
+            fixture.manager.reportWindows(
+                [try Self.window("w1", of: Self.mail, .shown), try Self.window("w2", of: Self.mail, .hidden)], source: .wayland, uid: 0
+            )
+            let connects = try await mail.callbacks().filter { $0["kind"] == "scene.willConnect" }
+            #expect(connects.map { $0["scene"] } == ["w1", "w2"])
+            #expect(connects.map { $0["restoredState"] } == ["draft 3", nil])
+            #expect(connects.map { $0["source"] } == ["wayland", "wayland"])
+        }
+    }
 }

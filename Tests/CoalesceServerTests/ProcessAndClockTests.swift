@@ -46,13 +46,6 @@ import Testing
         #expect(try SystemClock.boottime.read().totalNanoseconds >= first)
     }
 
-    @Test func aUTCDateIsNumberedAsPeopleNumberIt() {
-        #expect(CalendarTime.utc(0) == CalendarTime.Parts(year: 1970, month: 1, day: 1, hour: 0, minute: 0, second: 0))
-        #expect(
-            CalendarTime.utc(1_795_865_525.9)
-                == CalendarTime.Parts(year: 2026, month: 11, day: 28, hour: 11, minute: 32, second: 5))
-    }
-
     @Test func aLocalDateGoesToSecondsAndBack() throws {
         let parts = CalendarTime.Parts(year: 2026, month: 1, day: 15, hour: 12, minute: 30, second: 5)
         let seconds = try #require(CalendarTime.seconds(ofLocal: parts))

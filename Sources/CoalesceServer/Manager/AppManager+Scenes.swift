@@ -76,13 +76,13 @@ extension AppManager {
     /// the scene's next willConnect; past the number an app keeps, the oldest save is forgotten.
     func saveSceneState(name: String, uid: UInt32, scene: SceneID, data: String?) async throws(AppError) {
         let appName = try Self.appName(name)
-        _ = try self.state.withLock { state throws(AppError) in try self.appRecord(appName, uid: uid, in: state) }
+        // Which save it pushes out is decided as a start takes them up: by the saves so far. Kept in memory once
+        // it is on disk.
+        var scenes = try self.state.withLock { state throws(AppError) in try self.appRecord(appName, uid: uid, in: state).scenes }
         let limit = self.daemon.configuration.maxSavedState
         if let data, data.utf8.count > limit {
             throw .stateTooLarge(app: name, size: data.utf8.count, limit: limit)
         }
-        // Which save it pushes out is decided as the store would take them up: by the saves so far.
-        var scenes = self.state.withLock { $0.records[appName]?.scenes } ?? AppScenes()
         let forgotten = scenes.save(scene, state: data)
         do {
             try await self.store.saveSceneState(of: appName, scene: scene.value, data, forgetting: forgotten?.value)

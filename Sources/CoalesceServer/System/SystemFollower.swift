@@ -119,8 +119,6 @@ final class SystemFollower: Sendable {
     }
 
     private static func time(_ seconds: Double) -> String {
-        let parts = CalendarTime.utc(seconds)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.year)-\(two(parts.month))-\(two(parts.day))T\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second))Z"
+        LocalDateTime(localSeconds: Int64(seconds.rounded(.down))).isoText + "Z"
     }
 }
