@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "coalesced", targets: ["CoalesceDaemon"]),
         .executable(name: "coalescectl", targets: ["CoalesceCtl"]),
         .executable(name: "coalesce-notify-agent", targets: ["CoalesceNotifyAgent"]),
+        .executable(name: "coalesce-screen-agent", targets: ["CoalesceScreenAgent"]),
         .executable(name: "coalesced-bench", targets: ["CoalesceBench"]),
         .executable(name: "coalesce-example", targets: ["CoalesceExample"]),
         .executable(name: "notes-example", targets: ["NotesExample"]),
@@ -139,6 +140,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "CoalesceScreenAgent",
+            dependencies: [
+                "Varlink",
+                "CoalesceCore",
+                "CoalesceWire",
+                "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CoalesceClient",
             dependencies: [
@@ -228,7 +240,7 @@ let package = Package(
             name: "ProcessTests",
             dependencies: [
                 "CoalesceTestSupport", "CoalesceServer", "Varlink", "CoalesceDaemon", "CoalesceCtl", "CoalesceExample",
-                "NotesExample", "CoalesceClient", "CoalesceNotifyAgent", "CoalesceWire", "Systemd",
+                "NotesExample", "CoalesceClient", "CoalesceNotifyAgent", "CoalesceScreenAgent", "CoalesceWire", "Systemd",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,3 +1,4 @@
+import CoalesceCore
 import CoalesceWire
 import Systemd
 import Varlink
@@ -378,26 +379,6 @@ final class Agent {
             }
         }
     }
-}
-
-/// A wait that doubles after each failure, up to a limit, and starts over after a success.
-struct Backoff {
-    let first: Duration
-    let last: Duration
-    private var current: Duration
-
-    init(first: Duration, last: Duration) {
-        self.first = first
-        self.last = last
-        self.current = first
-    }
-
-    mutating func next() -> Duration {
-        defer { self.current = min(self.current * 2, self.last) }
-        return self.current
-    }
-
-    mutating func reset() { self.current = self.first }
 }
 
 struct AgentError: Error, CustomStringConvertible {

@@ -1,0 +1,96 @@
+import ArgumentParser
+import CoalesceWire
+import Systemd
+
+@main
+struct ScreenAgent: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coalesce-screen-agent",
+        abstract: "Tell coalesced which windows of the user's apps the session shows, for their scenes.",
+        discussion: """
+            Follows the windows of the graphical session it runs in, and reports each change to coalesced \
+            (io.coalesced.Screen.ReportWindows): each window of one of the user's running apps is a scene of that \
+            app, and the app becomes active, inactive or background as its windows are focused, shown or hidden. \
+            Runs as a user service in the graphical session (coalesce-screen-agent.service); stops on SIGTERM, and \
+            when the session ends.
+
+            Window systems: sway, through its IPC socket ($SWAYSOCK); X11 window managers that keep EWMH's \
+            properties ($DISPLAY).
+            """,
+        version: CoalescedVersion.string
+    )
+
+    enum Source: String, ExpressibleByArgument, CaseIterable {
+        case auto, sway, x11
+    }
+
+    @Option(
+        name: .customLong("source"),
+        help: ArgumentHelp(
+            "The window system to follow: sway, x11, or auto (sway where $SWAYSOCK is set, else X11 where $DISPLAY is).",
+            valueName: "source"
+        )
+    )
+    var source: Source = .auto
+
+    @Option(
+        name: .customLong("socket"),
+        help: ArgumentHelp("Talk to the daemon on this socket.", valueName: "path"),
+        completion: .file()
+    )
+    var socket: String?
+
+    @Flag(name: .customLong("user"), help: "Talk to the user instance ($XDG_RUNTIME_DIR/coalesced/io.coalesced).")
+    var user = false
+
+    @Flag(name: .customLong("system"), help: "Talk to the system instance (/run/coalesced/io.coalesced).")
+    var system = false
+
+    @Option(
+        name: .customLong("call-timeout"),
+        help: ArgumentHelp("How long a call to the window system or the daemon may take, in seconds.", valueName: "seconds")
+    )
+    var callTimeout: Double = 2
+
+    func validate() throws {
+        if self.system && self.user { throw ValidationError("--system and --user exclude each other") }
+        guard self.callTimeout > 0, self.callTimeout <= 60 else {
+            throw ValidationError("--call-timeout must be more than 0 and at most 60 seconds")
+        }
+        if self.socket == nil {
+            // The same decision, and the same words, as coalesced's and coalescectl's.
+            do { _ = try self.instancePaths.socket } catch { throw ValidationError("\(error)") }
+        }
+    }
+
+    private var instancePaths: InstancePaths {
+        InstancePaths(instance: DaemonInstance(system: self.system, user: self.user))
+    }
+
+    func run() throws {
+        let socket = self.socket ?? (try? self.instancePaths.socket) ?? InstancePaths.systemSocket
+        let timeout = Duration.milliseconds(Int64(self.callTimeout * 1000))
+        let windows: any WindowSource
+        do {
+            windows = try self.windowSource(timeout: timeout)
+        } catch {
+            Log.problem("\(error)")
+            throw ExitCode(1)
+        }
+        let status = Agent(socketPath: socket, callTimeout: timeout, windows: windows).run()
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    private func windowSource(timeout: Duration) throws -> any WindowSource {
+        let sway = ProcessEnvironment.value("SWAYSOCK").flatMap { $0.isEmpty ? nil : $0 }
+        switch self.source {
+        case .sway, .auto where sway != nil:
+            guard let sway else { throw SwayError("--source sway, but SWAYSOCK is not set: run in sway's session") }
+            return try SwayWindows(path: sway, timeout: timeout)
+        case .x11, .auto:
+            throw SwayError(
+                "no window system to follow: SWAYSOCK is not set; run in the graphical session, or say --source"
+            )
+        }
+    }
+}
