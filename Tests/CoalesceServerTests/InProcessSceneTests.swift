@@ -121,6 +121,29 @@ import Varlink
         }
     }
 
+    @Test func aWindowReportedBeforeItsAppAttachesBecomesItsSceneWhenItDoes() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            try await fixture.register(Self.mail)
+            let manager = fixture.manager
+            let name = try AppName(Self.mail)
+            // An app shows its window before it connects: the window waits in the report.
+            #expect(manager.reportWindows([try Self.window("w", of: Self.mail, .focused)], source: .wayland, uid: 0) == [.notRunning(name)])
+            let mail = try await fixture.attach(Self.mail)
+            #expect(try await mail.sent().callbacks == [
+                "didFinishLaunching", "didBecomeActive", "w willConnect", "w willEnterForeground", "w didBecomeActive",
+            ])
+            try mail.acknowledge()
+
+            // Its process ends, and the next one attaches to the same window, still reported.
+            try await mail.hangUp()
+            try await waitUntil("\(Self.mail) not running") { try mail.state == .notRunning }
+            let again = try await fixture.attach(Self.mail)
+            #expect(try await again.sent().callbacks == [
+                "didFinishLaunching", "didBecomeActive", "w willConnect", "w willEnterForeground", "w didBecomeActive",
+            ])
+        }
+    }
+
     @Test func aTitleChangeTellsTheAppNothingAndTheProcessEndingUnattachesItsScenes() async throws {
         try await withManager { (fixture: ManagerFixture) async throws in
             let mail = try await Self.suspended(Self.mail, fixture)

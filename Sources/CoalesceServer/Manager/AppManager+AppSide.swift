@@ -95,6 +95,7 @@ extension AppManager {
                 self.recordState(appName, record, in: &state)  // its process may be another one now
                 // A process it replaced, held while suspended, is continued; this one is held after the delay.
                 self.settleSuspension(appName, in: &state, log: &log)
+                self.matchReportedWindows(of: appName, in: &state, log: &log)
                 return id
             }
             // Not running: a pending Launch says where it goes; otherwise its user opened it.
@@ -111,6 +112,7 @@ extension AppManager {
                 state.records[appName]!.pendingLaunch = nil
                 state.outbox.add(.answerLaunch(pending.waiters, nil))
             }
+            self.matchReportedWindows(of: appName, in: &state, log: &log)
             return id
         }
         switch await self.park(id) {

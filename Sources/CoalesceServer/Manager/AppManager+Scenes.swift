@@ -38,37 +38,52 @@ extension AppManager {
     @discardableResult
     func reportWindows(_ windows: [ReportedWindow], source: SceneSource, uid: UInt32) -> [WindowMatch] {
         self.decide { state, log in
-            let reporter = WindowBook.Reporter(uid: uid, source: source)
-            let before = state.windows.reported[reporter] ?? [:]
-            var now: [String: WindowBook.Shown] = [:]
-            var matches: [WindowMatch] = []
-            var inputs: [AppName: [SceneInput]] = [:]
-            for window in windows {
-                let match = Self.match(window, uid: uid, in: state)
-                matches.append(match)
-                guard case .scene(let app) = match else { continue }
-                let shown = WindowBook.Shown(app: app, window: window)
-                now[window.id.value] = shown
-                if let old = before[window.id.value], old.app == app {
-                    if old.window == window { continue }
-                    if old.window.presentation == window.presentation {
-                        inputs[app, default: []].append(.retitle(window.id, window.title))
-                        continue
-                    }
+            self.take(windows, from: WindowBook.Reporter(uid: uid, source: source), in: &state, log: &log)
+        }
+    }
+
+    /// Takes a report: its windows are matched to apps, and each app's scenes hear what changed since the
+    /// reporter's last report. The whole report is kept, so that a window of an app that attaches later becomes
+    /// its scene then (``matchReportedWindows(of:in:log:)``).
+    func take(_ windows: [ReportedWindow], from reporter: WindowBook.Reporter, in state: inout State, log: inout [LogEntry]) -> [WindowMatch] {
+        let before = state.windows.scenes[reporter] ?? [:]
+        var now: [String: WindowBook.Shown] = [:]
+        var matches: [WindowMatch] = []
+        var inputs: [AppName: [SceneInput]] = [:]
+        for window in windows {
+            let match = Self.match(window, uid: reporter.uid, in: state)
+            matches.append(match)
+            guard case .scene(let app) = match else { continue }
+            let shown = WindowBook.Shown(app: app, window: window)
+            now[window.id.value] = shown
+            if let old = before[window.id.value], old.app == app {
+                if old.window == window { continue }
+                if old.window.presentation == window.presentation {
+                    inputs[app, default: []].append(.retitle(window.id, window.title))
+                    continue
                 }
-                inputs[app, default: []].append(.show(window))
             }
-            for (id, old) in before where now[id]?.app != old.app {
-                inputs[old.app, default: []].insert(.close(old.window.id), at: 0)
-            }
-            state.windows.reported[reporter] = now.isEmpty ? nil : now
-            // The app whose window takes the focus goes last, so that the one that had it resigns first.
-            let order = inputs.keys.sorted { a, b in
-                let (aFocused, bFocused) = (inputs[a]!.contains(where: \.focuses), inputs[b]!.contains(where: \.focuses))
-                return aFocused != bFocused ? bFocused : a < b
-            }
-            for app in order { self.feedScenes(app, inputs[app]!, source: source, in: &state, log: &log) }
-            return matches
+            inputs[app, default: []].append(.show(window))
+        }
+        for (id, old) in before where now[id]?.app != old.app {
+            inputs[old.app, default: []].insert(.close(old.window.id), at: 0)
+        }
+        state.windows.scenes[reporter] = now.isEmpty ? nil : now
+        state.windows.reports[reporter] = windows.isEmpty ? nil : windows
+        // The app whose window takes the focus goes last, so that the one that had it resigns first.
+        let order = inputs.keys.sorted { a, b in
+            let (aFocused, bFocused) = (inputs[a]!.contains(where: \.focuses), inputs[b]!.contains(where: \.focuses))
+            return aFocused != bFocused ? bFocused : a < b
+        }
+        for app in order { self.feedScenes(app, inputs[app]!, source: reporter.source, in: &state, log: &log) }
+        return matches
+    }
+
+    /// An app's process has attached: the windows of it that sessions reported while it had none become its
+    /// scenes now.
+    func matchReportedWindows(of app: AppName, in state: inout State, log: inout [LogEntry]) {
+        for (reporter, windows) in state.windows.reports where windows.contains(where: { $0.appID == app.value }) {
+            _ = self.take(windows, from: reporter, in: &state, log: &log)
         }
     }
 
@@ -191,6 +206,11 @@ extension AppManager {
     /// The app's process is gone: its scenes are unattached without a word, logged and told to monitors.
     func scenesEnded(_ app: AppName, _ record: inout Record, in state: inout State, log: inout [LogEntry]) {
         record.heldSceneCallbacks = []
+        // Its windows are no scenes of it any more: the process that attaches next makes them its own again.
+        for (reporter, shown) in state.windows.scenes where shown.values.contains(where: { $0.app == app }) {
+            let kept = shown.filter { $0.value.app != app }
+            state.windows.scenes[reporter] = kept.isEmpty ? nil : kept
+        }
         guard !record.scenes.scenes.isEmpty else { return }
         let effects = record.scenes.processEnded().filter { if case .presence = $0 { false } else { true } }
         self.carryOutScenes(effects, of: app, in: &state, log: &log)

@@ -144,5 +144,8 @@ struct WindowBook {
         var window: ReportedWindow
     }
 
-    var reported: [Reporter: [String: Shown]] = [:]
+    /// Each reporter's windows that are scenes, by window id.
+    var scenes: [Reporter: [String: Shown]] = [:]
+    /// Each reporter's last report, whole: its windows of apps not running become their scenes once they attach.
+    var reports: [Reporter: [ReportedWindow]] = [:]
 }
