@@ -59,8 +59,9 @@ struct SwayError: Error, CustomStringConvertible {
 }
 
 /// The windows of a sway session, followed through its IPC socket (`$SWAYSOCK`): one connection subscribed to the
-/// events that change which windows there are and where (window, workspace, output), another that reads the tree
-/// after them. An event says only that something changed: the tree says what is so now.
+/// events that change which windows there are and where (window, workspace; sway 1.7 has no output event, and
+/// refuses a subscription that names one), another that reads the tree after them. An event says only that
+/// something changed: the tree says what is so now.
 final class SwayWindows: WindowSource {
     let source = "wayland"
     private let events: StreamSocket
@@ -73,7 +74,7 @@ final class SwayWindows: WindowSource {
         self.timeout = timeout
         self.events = try StreamSocket(path: path)
         self.queries = try StreamSocket(path: path)
-        try self.events.write(SwayMessage.encode(.subscribe, #"["window","workspace","output","shutdown"]"#))
+        try self.events.write(SwayMessage.encode(.subscribe, #"["window","workspace","shutdown"]"#))
         let (type, payload) = try Self.reply(on: self.events, buffer: &self.eventBytes, timeout: timeout)
         guard type == SwayMessage.Request.subscribe.rawValue, try JSONParser.parse(payload)["success"] == true else {
             throw SwayError("sway refused the subscription to its window events: \(String(decoding: payload, as: UTF8.self))")

@@ -202,10 +202,11 @@ extension AppManager {
         return LogEntry(level: level, message: "\(app): \(what)", metadata: metadata)
     }
 
-    /// Another app takes the foreground: every app on screen but `appName` goes to the background.
+    /// Another app takes the foreground: every app on screen but `appName` goes to the background, except those
+    /// on screen through their windows, which the screen moves (their scenes say where they are).
     func clearForeground(except appName: AppName, now: Instant, in state: inout State, log: inout [LogEntry]) {
         guard self.daemon.configuration.exclusiveForeground else { return }
-        for other in state.onScreen where other != appName {
+        for other in state.onScreen where other != appName && state.records[other]?.scenes.scenes.isEmpty != false {
             try? self.input(other, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
                 try lifecycle.deactivate(now: now)
             }
