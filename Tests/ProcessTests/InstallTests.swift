@@ -9,7 +9,7 @@ import Varlink
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-    static let pages = ["coalescectl.1", "coalesce-notify-agent.1", "coalesced.8", "coalesced.conf.5"]
+    static let pages = ["coalescectl.1", "coalesce-notify-agent.1", "coalesce-screen-agent.1", "coalesced.8", "coalesced.conf.5"]
 
     @Test(arguments: InstallTests.pages) func manPageRendersWithoutWarnings(page: String) async throws {
         let path = Self.repository + "/man/" + page
@@ -36,7 +36,10 @@ import Varlink
 
     /// The pages generated from the argument parser (scripts/manpages) are those of the binaries as built: every
     /// subcommand and option the binary has is in its page.
-    @Test(arguments: [("coalescectl", "coalescectl.1"), ("coalesce-notify-agent", "coalesce-notify-agent.1"), ("coalesced", "coalesced.8")])
+    @Test(arguments: [
+        ("coalescectl", "coalescectl.1"), ("coalesce-notify-agent", "coalesce-notify-agent.1"),
+        ("coalesce-screen-agent", "coalesce-screen-agent.1"), ("coalesced", "coalesced.8"),
+    ])
     func generatedManPageIsCurrent(binary: String, page: String) async throws {
         // The page as man renders it, on lines long enough not to be broken, its hyphens and minus signs as typed.
         let rendered = try await onThread {
@@ -76,6 +79,8 @@ import Varlink
         #expect(run.status == 0, "\(run.stderr)")
         for file in [
             "/opt/coalesced/bin/coalesced", "/opt/coalesced/bin/coalescectl", "/opt/coalesced/bin/coalesce-notify-agent",
+            "/opt/coalesced/bin/coalesce-screen-agent", "/etc/systemd/user/coalesce-screen-agent.service",
+            "/opt/coalesced/share/man/man1/coalesce-screen-agent.1",
             "/etc/systemd/system/coalesced.service", "/etc/systemd/system/coalesced.socket",
             "/etc/systemd/user/coalesced.service", "/etc/systemd/user/coalesced.socket",
             "/etc/systemd/user/coalesce-notify-agent.service",
@@ -105,7 +110,7 @@ import Varlink
         // Every unit names the man pages; man finds each under the installed tree.
         for unit in [
             "system/coalesced.service", "system/coalesced.socket", "user/coalesced.service", "user/coalesced.socket",
-            "user/coalesce-notify-agent.service",
+            "user/coalesce-notify-agent.service", "user/coalesce-screen-agent.service",
         ] {
             let text = try String(contentsOfFile: root + "/etc/systemd/" + unit, encoding: .utf8)
             #expect(text.contains("Documentation=man:coalesced(8)"), "\(unit)")
