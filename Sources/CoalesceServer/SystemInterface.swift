@@ -213,6 +213,14 @@ enum SystemInterface {
         app["badge"] = .int(Int64(summary.badge))
         app["notificationsPending"] = .int(Int64(summary.pending))
         app["notificationsDelivered"] = .int(Int64(summary.delivered))
+        app["scenes"] = .array(
+            snapshot.scenes.map { scene in
+                [
+                    "id": .string(scene.id.value), "state": .string(scene.state.rawValue),
+                    "source": .string(scene.source.rawValue), "title": .string(scene.title),
+                ]
+            }
+        )
         return .object(app)
     }
 

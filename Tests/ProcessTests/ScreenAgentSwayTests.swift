@@ -60,6 +60,12 @@ import Varlink
             #expect(Set(launched.dropFirst(2)) == ["Inbox willConnect", "Inbox willEnterForeground", "Draft willConnect", "Draft willEnterForeground"])
             let mailFocused = try mail.callbacks(1)
             #expect(mailFocused == ["Draft didBecomeActive"])
+            // The operator sees them, by sway's ids, with their titles.
+            let listed = try runProcess(BuildProducts.path(of: "coalescectl"), ["--socket", daemon.socketPath, "--no-legend", "scenes", Self.mail])
+            let scenes = listed.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+            #expect(Set(scenes.map { [mail.titles[$0[0]] ?? "?"] + $0.dropFirst() }) == [
+                ["Inbox", "foregroundInactive", "wayland", "Inbox"], ["Draft", "foregroundActive", "wayland", "Draft"],
+            ], "\(listed.stdout)\(listed.stderr)")
 
             // Maps opens its window, which takes the focus: mail resigns first.
             let maps = try WaylandApp(sway, socket: daemon.socketPath, app: Self.maps, titles: ["Map"])

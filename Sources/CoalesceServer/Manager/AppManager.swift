@@ -38,6 +38,8 @@ final class AppManager: Sendable {
         var since: Double
         /// How its process is held while it is suspended, if it is.
         var hold: ProcessHold? = nil
+        /// Its connected scenes, by id.
+        var scenes: [Scene] = []
     }
 
     /// How a parked stream (an Attach or a Monitor) ended.

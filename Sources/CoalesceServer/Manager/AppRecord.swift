@@ -101,7 +101,8 @@ extension AppManager.Record {
             attached: self.attachment != nil,
             tasks: self.lifecycle.tasks.count,
             since: self.since,
-            hold: self.suspension.held?.how
+            hold: self.suspension.held?.how,
+            scenes: self.scenes.scenes.values.sorted { $0.id.value < $1.id.value }
         )
     }
 
