@@ -83,8 +83,9 @@ struct ScreenAgent: ParsableCommand {
 
     private func windowSource(timeout: Duration) throws -> any WindowSource {
         let sway = ProcessEnvironment.value("SWAYSOCK").flatMap { $0.isEmpty ? nil : $0 }
-        switch self.source {
-        case .sway, .auto where sway != nil:
+        let chosen = self.source == .auto && sway != nil ? .sway : self.source
+        switch chosen {
+        case .sway:
             guard let sway else { throw SwayError("--source sway, but SWAYSOCK is not set: run in sway's session") }
             return try SwayWindows(path: sway, timeout: timeout)
         case .x11, .auto:

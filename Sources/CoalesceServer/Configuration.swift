@@ -127,6 +127,8 @@ public struct SystemSettings: Sendable, Hashable {
     public var followsSleep = true
     /// `FollowLock=`: follow the screen lock of the seat's active session.
     public var followsLock = true
+    /// `LockInterrupts=`: the lock interrupts the apps on screen (willResignActive … didBecomeActive), as sleep does.
+    public var lockInterrupts = true
     /// `Seat=`: whose screen lock is followed.
     public var seat = "seat0"
     /// `FollowTimeZone=`: watch /etc/localtime from the start and tell apps of a new zone.

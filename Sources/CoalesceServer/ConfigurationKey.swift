@@ -151,6 +151,9 @@ enum ConfigurationKey {
             "FollowLock": { configuration, value throws(ConfigurationValueError) in
                 configuration.system.followsLock = value.isEmpty ? true : try parseBoolean(value)
             },
+            "LockInterrupts": { configuration, value throws(ConfigurationValueError) in
+                configuration.system.lockInterrupts = value.isEmpty ? true : try parseBoolean(value)
+            },
             "Seat": { configuration, value throws(ConfigurationValueError) in
                 let seat = value.isEmpty ? "seat0" : value
                 guard seat.hasPrefix("seat"), seat.utf8.count <= 255,

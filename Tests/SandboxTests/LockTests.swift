@@ -5,7 +5,8 @@ import Varlink
 
 /// The screen lock through the sandbox's real logind: a session on seat0 opened through PAM (a transient unit with
 /// PAMName=, as a login does), whose LockedHint is set with SetLockedHint, as a screen locker sets it. No graphical
-/// session or locker runs here; logind's part is real.
+/// session or locker runs here; logind's part is real. The lock interrupts the app on screen, as `[System]
+/// LockInterrupts=yes` (the default) has it.
 @Suite(.serialized) struct LockTests {
     /// Sets the session's LockedHint, as its screen locker would.
     static func setLockedHint(_ sandbox: SystemdSandbox, session: String, _ locked: Bool) throws {
@@ -49,14 +50,17 @@ import Varlink
                 return stats["stats"]?["system"]?["lock"]?["session"] == .string(session)
             }
 
-            // Locked and unlocked: the running app hears both; the suspended one nothing, then nothing on its wake.
+            // Locked and unlocked: the app on screen is interrupted by the lock (willResignActive, then its data
+            // goes) and made active by the unlock (then its data comes back); the suspended one hears nothing, then
+            // nothing on its wake.
             try Self.setLockedHint(sandbox, session: session, true)
             try waitUntil("the running app told of the lock", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try sandbox.callbacks(ofUnit: "example-mail.service").last == "protectedDataWillBecomeUnavailable"
+                try sandbox.callbacks(ofUnit: "example-mail.service").suffix(2) == ["willResignActive", "protectedDataWillBecomeUnavailable"]
             }
+            #expect(try sandbox.run("coalescectl", "app", "org.example.mail").stdout.contains("inactive"))
             try Self.setLockedHint(sandbox, session: session, false)
             try waitUntil("the running app told of the unlock", timeout: .seconds(20), poll: .milliseconds(100)) {
-                try sandbox.callbacks(ofUnit: "example-mail.service").last == "protectedDataDidBecomeAvailable"
+                try sandbox.callbacks(ofUnit: "example-mail.service").suffix(2) == ["didBecomeActive", "protectedDataDidBecomeAvailable"]
             }
             #expect(try sandbox.run("coalescectl", "activate", "org.example.news").status == 0)
             try waitUntil("the news app active", timeout: .seconds(20), poll: .milliseconds(100)) {
@@ -85,6 +89,10 @@ import Varlink
                 .stdout.split(separator: "\n").map { try JSONParser.parse(String($0)) }
             #expect(journal.map { $0["COALESCED_LOCKED"]?.stringValue ?? "?" } == ["true", "false", "true"], "\(journal)")
             #expect(journal.allSatisfy { $0["COALESCED_SESSION"] == .string(session) })
+            // The transitions the lock made are logged with its reasons.
+            let reasons = try sandbox.run("journalctl", "-o", "cat", "--output-fields=COALESCED_REASON", "COALESCED_APP=org.example.mail", "COALESCED_REASON=lock", "+", "COALESCED_APP=org.example.mail", "COALESCED_REASON=unlock")
+                .stdout.split(separator: "\n")
+            #expect(reasons.count == 2, "\(reasons)")
         }
     }
 }

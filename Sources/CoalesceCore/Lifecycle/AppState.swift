@@ -48,6 +48,10 @@ public enum TransitionReason: String, Sendable, Hashable {
     case sleep
     /// The system woke from sleep: the interruption sleep began is over.
     case wake
+    /// The seat's screen was locked: an interruption of the active app.
+    case lock
+    /// The screen was unlocked: the interruption the lock began is over.
+    case unlock
     case terminate
     case exitsOnSuspend
     case purge

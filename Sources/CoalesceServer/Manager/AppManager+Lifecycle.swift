@@ -52,6 +52,9 @@ extension AppManager {
             record.forgetsTheLock()
             self.scenesEnded(appName, &record, in: &state, log: &log)
         }
+        // An app without scenes is interrupted as a whole: once it is not, nothing interrupts it any more (it went to
+        // the background, or stopped). An app's scenes keep their own interruption until its causes end.
+        if !record.lifecycle.interrupted, record.scenes.scenes.isEmpty { record.interruptions.clear() }
         self.reschedule(appName, &record, now: self.now(), in: &state)
         if record.lifecycle.state != before.state || record.lifecycle.interrupted != before.interrupted {
             if !record.lifecycle.state.isRunning, let restored = record.restored {

@@ -35,6 +35,9 @@ extension AppManager {
                 continue
             }
             state.records[appName]!.restored = RestoredProcess(process: alive, identity: identity)
+            // What interrupted it is not recorded: an operator's Interrupt ends it, as the lock's unlock or a wake does
+            // not (they were not seen by this start).
+            if last.interrupted { _ = state.records[appName]!.interruptions.begin(.requested) }
             Self.takeUpHold(appName, &state.records[appName]!, process: alive, logger: logger)
             state.counts[taken, default: 0] += 1
             if taken.isForeground { state.onScreen.insert(appName) }

@@ -152,12 +152,14 @@ extension AppManager {
     /// Carries out what an app's scenes decided, in order: the app follows each presence (its own callbacks, its
     /// wake or its way to suspension), each scene callback goes out numbered (held while the app runs no code), and
     /// each scene transition is logged and told to monitors.
-    func carryOutScenes(_ effects: [SceneEffect], of app: AppName, in state: inout State, log: inout [LogEntry]) {
+    func carryOutScenes(
+        _ effects: [SceneEffect], of app: AppName, reason: TransitionReason = .scenes, in state: inout State, log: inout [LogEntry]
+    ) {
         for effect in effects {
             switch effect {
             case .presence(let from, let to):
                 let now = self.now()
-                self.input(app, in: &state, log: &log) { lifecycle in lifecycle.follow(to, from: from, now: now) }
+                self.input(app, in: &state, log: &log) { lifecycle in lifecycle.follow(to, from: from, reason: reason, now: now) }
             case .callback(let callback, let scene, let connection):
                 _ = state.deciding(app) { record, outbox in
                     guard record.lifecycle.state.isRunning else { return }

@@ -12,17 +12,15 @@ extension AppManager {
     /// (willResignActive, reason `sleep`). Returns those told, with the numbers they acknowledge.
     func systemWillSleep() -> [SleepInterruption] {
         self.decide { state, log in
-            let now = self.now()
             var onScreen: [AppName: AppState] = [:]
             for appName in state.onScreen {
                 if let record = state.records[appName] { onScreen[appName] = record.lifecycle.state }
             }
             var told: [SleepInterruption] = []
             for appName in SleepInterruption.appsToInterrupt(onScreen) {
-                self.input(appName, in: &state, log: &log) { lifecycle in
-                    (try? lifecycle.interruptionBegan(now: now, reason: .sleep)) ?? []
-                }
-                guard let record = state.records[appName], record.lifecycle.interrupted else { continue }
+                let before = state.records[appName]?.lifecycle.nextSequence
+                self.interruption(.sleep, begins: true, of: appName, in: &state, log: &log)
+                guard let record = state.records[appName], record.lifecycle.nextSequence != before else { continue }
                 told.append(SleepInterruption(
                     app: appName,
                     sequence: record.lifecycle.nextSequence - 1,
@@ -39,15 +37,11 @@ extension AppManager {
     @discardableResult
     func systemDidWake(_ interrupted: [AppName]) -> [AppName] {
         self.decide { state, log in
-            let now = self.now()
             var woken: [AppName] = []
             for appName in interrupted {
-                guard let record = state.records[appName], record.lifecycle.interrupted, record.lifecycle.state == .inactive
-                else { continue }
-                self.input(appName, in: &state, log: &log) { lifecycle in
-                    (try? lifecycle.interruptionEnded(now: now, reason: .wake)) ?? []
-                }
-                woken.append(appName)
+                guard state.records[appName]?.lifecycle.state == .inactive else { continue }
+                self.interruption(.sleep, begins: false, of: appName, in: &state, log: &log)
+                if state.records[appName]?.lifecycle.state == .active { woken.append(appName) }
             }
             return woken
         }

@@ -104,16 +104,27 @@ extension AppManager {
         }
     }
 
-    /// An interruption begins or ends for an app (by default the foreground one).
-    func interrupt(name: String?, begins: Bool) throws(SystemError) -> Snapshot {
+    /// An operator's interruption (or, with `cause` `.alert`, an alert's) begins or ends for an app (by default the
+    /// foreground one, or the one it interrupted). It ends only its own: an app the lock, a sleep or an alert
+    /// interrupts too stays inactive until they end.
+    func interrupt(name: String?, begins: Bool, cause: InterruptionCause = .requested) throws(SystemError) -> Snapshot {
         try self.decide { state, log throws(SystemError) in
             let appName = try self.target(name, in: state) { record in
-                begins ? record.lifecycle.state == .active : record.lifecycle.interrupted
+                begins ? record.lifecycle.state == .active : record.interruptions.causes.contains(cause)
             }
-            let now = self.now()
-            try self.input(appName, in: &state, log: &log, refusedAs: SystemError.self) { lifecycle throws(LifecycleError) in
-                begins ? try lifecycle.interruptionBegan(now: now) : try lifecycle.interruptionEnded(now: now)
+            let record = state.records[appName]!
+            if begins {
+                // Refused as the lifecycle refuses it: an app that is not active, or already interrupted.
+                var trial = record.lifecycle
+                do throws(LifecycleError) {
+                    _ = try trial.interruptionBegan(now: self.now())
+                } catch {
+                    throw SystemError(error, app: appName, state: record.lifecycle.state)
+                }
+            } else if !record.interruptions.causes.contains(cause) {
+                throw SystemError(.notInterrupted, app: appName, state: record.lifecycle.state)
             }
+            self.interruption(cause, begins: begins, of: appName, in: &state, log: &log)
             return state.records[appName]!.snapshot
         }
     }

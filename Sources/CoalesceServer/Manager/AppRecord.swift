@@ -86,6 +86,8 @@ extension AppManager {
         var suspension = SuspensionHold<HeldProcess>()
         /// Its scenes: its windows as its user's session reports them (`+Scenes`).
         var scenes = AppScenes()
+        /// What interrupts it now (the lock, a sleep, an operator's Interrupt): active again after the last ends.
+        var interruptions = Interruptions()
         /// Scene callbacks decided while it ran no code: sent on its wake, before its events.
         var heldSceneCallbacks: [(SceneCallback, SceneID, SceneConnection?)] = []
     }

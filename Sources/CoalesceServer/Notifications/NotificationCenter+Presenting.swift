@@ -76,7 +76,7 @@ extension NotificationCenter {
         guard !active || presentation.style == .alert else { return nil }
         if let state = snapshot?.state, AlertInterruptions.interrupts(style: presentation.style, appIn: state) {
             let change = self.state.withLock { $0.interruptions.presented(presentation.id, over: presentation.app) }
-            if change == .begins(presentation.app) { _ = try? self.apps.interrupt(name: presentation.app.value, begins: true) }
+            if change == .begins(presentation.app) { _ = try? self.apps.interrupt(name: presentation.app.value, begins: true, cause: .alert) }
         }
         if let command = settings.command {
             var environment = [
@@ -171,7 +171,7 @@ extension NotificationCenter {
             self.answered(app, id: id)
         }
         if self.state.withLock({ $0.interruptions.answered(id, of: app) }) == .ends(app) {
-            _ = try? self.apps.interrupt(name: app.value, begins: false)
+            _ = try? self.apps.interrupt(name: app.value, begins: false, cause: .alert)
         }
         guard action != "dismiss" else { return }
         let destination: LaunchDestination = action == "default" || button?.foreground == true ? .foreground : .background

@@ -285,7 +285,7 @@ final class NotificationCenter: Sendable {
                 return completion(.failure(.storageFailed(reason: error.description)))
             }
             self.apps.writes.report("notifications", nil)
-            for app in done.endsInterruption { _ = try? self.apps.interrupt(name: app.value, begins: false) }
+            for app in done.endsInterruption { _ = try? self.apps.interrupt(name: app.value, begins: false, cause: .alert) }
             self.logRate(done.rateNotices)
             guard !done.presentations.isEmpty || !done.drops.isEmpty else { return completion(.success(value)) }
             Task {

@@ -8,8 +8,9 @@ import Systemd
 /// (org.freedesktop.login1(5)), so they are not followed. The seat's `ActiveSession` says which session that is; a
 /// switch of session is followed too, and a seat with no active session counts as unlocked.
 ///
-/// Running apps hear protectedDataWillBecomeUnavailable on lock and protectedDataDidBecomeAvailable on unlock;
-/// suspended ones the net change on their wake (``AppManager/protectedDataChanged(available:)``).
+/// The lock interrupts the apps on screen (willResignActive … didBecomeActive, `[System] LockInterrupts=`); running
+/// apps hear protectedDataWillBecomeUnavailable on lock and protectedDataDidBecomeAvailable on unlock, suspended ones
+/// the net change on their wake (``AppManager/screenLockChanged(locked:)``).
 final class LockFollower: Sendable {
     struct Snapshot: Sendable {
         var seat: String
@@ -115,7 +116,7 @@ final class LockFollower: Sendable {
             return state.snapshot.locked != locked
         }
         guard changed else { return }
-        let told = self.apps.protectedDataChanged(available: !locked)
+        let told = self.apps.screenLockChanged(locked: locked)
         self.logger.notice(
             "The screen of \(self.snapshot.seat) is \(locked ? "locked" : "unlocked") (session \(session?.id ?? "none")): \(told) running \(told == 1 ? "app" : "apps") told",
             metadata: [
