@@ -44,6 +44,9 @@ struct CoalesceExample: AsyncParsableCommand {
     @Option(help: "SaveState this text when entering the background.")
     var saveState: String?
 
+    @Option(help: "SaveSceneState this text for a scene when it enters the background.")
+    var saveSceneState: String?
+
     @Option(help: "Never return from the handler of events of this kind (an app that dies before acknowledging).")
     var stallOnEvent: String?
 
@@ -101,7 +104,8 @@ struct CoalesceExample: AsyncParsableCommand {
             taskOnBackground: self.taskOnBackground,
             endTaskAfter: self.endTaskAfter,
             endTaskOnExpiry: self.endTaskOnExpiry,
-            saveState: self.saveState
+            saveState: self.saveState,
+            scenes: ExampleSceneDelegate(saveSceneState: self.saveSceneState)
         )
         if self.ignoreSigterm { signal(SIGTERM, SIG_IGN) }
         // Every byte written, so that every page is resident; kept until the process ends.
@@ -125,6 +129,7 @@ final class ExampleDelegate: AppDelegate {
     let endTaskAfter: Double?
     let endTaskOnExpiry: Bool
     let saveState: String?
+    let scenes: ExampleSceneDelegate
 
     init(
         stallOn: String?,
@@ -132,7 +137,8 @@ final class ExampleDelegate: AppDelegate {
         taskOnBackground: String?,
         endTaskAfter: Double?,
         endTaskOnExpiry: Bool,
-        saveState: String?
+        saveState: String?,
+        scenes: ExampleSceneDelegate
     ) {
         self.stallOn = stallOn
         self.stallOnEvent = stallOnEvent
@@ -140,6 +146,7 @@ final class ExampleDelegate: AppDelegate {
         self.endTaskAfter = endTaskAfter
         self.endTaskOnExpiry = endTaskOnExpiry
         self.saveState = saveState
+        self.scenes = scenes
     }
 
     func app(_ app: CoalescedApp, handle delivery: Delivery) async {
@@ -155,6 +162,9 @@ final class ExampleDelegate: AppDelegate {
         case .protectedDataWillBecomeUnavailable: await self.report("protectedDataWillBecomeUnavailable", app)
         case .protectedDataDidBecomeAvailable: await self.report("protectedDataDidBecomeAvailable", app)
         case .didEnterBackground: await self.didEnterBackground(app)
+        case .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,
+            .sceneDidEnterBackground, .sceneDidDisconnect:
+            await self.scenes.handle(delivery, in: app)
         case .backgroundTaskWillExpire(let task):
             say("task-expiring id=\(task.id)")
             if self.endTaskOnExpiry {
@@ -221,4 +231,30 @@ func stall() async -> Never {
 func say(_ line: String) {
     let text = line + "\n"
     _ = text.withCString { write(1, $0, strlen($0)) }
+}
+
+/// Prints each scene's callbacks as `scene CALLBACK id=ID`, and keeps a text for a scene that goes to the background.
+struct ExampleSceneDelegate: SceneDelegate {
+    let saveSceneState: String?
+
+    func scene(_ scene: Scene, willConnectWith options: SceneConnectionOptions, in app: CoalescedApp) async {
+        say("scene willConnect id=\(scene.id) source=\(options.source) restored=\(options.restoredState ?? "-")")
+    }
+
+    func sceneWillEnterForeground(_ scene: Scene, in app: CoalescedApp) async { say("scene willEnterForeground id=\(scene.id)") }
+    func sceneDidBecomeActive(_ scene: Scene, in app: CoalescedApp) async { say("scene didBecomeActive id=\(scene.id)") }
+    func sceneWillResignActive(_ scene: Scene, in app: CoalescedApp) async { say("scene willResignActive id=\(scene.id)") }
+
+    func sceneDidEnterBackground(_ scene: Scene, in app: CoalescedApp) async {
+        say("scene didEnterBackground id=\(scene.id)")
+        guard let text = self.saveSceneState else { return }
+        do {
+            try await app.saveSceneState(text, for: scene)
+            say("scene saved id=\(scene.id)")
+        } catch {
+            say("scene save-failed id=\(scene.id) \(error)")
+        }
+    }
+
+    func sceneDidDisconnect(_ scene: Scene, in app: CoalescedApp) async { say("scene didDisconnect id=\(scene.id)") }
 }

@@ -19,8 +19,10 @@ public protocol AppDelegate: Sendable {
     func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async
     /// The user answered one of the app's notifications.
     func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async
-    /// Every delivery; its default calls the methods above, and ignores the other callbacks
-    /// (didReceiveMemoryWarning, significantTimeChange, protectedData…).
+    /// Who hears the app's scenes' callbacks (its windows'); `nil` (the default): nobody.
+    var sceneDelegate: (any SceneDelegate)? { get }
+    /// Every delivery; its default calls the methods above and the ``sceneDelegate``'s, and ignores the other
+    /// callbacks (didReceiveMemoryWarning, significantTimeChange, protectedData…).
     func app(_ app: CoalescedApp, handle delivery: Delivery) async
 }
 
@@ -35,6 +37,7 @@ extension AppDelegate {
     public func app(_ app: CoalescedApp, didReceive event: Event) async {}
     public func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async {}
     public func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async {}
+    public var sceneDelegate: (any SceneDelegate)? { nil }
 
     public func app(_ app: CoalescedApp, handle delivery: Delivery) async {
         switch delivery {
@@ -48,6 +51,9 @@ extension AppDelegate {
         case .event(let event): await self.app(app, didReceive: event)
         case .willPresent(let presentation): await self.app(app, willPresent: presentation)
         case .didReceiveResponse(let response): await self.app(app, didReceive: response)
+        case .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,
+            .sceneDidEnterBackground, .sceneDidDisconnect:
+            await self.sceneDelegate?.handle(delivery, in: app)
         case .didReceiveMemoryWarning, .significantTimeChange, .protectedDataWillBecomeUnavailable,
             .protectedDataDidBecomeAvailable:
             break

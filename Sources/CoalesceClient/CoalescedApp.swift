@@ -170,6 +170,17 @@ public final class CoalescedApp: Service, Sendable {
         _ = try await self.request("io.coalesced.App.SaveState", ["data": data.map { .string($0) } ?? .null], includesApp: true)
     }
 
+    /// Keeps what the app needs to restore `scene` (`nil`: forgets it), on disk when this returns: it comes back in
+    /// ``SceneConnectionOptions/restoredState`` when the same scene connects again, after a restart of the app or
+    /// of the daemon. Kept for the 64 scenes saved last.
+    /// - Throws: ``CoalescedError`` as the daemon refuses it (`StateTooLarge` past its `MaxSavedState=`).
+    public func saveSceneState(_ data: String?, for scene: Scene) async throws(CoalescedError) {
+        _ = try await self.request(
+            "io.coalesced.App.SaveSceneState", ["scene": .string(scene.id), "data": data.map { .string($0) } ?? .null],
+            includesApp: true
+        )
+    }
+
     /// Serves ``events`` to `delegate` until the app is terminated (it returns after
     /// ``AppDelegate/appWillTerminate(_:)``) or the task is cancelled.
     public func run(delegate: any AppDelegate) async throws(CoalescedError) {

@@ -116,6 +116,18 @@ public enum Delivery: Sendable, Hashable {
     /// The user answered one of the app's notifications (the event `notification.didReceiveResponse`): at once
     /// while the app runs code, when it wakes otherwise; an app not running is launched for it.
     case didReceiveResponse(NotificationResponse)
+    /// A window of the app appeared: a new scene (`scene.willConnect`), with what the app saved for it.
+    case sceneWillConnect(Scene, SceneConnectionOptions)
+    /// The scene's window is coming on screen.
+    case sceneWillEnterForeground(Scene)
+    /// The scene's window has the focus.
+    case sceneDidBecomeActive(Scene)
+    /// The scene's window is losing the focus, or the screen is locked.
+    case sceneWillResignActive(Scene)
+    /// The scene's window went off screen (minimized, another workspace).
+    case sceneDidEnterBackground(Scene)
+    /// The scene's window closed.
+    case sceneDidDisconnect(Scene)
 }
 
 /// Encodes a payload into the JSON object a post carries.

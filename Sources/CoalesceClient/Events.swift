@@ -148,6 +148,11 @@ struct Received: Sendable {
         self.state = state
         self.acknowledgement = .now
         let prefix = "lifecycle."
+        if kind.hasPrefix("scene.") {
+            // A scene's callback: acknowledged as the app's own are, as soon as it is handled.
+            self.delivery = Self.scene(kind.dropFirst("scene.".count), callback)
+            return
+        }
         guard kind.hasPrefix(prefix) else {
             self.acknowledgement = .burst
             if let notification = Self.notification(kind, callback["payload"]) {
