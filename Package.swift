@@ -39,6 +39,12 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // xcb, for coalesce-screen-agent's X11 windows alone: only X11Session imports it, and only the agent links that.
+        .systemLibrary(
+            name: "CXcb",
+            pkgConfig: "xcb-ewmh",
+            providers: [.apt(["libxcb-ewmh-dev", "libxcb-res0-dev"])]
+        ),
         .systemLibrary(
             name: "CPCRE2",
             pkgConfig: "libpcre2-8",
@@ -50,6 +56,11 @@ let package = Package(
                 "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "X11Session",
+            dependencies: ["CXcb"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -147,6 +158,7 @@ let package = Package(
                 "CoalesceCore",
                 "CoalesceWire",
                 "Systemd",
+                "X11Session",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

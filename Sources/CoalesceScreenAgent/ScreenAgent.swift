@@ -15,7 +15,8 @@ struct ScreenAgent: ParsableCommand {
             when the session ends.
 
             Window systems: sway, through its IPC socket ($SWAYSOCK); X11 window managers that keep EWMH's \
-            properties ($DISPLAY).
+            properties (openbox, xfwm4, KWin, mutter…), on the display $DISPLAY names. On X11 a window's process \
+            is the one the X server names (the X-Resource extension), not the _NET_WM_PID it carries.
             """,
         version: CoalescedVersion.string
     )
@@ -83,15 +84,27 @@ struct ScreenAgent: ParsableCommand {
 
     private func windowSource(timeout: Duration) throws -> any WindowSource {
         let sway = ProcessEnvironment.value("SWAYSOCK").flatMap { $0.isEmpty ? nil : $0 }
-        let chosen = self.source == .auto && sway != nil ? .sway : self.source
+        let display = ProcessEnvironment.value("DISPLAY").flatMap { $0.isEmpty ? nil : $0 }
+        // auto: sway where its socket is named (Xwayland sets DISPLAY too), else X11.
+        let chosen = self.source != .auto ? self.source : sway != nil ? .sway : display != nil ? .x11 : .auto
         switch chosen {
         case .sway:
-            guard let sway else { throw SwayError("--source sway, but SWAYSOCK is not set: run in sway's session") }
+            guard let sway else { throw SourceError("--source sway, but SWAYSOCK is not set: run in sway's session") }
             return try SwayWindows(path: sway, timeout: timeout)
-        case .x11, .auto:
-            throw SwayError(
-                "no window system to follow: SWAYSOCK is not set; run in the graphical session, or say --source"
+        case .x11:
+            guard let display else { throw SourceError("--source x11, but DISPLAY is not set: run in the X session") }
+            return try X11Windows(display: display, timeout: timeout)
+        case .auto:
+            throw SourceError(
+                "no window system to follow: neither SWAYSOCK nor DISPLAY is set; run in the graphical session, "
+                    + "or say --source"
             )
         }
     }
+}
+
+/// The window system asked for, or found, cannot be followed.
+struct SourceError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -18,9 +18,12 @@ import Testing
         try String(contentsOf: self.root.appendingPathComponent(path), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
     }
 
-    /// Modules that import the C library themselves: the boundary itself, and the libraries an app links, which must
-    /// not bring libsystemd with them.
-    static let mayImportTheCLibrary = ["Sources/Systemd/", "Sources/Varlink/", "Sources/CoalesceClient/", "Sources/VarlinkEmbed/"]
+    /// Modules that import the C library themselves: the boundary itself, the libraries an app links, which must
+    /// not bring libsystemd with them, and the X11 boundary (xcb's replies are freed with free(3), waited for with
+    /// poll(2)).
+    static let mayImportTheCLibrary = [
+        "Sources/Systemd/", "Sources/Varlink/", "Sources/CoalesceClient/", "Sources/VarlinkEmbed/", "Sources/X11Session/",
+    ]
     /// Files elsewhere that do, and why.
     static let exceptions: [String: String] = [
         // The client library reads the instance's paths through CoalesceWire: it must not link libsystemd.
@@ -43,6 +46,26 @@ import Testing
             }
         }
         #expect(found == [], "make the call through a type of Sources/Systemd instead")
+    }
+
+    /// xcb is the screen agent's alone: only X11Session imports it, and only the agent imports X11Session, so that
+    /// neither the daemon nor coalescectl links libxcb.
+    @Test func onlyX11SessionImportsXcbAndOnlyTheScreenAgentX11Session() throws {
+        var found: [String] = []
+        for folder in ["Sources", "Benchmarks", "Examples"] {
+            for path in Self.swiftFiles(under: folder) {
+                let lines = try Self.lines(of: path)
+                if !path.hasPrefix("Sources/X11Session/"), lines.contains(where: { $0.hasSuffix("import CXcb") }) {
+                    found.append("\(path): CXcb")
+                }
+                if !path.hasPrefix("Sources/CoalesceScreenAgent/"), lines.contains(where: { $0.hasSuffix("import X11Session") }) {
+                    found.append("\(path): X11Session")
+                }
+            }
+        }
+        #expect(found == [])
+        let package = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(package.components(separatedBy: #""X11Session""#).count - 1 == 2, "declared once, a dependency of one target")
     }
 
     @Test func noSourceFileIsOver500LinesAndNoTestFileOver600() throws {

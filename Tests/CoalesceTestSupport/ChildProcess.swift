@@ -21,12 +21,14 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - environment: the whole environment; the test process's own when `nil`.
     ///   - output: where standard output and error go (a descriptor the caller keeps); /dev/null when `nil`.
     ///   - error: where standard error goes when it should differ from `output`.
+    ///   - input: where standard input comes from (a descriptor the caller keeps); /dev/null when `nil`.
     public init(
         _ path: String,
         _ arguments: [String],
         environment: [String: String]? = nil,
         output: CInt? = nil,
-        error: CInt? = nil
+        error: CInt? = nil,
+        input: CInt? = nil
     ) throws {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -42,7 +44,11 @@ public final class ChildProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let input {
+            posix_spawn_file_actions_adddup2(&actions, input, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         if let output {
             posix_spawn_file_actions_adddup2(&actions, output, 1)
             posix_spawn_file_actions_adddup2(&actions, error ?? output, 2)

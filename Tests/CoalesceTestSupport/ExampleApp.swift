@@ -16,24 +16,34 @@ public final class WatchedProcess: @unchecked Sendable {
         var consumed = 0
     }
 
-    /// Starts `executable`; `environment` is added to the test's own.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable`; `environment` is added to the test's own. With `input`, its standard input is a socket
+    /// the test writes to (``write(_:)``) and closes (``closeInput()``, or when it lets go of the process).
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], input: Bool = false) throws {
         var pipeEnds: [CInt] = [0, 0]
+        var inputEnds: [CInt] = [-1, -1]
         let created = ChildProcess.spawning.withLock { () -> Bool in
             guard pipe(&pipeEnds) == 0 else { return false }
-            for fd in pipeEnds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            // A socket rather than a pipe: a write after the process ended fails instead of raising SIGPIPE.
+            guard !input || socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &inputEnds) == 0 else {
+                pipeEnds.forEach { close($0) }
+                return false
+            }
+            for fd in pipeEnds + inputEnds where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             return true
         }
         guard created else { throw SupportError("pipe failed") }
         do {
             let merged = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
-            self.child = try ChildProcess(executable, arguments, environment: merged, output: pipeEnds[1])
+            self.child = try ChildProcess(
+                executable, arguments, environment: merged, output: pipeEnds[1], input: input ? inputEnds[0] : nil
+            )
         } catch {
-            close(pipeEnds[0])
-            close(pipeEnds[1])
+            (pipeEnds + inputEnds).filter { $0 >= 0 }.forEach { close($0) }
             throw error
         }
         close(pipeEnds[1])
+        if input { close(inputEnds[0]) }
+        self.input = Input(descriptor: inputEnds[1])
         let readEnd = pipeEnds[0]
         let collected = self.collected
         Thread.detachNewThread {
@@ -63,10 +73,38 @@ public final class WatchedProcess: @unchecked Sendable {
 
     deinit {
         self.child.signal(SIGKILL)
+        self.closeInput()
     }
 
     /// Everything printed so far.
     public var output: [String] { self.collected.condition.withLock { self.collected.lines } }
+
+    /// The write end of the process's standard input, when it has one; -1 once closed.
+    private final class Input: @unchecked Sendable {
+        let lock = NSLock()
+        var descriptor: CInt
+
+        init(descriptor: CInt) { self.descriptor = descriptor }
+    }
+    private let input: Input
+
+    /// Writes `text` to the process's standard input.
+    public func write(_ text: String) throws {
+        try self.input.lock.withLock {
+            let bytes = Array(text.utf8)
+            guard self.input.descriptor >= 0,
+                bytes.withUnsafeBytes({ send(self.input.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count
+            else { throw SupportError("cannot write to the standard input of \(self.child.pid)") }
+        }
+    }
+
+    /// Closes the process's standard input: it reads its end.
+    public func closeInput() {
+        self.input.lock.withLock {
+            if self.input.descriptor >= 0 { close(self.input.descriptor) }
+            self.input.descriptor = -1
+        }
+    }
 
     /// Waits for a line that starts with `prefix` and returns it.
     @discardableResult

@@ -10,7 +10,7 @@ struct ReportedWindow: Sendable, Hashable {
     var id: SceneID
     /// The app id its window carries (Wayland's app_id, X11's WM_CLASS): the app whose name it is.
     var appID: String
-    /// The process that shows it, where the window system says (X11's `_NET_WM_PID`, a compositor's IPC).
+    /// The process that shows it, where the window system says (X11's X-Resource extension, a compositor's IPC).
     var pid: Int32?
     var presentation: ScenePresentation
     var title: String
