@@ -19,10 +19,13 @@ public struct SceneConnectionOptions: Sendable, Hashable {
     /// What the app last kept for this scene with ``CoalescedApp/saveSceneState(_:for:)``, if anything: UIKit's
     /// state restoration activity.
     public var restoredState: String?
+    /// The window's title as it connects (empty when it has none): which of the app's windows the scene is.
+    public var title: String
 
-    public init(source: String, restoredState: String? = nil) {
+    public init(source: String, restoredState: String? = nil, title: String = "") {
         self.source = source
         self.restoredState = restoredState
+        self.title = title
     }
 }
 
@@ -78,7 +81,8 @@ extension Received {
                 scene,
                 SceneConnectionOptions(
                     source: callback["source"]?.stringValue ?? "",
-                    restoredState: callback["restoredState"]?.stringValue
+                    restoredState: callback["restoredState"]?.stringValue,
+                    title: callback["title"]?.stringValue ?? ""
                 )
             )
         case "willEnterForeground": return .sceneWillEnterForeground(scene)

@@ -70,7 +70,7 @@ public struct AppScenes: Sendable, Hashable {
             // comes from.
             self.scenes[id] = Scene(id: id, state: .background, presentation: presentation, source: source, title: title)
             effects.append(.transition(scene: id, from: .unattached, to: .background))
-            effects.append(.callback(.willConnect, scene: id, connection: SceneConnection(source: source, restoredState: self.saved[id])))
+            effects.append(.callback(.willConnect, scene: id, connection: SceneConnection(source: source, restoredState: self.saved[id], title: title)))
         }
         self.scenes[id]!.presentation = presentation
         if !title.isEmpty { self.scenes[id]!.title = title }

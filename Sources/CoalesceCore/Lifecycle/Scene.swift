@@ -94,10 +94,13 @@ public enum SceneSource: String, Sendable, Hashable, CaseIterable {
 public struct SceneConnection: Sendable, Hashable {
     public var source: SceneSource
     public var restoredState: String?
+    /// The window's title as it connects: how the app tells which of its windows the scene is.
+    public var title: String
 
-    public init(source: SceneSource, restoredState: String? = nil) {
+    public init(source: SceneSource, restoredState: String? = nil, title: String = "") {
         self.source = source
         self.restoredState = restoredState
+        self.title = title
     }
 }
 

@@ -192,6 +192,7 @@ extension AppManager {
         ]
         if let connection {
             event["source"] = .string(connection.source.rawValue)
+            event["title"] = .string(connection.title)
             if let restored = connection.restoredState { event["restoredState"] = .string(restored) }
         }
         return ["state": .string(record.lifecycle.state.rawValue), "callback": .object(event)]
