@@ -71,6 +71,7 @@ public final class VarlinkClient {
 
     /// Calls a method and returns its reply parameters.
     /// - Throws: the server's error reply as ``VarlinkError``, or ``VarlinkClientError``.
+    @available(*, noasync, message: "it blocks its thread until the server answers: from async code, call it on a thread of its own")
     public func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
         try self.send(VarlinkCall(method: method, parameters: parameters))
         let reply = try self.receiveReply()
@@ -80,6 +81,7 @@ public final class VarlinkClient {
 
     /// Calls a method with `more` and hands each reply to `body` until the last one.
     /// - Throws: the server's error reply as ``VarlinkError``, or ``VarlinkClientError``.
+    @available(*, noasync, message: "it blocks its thread until the server answers: from async code, call it on a thread of its own")
     public func callMore(
         _ method: String,
         _ parameters: JSONObject = [:],
@@ -110,6 +112,7 @@ public final class VarlinkClient {
     }
 
     /// Reads the next reply.
+    @available(*, noasync, message: "it blocks its thread until the server answers: from async code, call it on a thread of its own")
     public func receiveReply() throws(VarlinkClientError) -> VarlinkReply {
         let frame = try self.receiveFrame()
         do {
@@ -122,6 +125,7 @@ public final class VarlinkClient {
     }
 
     /// Reads the next NUL-terminated message, without its NUL.
+    @available(*, noasync, message: "it blocks its thread until the server answers: from async code, call it on a thread of its own")
     public func receiveFrame() throws(VarlinkClientError) -> [UInt8] {
         var searchFrom = self.unread
         while true {
@@ -156,6 +160,7 @@ public final class VarlinkClient {
     }
 
     /// Whether the server has closed the connection; waits up to `timeout` for it to happen.
+    @available(*, noasync, message: "it blocks its thread until the server answers: from async code, call it on a thread of its own")
     public func waitForClose(timeout: Duration) -> Bool {
         self.setReceiveTimeout(timeout)
         while true {

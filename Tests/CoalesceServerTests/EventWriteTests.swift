@@ -37,7 +37,7 @@ import Varlink
     @Test func postsThatJoinedAHoldAreAnsweredWhenItsBatchFailsBeforeIt() async throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // the store's files are in it until the end
-        let store = try Store(stateDirectory: directory.path)
+        let store = try await onThread { try Store(stateDirectory: directory.path) }
         let mail = try AppName("org.example.mail")
         try await store.save(AppRegistration(name: mail, owner: 0))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -87,7 +87,7 @@ import Varlink
     /// app attaches over the socket; the batches are arranged with gates on the store's writer.
     @Test func aPostBehindARefusedWakeIsHeldBehindWhatTheAppHeld() async throws {
         let directory = try TemporaryDirectory()
-        let store = try Store(stateDirectory: directory.path)
+        let store = try await onThread { try Store(stateDirectory: directory.path) }
         let mail = try AppName("org.example.mail")
         try await store.save(AppRegistration(name: mail, owner: 0))
         var configuration = Configuration()

@@ -38,11 +38,17 @@ import Testing
 
     @Test func aWaiterWakesWhenAnotherThreadSetsItsWakeup() async throws {
         let wakeup = try Wakeup()
+        // On a thread of its own: a task blocked in the wait would hold one of the concurrency pool's few threads
+        // until this test's task, which sets the wakeup, got a thread again.
         let waited = Task.detached {
-            let start = ContinuousClock.now
-            // Far longer than the test takes: only the set ends this wait.
-            wakeup.wait(for: .seconds(600))
-            return ContinuousClock.now - start
+            await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
+                Thread.detachNewThread {
+                    let start = ContinuousClock.now
+                    // Far longer than the test takes: only the set ends this wait.
+                    wakeup.wait(for: .seconds(600))
+                    continuation.resume(returning: ContinuousClock.now - start)
+                }
+            }
         }
         try await Task.sleep(for: .milliseconds(50))
         wakeup.set()

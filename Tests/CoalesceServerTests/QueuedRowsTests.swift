@@ -23,7 +23,7 @@ import Varlink
     @Test func aPostAppendsOneRowAndTheOldestAreDroppedBySerial() async throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }
-        let store = try Store(stateDirectory: directory.path)
+        let store = try await onThread { try Store(stateDirectory: directory.path) }
         try await store.save(AppRegistration(name: self.mail, owner: 0))
         let slot = #"{"policy":{"policy":"queue","bound":2},"count":3,"first":1,"last":3,"dropped":1}"#
         try await self.write(
@@ -60,7 +60,7 @@ import Varlink
             }
             try pool.close()
         }
-        let store = try Store(stateDirectory: directory.path)
+        let store = try await onThread { try Store(stateDirectory: directory.path) }
         let rows = try store.queuedRows()
         #expect(rows.map(\.serial) == [4, 5])
         #expect(rows.map(\.posted) == [4.5, 5.5])

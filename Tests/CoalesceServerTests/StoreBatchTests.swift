@@ -112,14 +112,19 @@ import Testing
     }
 
     /// A store in a temporary directory, with the apps the tests write for registered (held rows belong to an app).
-    private func withStore(unhurriedDelay: TimeInterval = GroupCommit.unhurriedDelay, _ body: (Store) throws -> Void) async throws {
+    /// `body` waits for the store's writer thread (semaphores, up to 10 s each): it runs on a thread of its own, not
+    /// on one of the concurrency pool's few, which the in-process tests running beside it need.
+    private func withStore(
+        unhurriedDelay: TimeInterval = GroupCommit.unhurriedDelay,
+        _ body: @escaping @Sendable (Store) throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory()
         defer { withExtendedLifetime(directory) {} }  // the store's files are in it until the end
-        let store = try Store(stateDirectory: directory.path, unhurriedDelay: unhurriedDelay)
+        let store = try await onThread { try Store(stateDirectory: directory.path, unhurriedDelay: unhurriedDelay) }
         for name in ["org.example.gate", "org.example.mail"] {
             try await store.save(AppRegistration(name: try AppName(name), owner: 0))
         }
-        try body(store)
+        try await onThread { try body(store) }
     }
 
     /// Submits `operations` so that they all go into one batch: behind a write that waits until they are queued.

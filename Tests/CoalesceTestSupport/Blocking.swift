@@ -12,6 +12,23 @@ public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
     }
 }
 
+/// Runs `body`, then `cleanup` on a thread of its own (as ``onThread(_:)`` does) whether `body` threw or not: a
+/// `defer` for async code whose cleanup blocks (waits for a process to end), which a `defer` block could only do on
+/// the concurrency pool's thread.
+public func withBlockingCleanup<T>(
+    _ body: () async throws -> T,
+    cleanup: @escaping @Sendable () -> Void
+) async throws -> T {
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body())
+    } catch {
+        result = .failure(error)
+    }
+    try await onThread { cleanup() }
+    return try result.get()
+}
+
 /// Hands one optional error from a task to a waiting thread.
 public final class DispatchSemaphoreBox: @unchecked Sendable {
     // The semaphore orders the write before the read.
@@ -25,6 +42,7 @@ public final class DispatchSemaphoreBox: @unchecked Sendable {
         self.semaphore.signal()
     }
 
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func wait() -> (any Error)? {
         self.semaphore.wait()
         return self.error
@@ -53,6 +71,7 @@ public let cooperative = "[Apps]\nSuspension=cooperative\n"
 /// Registers `app` and attaches it from the calling process, which the attach launches; returns its stream once the
 /// launch's callbacks are read and acknowledged (on a connection of their own: the stream's is taken by the
 /// Attach). Run the daemon with ``noDeadlines``.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func attachedFromThisProcess(_ socket: String, app: String) throws -> VarlinkClient {
     let requests = try testClient(socket)
     _ = try requests.call("io.coalesced.App.Register", ["name": .string(app)])
@@ -67,6 +86,7 @@ public func attachedFromThisProcess(_ socket: String, app: String) throws -> Var
 }
 
 /// An app as `System.GetApp` describes it.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func appInfo(_ system: VarlinkClient, _ name: String) throws -> JSONValue {
     try system.call("io.coalesced.System.GetApp", ["app": .string(name)])["app"] ?? .null
 }
@@ -74,6 +94,7 @@ public func appInfo(_ system: VarlinkClient, _ name: String) throws -> JSONValue
 /// Waits until `GetApp` shows the app's `member` (its state, whether it is attached) as `value`, and returns the
 /// app; fails with what it showed last after `timeout`.
 @discardableResult
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitForApp(
     _ system: VarlinkClient,
     _ name: String,
@@ -93,6 +114,7 @@ public func waitForApp(
 /// Waits until the app has acknowledged every event it was sent, as the daemon's memory says (`GetQueue`). An
 /// acknowledgement covers everything numbered up to it, lifecycle callbacks included: by then the daemon has
 /// also acted on the acknowledgements of the callbacks sent before those events.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitForAcknowledged(_ system: VarlinkClient, _ name: String, timeout: Duration = .seconds(20)) throws {
     var unacknowledged = JSONValue.null
     try waitUntil("\(name) to acknowledge its events (\(unacknowledged) unacknowledged)", timeout: timeout) {

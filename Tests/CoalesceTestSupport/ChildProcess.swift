@@ -94,6 +94,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Waits at most `timeout` for the child to end; its status, or `nil` if it is still running.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func wait(timeout: Duration) -> Int32? {
         let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         guard self.ended.wait(timeout: .now() + .milliseconds(milliseconds)) == .success else { return nil }
@@ -102,6 +103,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Waits for the child to end, however long it takes.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func wait() -> Int32 {
         self.ended.wait()
         self.ended.signal()
@@ -117,6 +119,7 @@ public struct Run: Sendable {
 }
 
 /// Runs a command to completion, capturing its output. Blocks: call it through ``onThread(_:)`` from async code.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func runProcess(_ path: String, _ arguments: [String]) throws -> Run {
     var out: [CInt] = [0, 0]
     var err: [CInt] = [0, 0]
@@ -166,17 +169,50 @@ private func readAll(_ fd: CInt) -> [UInt8] {
 }
 
 /// A copy of a build product in `directory`, which other users can execute (the build directory may not be
-/// theirs to enter). Copied under the spawn lock: a child forked while the copy is open for writing would keep
-/// it open and make every exec of it fail with ETXTBSY.
+/// theirs to enter).
+///
+/// A child spawned while the copy is open for writing would hold it open until it execs, and an exec of the copy
+/// meanwhile fails with ETXTBSY. The copy (tens of megabytes, seconds on a busy disk) is written beside its name,
+/// close-on-exec, outside the spawn lock, which every start of a process takes and which async tests wait for
+/// on the concurrency pool's few threads. Children are spawned under the lock, and a spawn returns once its child
+/// has exec'd (closing what it inherited): so once the copy is closed, taking the lock waits out any child that
+/// could still hold it, and the copy is renamed to its name then.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func executableCopy(of product: String, in directory: TemporaryDirectory) throws -> String {
-    try ChildProcess.spawning.withLock {
-        chmod(directory.path, 0o755)
-        let copy = directory.file(product)
-        if !FileManager.default.fileExists(atPath: copy) {
-            try FileManager.default.copyItem(atPath: BuildProducts.path(of: product), toPath: copy)
+    chmod(directory.path, 0o755)
+    let copy = directory.file(product)
+    if FileManager.default.fileExists(atPath: copy) { return copy }
+    let beside = copy + ".copying-\(UInt64.random(in: 0...UInt64.max))"
+    defer { unlink(beside) }  // nothing once renamed
+    let source = open(BuildProducts.path(of: product), O_RDONLY | O_CLOEXEC)
+    guard source >= 0 else { throw SupportError("open \(BuildProducts.path(of: product)): \(String(cString: strerror(errno)))") }
+    defer { close(source) }
+    let target = open(beside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard target >= 0 else { throw SupportError("open \(beside): \(String(cString: strerror(errno)))") }
+    var chunk = [UInt8](repeating: 0, count: 1 << 20)
+    var failure: CInt?
+    copying: while failure == nil {
+        let count = chunk.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        if count < 0 { failure = errno }
+        if count <= 0 { break }
+        var offset = 0
+        while offset < count {
+            let written = chunk.withUnsafeBytes { write(target, $0.baseAddress! + offset, count - offset) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else {
+                failure = errno
+                continue copying
+            }
+            offset += written
         }
-        return copy
     }
+    close(target)
+    if let failure { throw SupportError("copy to \(beside): \(String(cString: strerror(failure)))") }
+    try ChildProcess.spawning.withLock {
+        guard rename(beside, copy) == 0 else { throw SupportError("rename \(beside): \(String(cString: strerror(errno)))") }
+    }
+    return copy
 }
 
 /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not export.

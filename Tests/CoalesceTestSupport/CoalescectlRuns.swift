@@ -2,6 +2,7 @@ import Foundation
 
 /// coalescectl copied where nobody can run it, talking to `daemon` as nobody (no administrator, no group of its
 /// own). Blocks: call it through ``onThread(_:)`` from async code.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func coalescectlAsNobody(_ daemon: DaemonProcess, _ arguments: [String]) throws -> Run {
     let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
     return try runProcess(
@@ -15,6 +16,7 @@ public struct BashCompletion: Sendable {
     let directory: TemporaryDirectory
 
     /// Generates the script with the built coalescectl.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public init() throws {
         let script = try runProcess(BuildProducts.path(of: "coalescectl"), ["--generate-completion-script", "bash"])
         guard script.status == 0 else { throw SupportError("coalescectl --generate-completion-script bash: \(script.stderr)") }
@@ -24,6 +26,7 @@ public struct BashCompletion: Sendable {
 
     /// The completions bash offers for the last of `words` (the command line so far, the program first), sorted.
     /// Blocks: call it through ``onThread(_:)`` from async code.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func complete(_ words: [String]) throws -> [String] {
         let line = words.joined(separator: " ")
         let program = """

@@ -95,6 +95,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public var stateDirectory: String { self.predecessor?.stateDirectory ?? self.directory.file("state") }
 
     /// Kills this daemon with SIGKILL, as a crash ends it, and starts another: ``restarted(configuration:endingWith:)``.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func restarted(configuration: String = "") throws -> DaemonProcess {
         try self.restarted(configuration: configuration, endingWith: SIGKILL)
     }
@@ -102,6 +103,7 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Ends this daemon with `signal` unless it ended already, waits for it to end, and starts another on the same
     /// socket and state directory, with `configuration`; not yet ready when this returns. It blocks: call it off
     /// the test's task (``onThread``).
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func restarted(configuration: String = "", endingWith signal: Int32) throws -> DaemonProcess {
         self.signal(signal)
         guard self.waitForExit() != nil else { throw SupportError("the daemon did not end on signal \(signal); output:\n\(self.output)") }
@@ -111,12 +113,14 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// ``restarted(configuration:)``, then waits for the new daemon's READY=1. It blocks: call it off the test's task.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func restartedWhenReady(configuration: String = "") throws -> DaemonProcess {
         try self.restartedWhenReady(configuration: configuration, endingWith: SIGKILL)
     }
 
     /// ``restarted(configuration:endingWith:)``, then waits for the new daemon's READY=1. It blocks: call it off the
     /// test's task.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func restartedWhenReady(configuration: String = "", endingWith signal: Int32) throws -> DaemonProcess {
         let next = try self.restarted(configuration: configuration, endingWith: signal)
         try next.waitUntilReady()
@@ -124,6 +128,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Waits for READY=1, failing with the daemon's output when it does not come.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitUntilReady(timeout: Duration = .seconds(30)) throws {
         guard self.notify.waitFor("READY=1", timeout: timeout) != nil else {
             throw SupportError("no READY=1 within \(timeout); daemon output:\n\(self.output)")
@@ -135,6 +140,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Waits for the process to exit, at most `timeout`; its status, or `nil` if it is still running.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitForExit(timeout: Duration = .seconds(20)) -> Int32? {
         self.child.wait(timeout: timeout)
     }

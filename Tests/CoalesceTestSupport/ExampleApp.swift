@@ -108,6 +108,7 @@ public final class WatchedProcess: @unchecked Sendable {
 
     /// Waits for a line that starts with `prefix` and returns it.
     @discardableResult
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitForLine(_ prefix: String, timeout: Duration = .seconds(20)) throws -> String {
         try self.wait(timeout: timeout, "a line starting with '\(prefix)'") { lines, _ in
             lines.last { $0.hasPrefix(prefix) }
@@ -116,12 +117,14 @@ public final class WatchedProcess: @unchecked Sendable {
 
     /// Waits for a line that contains `text` and returns it.
     @discardableResult
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitForLine(containing text: String, timeout: Duration = .seconds(20)) throws -> String {
         try self.wait(timeout: timeout, "a line containing '\(text)'") { lines, _ in lines.last { $0.contains(text) } }
     }
 
     /// Waits until `found` returns a value for the lines so far (it may move the consumed count); fails at once
     /// when the process has ended without printing what it looks for.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     fileprivate func wait<T>(timeout: Duration, _ what: String, _ found: ([String], inout Int) -> T?) throws -> T {
         let collected = self.collected
         return try waitUntil(
@@ -172,6 +175,7 @@ public final class ExampleApp: @unchecked Sendable {
     }
 
     /// Kills the app (SIGKILL, as a crash would end it) and waits for it to be gone.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func kill() {
         self.child.signal(SIGKILL)
         _ = self.child.wait(timeout: .seconds(10))
@@ -182,11 +186,13 @@ public final class ExampleApp: @unchecked Sendable {
 
     /// Waits for a line that starts with `prefix` and returns it.
     @discardableResult
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitForLine(_ prefix: String, timeout: Duration = .seconds(20)) throws -> String {
         try self.process.waitForLine(prefix, timeout: timeout)
     }
 
     /// The next `count` callbacks the app received (their names), in order.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func nextCallbacks(_ count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
         try self.process.wait(timeout: timeout, "\(count) more callbacks of \(self.name)") { lines, consumed in
             let callbacks = lines.filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
@@ -198,6 +204,7 @@ public final class ExampleApp: @unchecked Sendable {
 
     /// The events received so far (`event KIND count=N payload=JSON [dropped=N]`), without their sequence numbers,
     /// once there are at least `count`.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func events(atLeast count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
         try self.process.wait(timeout: timeout, "\(count) events for \(self.name)") { lines, _ in
             let events = lines.filter { $0.hasPrefix("event ") }
@@ -209,6 +216,7 @@ public final class ExampleApp: @unchecked Sendable {
     /// The events received before `event` (a line as ``events(atLeast:timeout:)`` shows it), once that has come.
     /// What the daemon sends an app when it attaches or wakes comes before anything posted to it later: so an
     /// event posted now shows, when it arrives, that nothing else was on its way.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func events(before event: String, timeout: Duration = .seconds(20)) throws -> [String] {
         try self.process.wait(timeout: timeout, "'\(event)' for \(self.name)") { lines, _ in
             let events = lines.filter { $0.hasPrefix("event ") }.map(Self.withoutSequence)

@@ -38,12 +38,14 @@ public final class MemoryCgroup: Sendable {
 
     /// Kills every process in it and removes it, within ten seconds; false if it could not.
     @discardableResult
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func remove() -> Bool {
         self.killProcesses() && (rmdir(self.path) == 0 || errno == ENOENT)
     }
 
     /// Kills every process in it, and waits up to ten seconds for it to hold none; false if it still does.
     @discardableResult
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func killProcesses() -> Bool {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {

@@ -54,11 +54,13 @@ public final class NotifyListener: @unchecked Sendable {
     }
 
     /// The next datagram, waiting at most `timeout`; `nil` if none came.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func receive(timeout: Duration) -> String? {
         try? waitUntil("a datagram", timeout: timeout, signalledBy: self.inbox.condition) { self.takeUnread() }
     }
 
     /// Receives until a datagram satisfies `predicate`, for at most `timeout` in all; returns that datagram.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitFor(timeout: Duration, _ predicate: (String) -> Bool) -> String? {
         try? waitUntil("a datagram that matches", timeout: timeout, signalledBy: self.inbox.condition) {
             while let message = self.takeUnread() {
@@ -69,6 +71,7 @@ public final class NotifyListener: @unchecked Sendable {
     }
 
     /// Receives until a datagram contains the line `assignment` (such as `READY=1`).
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func waitFor(_ assignment: String, timeout: Duration = .seconds(20)) -> String? {
         self.waitFor(timeout: timeout) { $0.split(separator: "\n").contains(Substring(assignment)) }
     }

@@ -5,6 +5,7 @@ public import Varlink
 /// ``VarlinkError`` it is.
 /// - Parameter policy: the coalescing policy for a kind the app did not declare, as `{"policy": …}`.
 @discardableResult
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func post(
     _ client: VarlinkClient,
     _ target: String,
@@ -24,6 +25,7 @@ public let commitProbe = "org.test.commit"
 /// The daemon writes acknowledgements and apps' states unhurried: to disk with the next commit, or a tenth of a
 /// second later. A post to a durable kind is such a commit, answered once on disk; this one goes to an app
 /// registered for it (``commitProbe``), which holds it, so that the test's own apps receive nothing more.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func commitUnhurriedWrites(_ system: VarlinkClient) throws {
     _ = try system.call("io.coalesced.App.Register", ["name": .string(commitProbe)])
     guard try post(system, commitProbe, "commit") == false else { throw SupportError("\(commitProbe) was sent a post") }

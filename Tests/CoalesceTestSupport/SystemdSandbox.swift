@@ -22,6 +22,7 @@ public final class SystemdSandbox: @unchecked Sendable {
 
     /// Boots one; blocks until it is up. Prefer ``withSystemdSandbox(binaries:_:)``; whoever calls this calls
     /// ``stop()``.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public init(binaries: [String]) throws {
         self.directory = try TemporaryDirectory()
         self.boot = try ChildProcess(
@@ -45,6 +46,7 @@ public final class SystemdSandbox: @unchecked Sendable {
         }
     }
 
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func stop() {
         // The harness reports its own failures in boot.log; the test has nothing better to do with them.
         _ = try? Self.script(["stop", self.directory.path, "--timeout", "30"])
@@ -53,10 +55,12 @@ public final class SystemdSandbox: @unchecked Sendable {
 
     /// Runs a command inside the sandbox (its mount and pid namespaces).
     @discardableResult
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func run(_ arguments: String...) throws -> Run {
         try self.run(arguments)
     }
 
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func run(_ arguments: [String]) throws -> Run {
         try Self.script(["exec", self.directory.path, "--"] + arguments)
     }
@@ -74,6 +78,7 @@ public final class SystemdSandbox: @unchecked Sendable {
     /// Installs the repository's system units into the sandbox's /run/systemd/system and reloads systemd. Unless
     /// the test wrote /etc/coalesced/coalesced.conf first, the daemon gets one with `[Memory] Pressure=no`: PSI counts
     /// the whole machine, and a parallel test's memory pressure must not purge this test's suspended apps.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func installUnits(dropIns: [String: String] = [:]) throws {
         if !FileManager.default.fileExists(atPath: "/proc/\(self.pid)/root/etc/coalesced/coalesced.conf") {
             try self.write("/etc/coalesced/coalesced.conf", "[Memory]\nPressure=no\n")
@@ -93,6 +98,7 @@ public final class SystemdSandbox: @unchecked Sendable {
     /// /sys/power/state that offers `mem` (a file bind-mounted over it in the sandbox's mount namespace), and logind
     /// is restarted to read it, with `logindSettings` (such as `InhibitDelayMaxSec=2`) in a drop-in. Throws unless
     /// logind then says CanSuspend=yes. Never suspends anything.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func allowSuspend(sleeping seconds: Int, logindSettings: String = "") throws {
         try self.write(
             "/run/systemd/system/systemd-suspend.service.d/sandbox.conf",
@@ -131,6 +137,7 @@ public final class SystemdSandbox: @unchecked Sendable {
     }
 
     /// Registers `app` with the running daemon, `unit` its launch unit; throws with coalescectl's error if refused.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func registerApp(_ app: String, launchUnit unit: String) throws {
         let registered = try self.run(
             "coalescectl", "call", "io.coalesced.App.Register", #"{"name":"\#(app)","launchUnit":"\#(unit)"}"#
@@ -139,16 +146,19 @@ public final class SystemdSandbox: @unchecked Sendable {
     }
 
     /// What a unit wrote to the journal, line by line.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func output(ofUnit unit: String) throws -> [Substring] {
         try self.run("journalctl", "-o", "cat", "-u", unit).stdout.split(separator: "\n")
     }
 
     /// The callbacks the example app in `unit` reported, in order (its `callback NAME …` lines).
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func callbacks(ofUnit unit: String) throws -> [String] {
         try self.output(ofUnit: unit).filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
     }
 
     /// A unit property, as `systemctl show -p NAME --value` prints it.
+    @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
     public func property(_ unit: String, _ name: String) throws -> String {
         try self.run("systemctl", "show", "-p", name, "--value", unit).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)

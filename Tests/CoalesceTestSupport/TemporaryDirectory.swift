@@ -34,13 +34,31 @@ public final class TemporaryDirectory: @unchecked Sendable {
         return path
     }
 
-    /// Writes `text` to the file `name`, creating the directories above it.
+    /// Writes `text` to the file `name`, creating the directories above it. Atomic (written beside it, then renamed
+    /// over it), and not synced: Foundation's atomic write syncs the file, which on a machine busy with a test run's
+    /// daemons takes seconds, and a test's files need not outlive a crash. Tests start daemons (which write their
+    /// configuration here) straight from async code, on one of the concurrency pool's few threads.
     public func write(_ name: String, _ text: String) throws {
         let path = self.file(name)
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent,
             withIntermediateDirectories: true
         )
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let beside = path + ".writing"
+        let descriptor = open(beside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw SupportError("open \(beside): \(String(cString: strerror(errno)))") }
+        let failure = Array(text.utf8).withUnsafeBytes { bytes -> CInt? in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { return errno }
+                offset += written
+            }
+            return nil
+        }
+        close(descriptor)
+        if let failure { throw SupportError("write \(beside): \(String(cString: strerror(failure)))") }
+        guard rename(beside, path) == 0 else { throw SupportError("rename \(beside): \(String(cString: strerror(errno)))") }
     }
 }

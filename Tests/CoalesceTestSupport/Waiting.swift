@@ -15,6 +15,7 @@ public import Foundation
 ///
 /// Wait for something that shows the step happened (a state, a line, a count), never for a fixed time.
 @_disfavoredOverload
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil(
     _ what: @autoclosure () -> String,
     timeout: Duration = .seconds(20),
@@ -31,6 +32,7 @@ public func waitUntil(
 /// - Important: For a `T` that takes `nil` as a value of its own (`JSONValue`, where it is JSON's null), spell
 ///   the closure's type out as returning `T?`: otherwise its `nil` is a value, and the wait ends at once.
 @_disfavoredOverload
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
     timeout: Duration = .seconds(20),
@@ -48,6 +50,7 @@ public func waitUntil<T>(
 /// Waits until `found` returns a value, calling `pause` with the time left between tries, and returns that value;
 /// once `timeout` has passed without one, throws an error that names `what` the test waited for. For a wait whose
 /// pause is itself a wait for news (a bus read for at most a moment): it ends as soon as the news comes.
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
     timeout: Duration = .seconds(20),
@@ -68,6 +71,7 @@ public func waitUntil<T>(
 /// value; once `timeout` has passed without one, throws an error that names `what` the test waited for. `found`
 /// (and `what`) run with the condition's lock held: they read the state the condition guards directly. `found`
 /// may throw to end the wait early (the process that would have printed the line has ended).
+@available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
     timeout: Duration = .seconds(20),

@@ -8,68 +8,72 @@ import Varlink
     @Test func registerListGetAndStats() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        let registered = try client.call(
-            "io.coalesced.App.Register",
-            ["name": "org.example.mail", "backgroundModes": ["voip", "audio"], "launchUnit": "mail.service"]
-        )
-        var app = registered["app"]?.objectValue ?? [:]
-        #expect(app.removeValue(forKey: "since")?.doubleValue ?? 0 > 1_700_000_000, "since: seconds since the epoch")
-        #expect(
-            app == [
-                "name": "org.example.mail", "state": "notRunning", "owner": 0, "backgroundModes": ["audio", "voip"],
-                "exitsOnSuspend": false, "launchUnit": "mail.service", "tasks": 0, "attached": false,
-            ]
-        )
-        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.alarm", "exitsOnSuspend": true])
-        let listed = try client.call("io.coalesced.System.ListApps")["apps"]?.arrayValue ?? []
-        #expect(listed.compactMap { $0["name"]?.stringValue } == ["org.example.alarm", "org.example.mail"])
-        #expect(try client.call("io.coalesced.System.GetApp", ["app": "org.example.alarm"])["app"]?["exitsOnSuspend"] == true)
-        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 2)
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            let registered = try client.call(
+                "io.coalesced.App.Register",
+                ["name": "org.example.mail", "backgroundModes": ["voip", "audio"], "launchUnit": "mail.service"]
+            )
+            var app = registered["app"]?.objectValue ?? [:]
+            #expect(app.removeValue(forKey: "since")?.doubleValue ?? 0 > 1_700_000_000, "since: seconds since the epoch")
+            #expect(
+                app == [
+                    "name": "org.example.mail", "state": "notRunning", "owner": 0, "backgroundModes": ["audio", "voip"],
+                    "exitsOnSuspend": false, "launchUnit": "mail.service", "tasks": 0, "attached": false,
+                ]
+            )
+            _ = try client.call("io.coalesced.App.Register", ["name": "org.example.alarm", "exitsOnSuspend": true])
+            let listed = try client.call("io.coalesced.System.ListApps")["apps"]?.arrayValue ?? []
+            #expect(listed.compactMap { $0["name"]?.stringValue } == ["org.example.alarm", "org.example.mail"])
+            #expect(try client.call("io.coalesced.System.GetApp", ["app": "org.example.alarm"])["app"]?["exitsOnSuspend"] == true)
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 2)
+        }
         daemon.signal(SIGKILL)
     }
 
     @Test func badRequestsGetErrorsThatNameTheProblem() async throws {
         let daemon = try DaemonProcess(configuration: "[Apps]\nMaxApps=1\n")
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        #expect(
-            throws: VarlinkError(
-                name: "io.coalesced.App.InvalidAppName",
-                parameters: ["name": "Mail", "reason": "expected reverse-DNS form such as org.example.mail"]
-            )
-        ) { try client.call("io.coalesced.App.Register", ["name": "Mail"]) }
-        #expect(throws: VarlinkError.invalidParameter("backgroundModes", reason: "expected an array of string, got a string")) {
-            try client.call("io.coalesced.App.Register", ["name": "org.example.a", "backgroundModes": "audio"])
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            #expect(
+                throws: VarlinkError(
+                    name: "io.coalesced.App.InvalidAppName",
+                    parameters: ["name": "Mail", "reason": "expected reverse-DNS form such as org.example.mail"]
+                )
+            ) { try client.call("io.coalesced.App.Register", ["name": "Mail"]) }
+            #expect(throws: VarlinkError.invalidParameter("backgroundModes", reason: "expected an array of string, got a string")) {
+                try client.call("io.coalesced.App.Register", ["name": "org.example.a", "backgroundModes": "audio"])
+            }
+            #expect(
+                throws: VarlinkError(
+                    name: "io.coalesced.App.InvalidLaunchUnit",
+                    parameters: [
+                        "unit": "../x",
+                        "reason": #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/' and no control character), or "" for none"#,
+                    ]
+                )
+            ) {
+                try client.call("io.coalesced.App.Register", ["name": "org.example.a", "launchUnit": "../x"])
+            }
+            _ = try client.call("io.coalesced.App.Register", ["name": "org.example.a"])
+            #expect(throws: VarlinkError(name: "io.coalesced.App.TooManyApps", parameters: ["limit": 1])) {
+                try client.call("io.coalesced.App.Register", ["name": "org.example.b"])
+            }
+            #expect(throws: VarlinkError(name: "io.coalesced.System.NoSuchApp", parameters: ["app": "org.example.b"])) {
+                try client.call("io.coalesced.System.GetApp", ["app": "org.example.b"])
+            }
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "refused requests register nothing")
         }
-        #expect(
-            throws: VarlinkError(
-                name: "io.coalesced.App.InvalidLaunchUnit",
-                parameters: [
-                    "unit": "../x",
-                    "reason": #"expected the name of a service unit (NAME.service, at most 255 bytes, no '/' and no control character), or "" for none"#,
-                ]
-            )
-        ) {
-            try client.call("io.coalesced.App.Register", ["name": "org.example.a", "launchUnit": "../x"])
-        }
-        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.a"])
-        #expect(throws: VarlinkError(name: "io.coalesced.App.TooManyApps", parameters: ["limit": 1])) {
-            try client.call("io.coalesced.App.Register", ["name": "org.example.b"])
-        }
-        #expect(throws: VarlinkError(name: "io.coalesced.System.NoSuchApp", parameters: ["app": "org.example.b"])) {
-            try client.call("io.coalesced.System.GetApp", ["app": "org.example.b"])
-        }
-        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "refused requests register nothing")
         daemon.signal(SIGKILL)
     }
 
     @Test func registrationsSurviveKillMinusNine() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
-        _ = try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        try await onThread { _ = try testClient(first.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"]) }
         let second = try await onThread { try first.restartedWhenReady() }
-        let apps = try testClient(second.socketPath).call("io.coalesced.System.ListApps")["apps"]
+        let apps = try await onThread { try testClient(second.socketPath).call("io.coalesced.System.ListApps")["apps"] }
         #expect(apps?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["org.example.mail"])
         second.signal(SIGKILL)
     }
@@ -91,9 +95,11 @@ import Varlink
     @Test func aDamagedRowIsSetAsideAndTheDaemonStarts() async throws {
         let first = try DaemonProcess()
         try await onThread { try first.waitUntilReady() }
-        let client = try testClient(first.socketPath)
-        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.mail"])
-        _ = try client.call("io.coalesced.App.Post", ["target": "org.example.mail", "kind": "badge", "payload": ["unread": 1]])
+        try await onThread {
+            let client = try testClient(first.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": "org.example.mail"])
+            _ = try client.call("io.coalesced.App.Post", ["target": "org.example.mail", "kind": "badge", "payload": ["unread": 1]])
+        }
         first.signal(SIGTERM)
         #expect(try await onThread { first.waitForExit() } == 0)
         let database = first.stateDirectory + "/coalesced.db"
@@ -124,7 +130,7 @@ import Varlink
         )
         let daemon = try DaemonProcess(arguments: ["--state-dir", directory.file("state")])
         try await onThread { try daemon.waitUntilReady() }
-        let app = try testClient(daemon.socketPath).call("io.coalesced.System.GetApp", ["app": "org.example.mail"])["app"]
+        let app = try await onThread { try testClient(daemon.socketPath).call("io.coalesced.System.GetApp", ["app": "org.example.mail"])["app"] }
         #expect(app?["owner"] == 65534 && app?["backgroundModes"] == ["voip"] && app?["launchUnit"] == "mail.service")
         #expect(FileManager.default.fileExists(atPath: directory.file("state/apps.json.imported")))
         #expect(!FileManager.default.fileExists(atPath: directory.file("state/apps.json")))
@@ -151,8 +157,8 @@ import Varlink
     @Test func anotherUserCannotTakeAnAppOrListAppsUnlessAdmin() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let root = try testClient(daemon.socketPath)
-        _ = try root.call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        let socket = daemon.socketPath
+        try await onThread { _ = try testClient(socket).call("io.coalesced.App.Register", ["name": "org.example.mail"]) }
 
         let taken = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.mail"}"#])
         #expect(taken.status == 1)
@@ -168,7 +174,9 @@ import Varlink
         #expect(listed.stderr.contains("AdminGroup= in coalesced.conf"), "the line says what lets a user in: \(listed.stderr)")
 
         // Root may act for any app; the owner stays.
-        let updated = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "exitsOnSuspend": true])
+        let updated = try await onThread {
+            try testClient(socket).call("io.coalesced.App.Register", ["name": "org.example.nobody", "exitsOnSuspend": true])
+        }
         #expect(updated["app"]?["owner"] == 65534)
         daemon.signal(SIGKILL)
     }
@@ -200,12 +208,15 @@ import Varlink
         #expect(mail.unreadCallbacks.isEmpty, "nothing reached the app")
 
         // nobody's own app lives its lifecycle like any other, and root drives it.
-        let own = try ExampleApp(
-            socket: daemon.socketPath,
-            name: "org.example.nobody",
-            asUser: "nobody",
-            directory: daemon.directory
-        )
+        // Its start copies the example app's binary (tens of megabytes): on a thread of its own.
+        let own = try await onThread {
+            try ExampleApp(
+                socket: daemon.socketPath,
+                name: "org.example.nobody",
+                asUser: "nobody",
+                directory: daemon.directory
+            )
+        }
         try await onThread {
             let root = try testClient(socket)
             #expect(try own.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
@@ -232,8 +243,10 @@ import Varlink
         )
         let registered = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody"}"#])
         #expect(registered.status == 0, "\(registered.stderr)")
-        let root = try testClient(daemon.socketPath)
-        _ = try root.call("io.coalesced.App.Register", ["name": "org.example.nobody", "launchUnit": "nobody-app.service"])
+        let socket = daemon.socketPath
+        try await onThread {
+            _ = try testClient(socket).call("io.coalesced.App.Register", ["name": "org.example.nobody", "launchUnit": "nobody-app.service"])
+        }
         // The owner may repeat the unit the admin chose, or leave it out: it stays.
         let same = try await self.asNobody(
             daemon,
@@ -242,14 +255,16 @@ import Varlink
         #expect(same.status == 0, "\(same.stderr)")
         let leftOut = try await self.asNobody(daemon, ["call", "io.coalesced.App.Register", #"{"name":"org.example.nobody","exitsOnSuspend":true}"#])
         #expect(leftOut.status == 0, "\(leftOut.stderr)")
-        #expect(try root.call("io.coalesced.System.GetApp", ["app": "org.example.nobody"])["app"]?["launchUnit"] == "nobody-app.service")
+        try await onThread { () throws in
+            #expect(try testClient(socket).call("io.coalesced.System.GetApp", ["app": "org.example.nobody"])["app"]?["launchUnit"] == "nobody-app.service")
+        }
         daemon.signal(SIGKILL)
     }
 
     @Test func membersOfTheAdminGroupMayListApps() async throws {
         let daemon = try DaemonProcess(configuration: "[Daemon]\nAdminGroup=nogroup\n")
         try await onThread { try daemon.waitUntilReady() }
-        _ = try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"])
+        try await onThread { _ = try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": "org.example.mail"]) }
         let listed = try await self.asNobody(daemon, ["apps"])
         #expect(listed.status == 0, "\(listed.stderr)")
         let lines = listed.stdout.split(separator: "\n")
@@ -261,7 +276,7 @@ import Varlink
     @Test func aSupplementaryGroupCountsWhileTheCallerHasIt() async throws {
         let daemon = try DaemonProcess(configuration: "[Daemon]\nAdminGroup=users\n")
         try await onThread { try daemon.waitUntilReady() }
-        let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+        let copy = try await onThread { try executableCopy(of: "coalescectl", in: daemon.directory) }
         let socket = daemon.socketPath
         let (member, outsider) = try await onThread {
             (

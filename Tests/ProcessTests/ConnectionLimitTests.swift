@@ -94,12 +94,14 @@ import Varlink
     @Test func aConnectionCostsTheDaemonOneDescriptor() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let before = try Self.openDescriptors(daemon.pid)
-        let clients = try (0..<20).map { _ in try testClient(daemon.socketPath, timeout: .seconds(10)) }
-        for client in clients { _ = try client.call("org.varlink.service.GetInfo") }
-        let after = try Self.openDescriptors(daemon.pid)
-        // Two each would be 40 more; a descriptor or two of the daemon's own may come and go meanwhile.
-        #expect((clients.count...clients.count + 2).contains(after - before), "\(before) descriptors before, \(after) with \(clients.count) connections")
+        try await onThread {
+            let before = try Self.openDescriptors(daemon.pid)
+            let clients = try (0..<20).map { _ in try testClient(daemon.socketPath, timeout: .seconds(10)) }
+            for client in clients { _ = try client.call("org.varlink.service.GetInfo") }
+            let after = try Self.openDescriptors(daemon.pid)
+            // Two each would be 40 more; a descriptor or two of the daemon's own may come and go meanwhile.
+            #expect((clients.count...clients.count + 2).contains(after - before), "\(before) descriptors before, \(after) with \(clients.count) connections")
+        }
         daemon.signal(SIGKILL)
     }
 

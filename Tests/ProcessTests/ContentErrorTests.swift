@@ -65,31 +65,35 @@ import Varlink
     @Test func aRegistrationOfTheRightTypesButWrongContentIsRefusedWithItsReason() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        for (parameters, refusal) in Self.refusedRegistrations {
-            #expect(throws: refusal, "\(JSONValue.object(parameters).jsonText)") { try Self.register(client, parameters) }
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            for (parameters, refusal) in Self.refusedRegistrations {
+                #expect(throws: refusal, "\(JSONValue.object(parameters).jsonText)") { try Self.register(client, parameters) }
+            }
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 0, "nothing was registered")
         }
-        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 0, "nothing was registered")
         daemon.signal(SIGKILL)
     }
 
     @Test func aPostsPolicyIsRefusedNamingThePostsKindAndAPayloadNotAnObjectByItsType() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        try Self.register(client, [:])
-        #expect(throws: Self.error("InvalidPolicy", ["kind": "badge", "reason": #"sum needs the member to add up in field, such as "unread""#])) {
-            try post(client, Self.mail, "badge", ["n": 1], policy: ["policy": "sum"])
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            try Self.register(client, [:])
+            #expect(throws: Self.error("InvalidPolicy", ["kind": "badge", "reason": #"sum needs the member to add up in field, such as "unread""#])) {
+                try post(client, Self.mail, "badge", ["n": 1], policy: ["policy": "sum"])
+            }
+            #expect(throws: Self.error("InvalidPolicy", ["kind": "log", "reason": "queue's bound 20000 is not a number from 1 to 10000"])) {
+                try post(client, Self.mail, "log", [:], policy: ["policy": "queue", "bound": 20000])
+            }
+            // A type the interface declares, checked before the method runs: the standard error, with its reason.
+            #expect(throws: VarlinkError.invalidParameter("payload", reason: "expected an object, got an array")) {
+                try post(client, Self.mail, "mail", [1])
+            }
+            let queue = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
+            #expect(queue["held"]?.arrayValue?.isEmpty == true, "nothing refused was held")
         }
-        #expect(throws: Self.error("InvalidPolicy", ["kind": "log", "reason": "queue's bound 20000 is not a number from 1 to 10000"])) {
-            try post(client, Self.mail, "log", [:], policy: ["policy": "queue", "bound": 20000])
-        }
-        // A type the interface declares, checked before the method runs: the standard error, with its reason.
-        #expect(throws: VarlinkError.invalidParameter("payload", reason: "expected an object, got an array")) {
-            try post(client, Self.mail, "mail", [1])
-        }
-        let queue = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
-        #expect(queue["held"]?.arrayValue?.isEmpty == true, "nothing refused was held")
         daemon.signal(SIGKILL)
     }
 
@@ -112,7 +116,7 @@ import Varlink
             ),
             "\(register.stderr)"
         )
-        _ = try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+        try await onThread { _ = try testClient(daemon.socketPath).call("io.coalesced.App.Register", ["name": .string(Self.mail)]) }
         let posted = try await onThread {
             try runProcess(ctl, ["--socket", daemon.socketPath, "post", Self.mail, "mail", "--policy", "lastest"])
         }

@@ -162,7 +162,7 @@ import Varlink
                 #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "numbers go upwards: \(sequences)")
             }
         }
-        for app in apps.values { app.kill() }
+        try await onThread { for app in apps.values { app.kill() } }
         daemons.last!.signal(SIGKILL)
     }
 }

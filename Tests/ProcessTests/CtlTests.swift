@@ -259,15 +259,16 @@ import Varlink
             ["--user", "--state-dir", directory.file("state"), "--config", directory.file("coalesced.conf")],
             environment: environment
         )
-        defer {
+        try await withBlockingCleanup {
+            let socket = runtime + "/coalesced/io.coalesced"
+            try await onThread { try waitUntil("the user instance serves \(socket)") { (try? testClient(socket)) != nil } }
+            let status = try await self.ctl(environment: ["XDG_RUNTIME_DIR": runtime], ["--user", "status"])
+            #expect(status.status == 0, "\(status.stderr)")
+            #expect(status.stdout.contains("Socket: \(socket)"), "\(status.stdout)")
+        } cleanup: {
             daemon.signal(SIGKILL)
             _ = daemon.wait()
         }
-        let socket = runtime + "/coalesced/io.coalesced"
-        try await onThread { try waitUntil("the user instance serves \(socket)") { (try? testClient(socket)) != nil } }
-        let status = try await self.ctl(environment: ["XDG_RUNTIME_DIR": runtime], ["--user", "status"])
-        #expect(status.status == 0, "\(status.stderr)")
-        #expect(status.stdout.contains("Socket: \(socket)"), "\(status.stdout)")
     }
 
     /// A pager as systemctl runs one: for a terminal only, and never with --no-pager.

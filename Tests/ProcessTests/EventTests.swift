@@ -214,16 +214,16 @@ import Varlink
     @Test func anotherUsersProcessPostsByItsCredentialsOnTheSocket() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+        let socket = daemon.socketPath
+        try await onThread { _ = try testClient(socket).call("io.coalesced.App.Register", ["name": .string(Self.mail)]) }
         // Another user may not post unless the app says so.
-        let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+        let copy = try await onThread { try executableCopy(of: "coalescectl", in: daemon.directory) }
         let postCall = #"{"target":"org.example.mail","kind":"a","payload":{}}"#
         let refused = try await onThread {
             try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", postCall])
         }
         #expect(refused.status == 1 && refused.stderr.contains(#"io.coalesced.App.NotAllowedToPost {"target":"org.example.mail"}"#), "\(refused.stderr)")
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [65534]]])
+        try await onThread { _ = try testClient(socket).call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [65534]]]) }
         let allowed = try await onThread {
             try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", postCall])
         }
@@ -231,7 +231,9 @@ import Varlink
 
         // A group: what counts is the posting process's own supplementary groups (nobody's user database entry has
         // none), so nobody may post while it runs with "users" among its groups, and not without.
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [], "groups": ["users"]]])
+        try await onThread {
+            _ = try testClient(socket).call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [], "groups": ["users"]]])
+        }
         let withGroup = try await onThread {
             try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--groups=users", copy, "--socket", daemon.socketPath, "call", "io.coalesced.App.Post", postCall])
         }

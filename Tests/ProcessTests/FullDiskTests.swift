@@ -88,7 +88,7 @@ import Varlink
     }
 
     @Test func aFullDiskRefusesPostsClearlyAndLosesNoAcceptedOne() async throws {
-        let setup = try OnSmallDisk()
+        let setup = try await onThread { try OnSmallDisk() }
         let (first, disk) = (setup.first, setup.disk)
         let daemon = try setup.daemon()
         try await onThread { try daemon.waitUntilReady() }
@@ -131,7 +131,7 @@ import Varlink
         // What is on disk is what was accepted: nothing refused crept in with a later write.
         #expect(daemon.output.contains("is full; free space there"), "the daemon's log says the disk is full")
         daemon.signal(SIGKILL)
-        _ = daemon.waitForExit()
+        _ = try await onThread { daemon.waitForExit() }
         let restarted = try setup.daemon()
         try await onThread { try restarted.waitUntilReady() }
         try await onThread {
@@ -182,7 +182,7 @@ import Varlink
     /// and what it writes survives one. Its sequence numbers go out only once its generation is on disk, so that
     /// each start's numbers exceed the one's before.
     @Test func aDaemonStartedOnAFullDiskServesReadsAndWritesOnceThereIsRoom() async throws {
-        let setup = try OnSmallDisk()
+        let setup = try await onThread { try OnSmallDisk() }
         let daemon = try setup.daemon()
         try await onThread { try daemon.waitUntilReady() }
         let before = try await onThread { () throws -> Int64 in
@@ -265,7 +265,7 @@ import Varlink
     /// A store that was never made cannot be made on a full disk: the daemon stops with the line that says so, not
     /// with advice to move the store aside.
     @Test func aNewStoreOnAFullDiskSaysSo() async throws {
-        let setup = try OnSmallDisk()
+        let setup = try await onThread { try OnSmallDisk() }
         setup.disk.fill()
         let full = try setup.daemon()
         #expect(try await onThread { full.waitForExit() } == 1, "\(full.output)")
@@ -278,7 +278,7 @@ import Varlink
     }
 
     @Test func aFullDiskRefusesNotificationRequestsAndKeepsWhatItAccepted() async throws {
-        let setup = try OnSmallDisk()
+        let setup = try await onThread { try OnSmallDisk() }
         let (first, disk) = (setup.first, setup.disk)
         let daemon = try setup.daemon()
         try await onThread { try daemon.waitUntilReady() }
@@ -322,7 +322,7 @@ import Varlink
             return accepted
         }
         daemon.signal(SIGKILL)
-        _ = daemon.waitForExit()
+        _ = try await onThread { daemon.waitForExit() }
         let restarted = try setup.daemon()
         try await onThread { try restarted.waitUntilReady() }
         try await onThread { () throws in

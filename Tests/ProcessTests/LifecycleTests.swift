@@ -42,7 +42,7 @@ import Varlink
         }
         first.signal(SIGKILL)
         _ = try await onThread { first.waitForExit() }
-        maps.kill()  // ends while no daemon runs
+        try await onThread { maps.kill() }  // ends while no daemon runs
         let second = try await onThread { try first.restartedWhenReady(configuration: cooperative) }
         try await onThread {
             let system = try testClient(socket)
@@ -70,7 +70,7 @@ import Varlink
         let socket = first.socketPath
         let (mail, maps) = try await onThread { try Self.mailSuspendedAndMapsActive(socket) }
         let second = try await onThread { try first.restartedWhenReady(configuration: cooperative, endingWith: SIGTERM) }
-        #expect(first.waitForExit(timeout: .seconds(1)) == 0, "a graceful stop exits 0")
+        #expect(try await onThread { first.waitForExit(timeout: .seconds(1)) } == 0, "a graceful stop exits 0")
         #expect(first.output.contains("Leaving 2 running apps as they are for the next start"), "\(first.output)")
         try await onThread {
             let system = try testClient(socket)
@@ -94,57 +94,59 @@ import Varlink
     @Test func requestsThatDoNotFitTheStateGetClearErrors() async throws {
         let daemon = try DaemonProcess(configuration: "[Apps]\nLaunchTimeoutSec=500ms\nMaxSavedState=16\n")
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
-        #expect(
-            throws: VarlinkError(
-                name: "io.coalesced.System.WrongState",
-                parameters: ["app": "org.example.mail", "state": "notRunning", "reason": "the app is not running (it is notRunning)"]
-            )
-        ) { try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)]) }
-        #expect(throws: VarlinkError(name: "io.coalesced.System.NoForegroundApp")) {
-            try client.call("io.coalesced.System.Deactivate")
-        }
-        #expect(throws: VarlinkError(name: "io.coalesced.System.NothingToPurge")) { try client.call("io.coalesced.System.Purge") }
-        #expect(throws: VarlinkError.invalidParameter("phase", reason: #"expected begin or end, got "sideways""#)) {
-            try client.call("io.coalesced.System.Interrupt", ["phase": "sideways"])
-        }
-        #expect(throws: VarlinkError(name: "io.coalesced.System.LaunchTimedOut", parameters: ["app": "org.example.mail", "timeoutSec": 0.5])) {
-            try client.call("io.coalesced.System.Launch", ["app": .string(Self.mail)])
-        }
-        #expect(throws: VarlinkError(name: "io.coalesced.System.NoSuchApp", parameters: ["app": "org.example.none"])) {
-            try client.call("io.coalesced.System.Launch", ["app": "org.example.none"])
-        }
-        #expect(throws: VarlinkError.expectedMore) { try client.call("io.coalesced.App.Attach", ["app": .string(Self.mail)]) }
-        #expect(throws: VarlinkError(name: "io.coalesced.App.NotRegistered", parameters: ["app": "org.example.none"])) {
-            try client.call("io.coalesced.App.Ack", ["app": "org.example.none", "seq": 1])
-        }
-        #expect(
-            throws: VarlinkError(
-                name: "io.coalesced.App.WrongState",
-                parameters: ["app": "org.example.mail", "state": "notRunning", "reason": "the app is not running (it is notRunning)"]
-            )
-        ) { try client.call("io.coalesced.App.BeginBackgroundTask", ["app": .string(Self.mail), "name": "upload"]) }
-        #expect(throws: VarlinkError(name: "io.coalesced.App.NoSuchTask", parameters: ["app": "org.example.mail", "id": 7])) {
-            try client.call("io.coalesced.App.EndBackgroundTask", ["app": .string(Self.mail), "id": 7])
-        }
-        #expect(
-            throws: VarlinkError(name: "io.coalesced.App.StateTooLarge", parameters: ["app": "org.example.mail", "size": 17, "limit": 16])
-        ) { try client.call("io.coalesced.App.SaveState", ["app": .string(Self.mail), "data": "12345678901234567"]) }
-        #expect(throws: VarlinkError.invalidParameter("seq", reason: "must not be negative")) {
-            try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": -1])
-        }
-        // Nothing was ever sent to the app: an Ack of any number names the number and the next one it will get.
-        for seq: Int64 in [999, 1 << 40] {
-            #expect {
-                try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": .int(seq)])
-            } throws: { error in
-                guard let error = error as? VarlinkError, error.varlinkName == "io.coalesced.App.SequenceNotSent" else { return false }
-                let next = error.varlinkParameters["next"]?.intValue ?? 0
-                return error.varlinkParameters["seq"] == .int(seq) && error.varlinkParameters["app"] == .string(Self.mail)
-                    && next > 1 << 32 && next < 1 << 40  // the next number of this run, generation 1
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            #expect(
+                throws: VarlinkError(
+                    name: "io.coalesced.System.WrongState",
+                    parameters: ["app": "org.example.mail", "state": "notRunning", "reason": "the app is not running (it is notRunning)"]
+                )
+            ) { try client.call("io.coalesced.System.Activate", ["app": .string(Self.mail)]) }
+            #expect(throws: VarlinkError(name: "io.coalesced.System.NoForegroundApp")) {
+                try client.call("io.coalesced.System.Deactivate")
             }
+            #expect(throws: VarlinkError(name: "io.coalesced.System.NothingToPurge")) { try client.call("io.coalesced.System.Purge") }
+            #expect(throws: VarlinkError.invalidParameter("phase", reason: #"expected begin or end, got "sideways""#)) {
+                try client.call("io.coalesced.System.Interrupt", ["phase": "sideways"])
+            }
+            #expect(throws: VarlinkError(name: "io.coalesced.System.LaunchTimedOut", parameters: ["app": "org.example.mail", "timeoutSec": 0.5])) {
+                try client.call("io.coalesced.System.Launch", ["app": .string(Self.mail)])
+            }
+            #expect(throws: VarlinkError(name: "io.coalesced.System.NoSuchApp", parameters: ["app": "org.example.none"])) {
+                try client.call("io.coalesced.System.Launch", ["app": "org.example.none"])
+            }
+            #expect(throws: VarlinkError.expectedMore) { try client.call("io.coalesced.App.Attach", ["app": .string(Self.mail)]) }
+            #expect(throws: VarlinkError(name: "io.coalesced.App.NotRegistered", parameters: ["app": "org.example.none"])) {
+                try client.call("io.coalesced.App.Ack", ["app": "org.example.none", "seq": 1])
+            }
+            #expect(
+                throws: VarlinkError(
+                    name: "io.coalesced.App.WrongState",
+                    parameters: ["app": "org.example.mail", "state": "notRunning", "reason": "the app is not running (it is notRunning)"]
+                )
+            ) { try client.call("io.coalesced.App.BeginBackgroundTask", ["app": .string(Self.mail), "name": "upload"]) }
+            #expect(throws: VarlinkError(name: "io.coalesced.App.NoSuchTask", parameters: ["app": "org.example.mail", "id": 7])) {
+                try client.call("io.coalesced.App.EndBackgroundTask", ["app": .string(Self.mail), "id": 7])
+            }
+            #expect(
+                throws: VarlinkError(name: "io.coalesced.App.StateTooLarge", parameters: ["app": "org.example.mail", "size": 17, "limit": 16])
+            ) { try client.call("io.coalesced.App.SaveState", ["app": .string(Self.mail), "data": "12345678901234567"]) }
+            #expect(throws: VarlinkError.invalidParameter("seq", reason: "must not be negative")) {
+                try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": -1])
+            }
+            // Nothing was ever sent to the app: an Ack of any number names the number and the next one it will get.
+            for seq: Int64 in [999, 1 << 40] {
+                #expect {
+                    try client.call("io.coalesced.App.Ack", ["app": .string(Self.mail), "seq": .int(seq)])
+                } throws: { error in
+                    guard let error = error as? VarlinkError, error.varlinkName == "io.coalesced.App.SequenceNotSent" else { return false }
+                    let next = error.varlinkParameters["next"]?.intValue ?? 0
+                    return error.varlinkParameters["seq"] == .int(seq) && error.varlinkParameters["app"] == .string(Self.mail)
+                        && next > 1 << 32 && next < 1 << 40  // the next number of this run, generation 1
+                }
+            }
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "the daemon is still serving")
         }
-        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 1, "the daemon is still serving")
     }
 }

@@ -44,65 +44,66 @@ import Varlink
             }
             return
         }
-        defer { #expect(cgroup.remove(), "the cgroup \(cgroup.path) is removed") }
-        let daemon = try DaemonProcess(configuration: configuration, wrapper: wrapper)
-        try await onThread { [daemon] in try daemon.waitUntilReady() }
-        let socket = daemon.socketPath
-        @Sendable func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
-            try testClient(socket).call("io.coalesced.System." + method, parameters)
-        }
-        @Sendable func state(_ name: String) throws -> String? {
-            try call("GetApp", ["app": .string(name)])["app"]?["state"]?.stringValue
-        }
-        let before = try call("Stats")["stats"]?["memoryPressure"]
-        #expect(before?["mode"] == .string(mode), "\(String(describing: before))")
-        #expect(try String(contentsOfFile: daemon.logPath, encoding: .utf8).contains(logged), "\(daemon.output)")
-
-        // Three apps of different sizes, each sent home and suspended in turn, and one active app.
-        var apps: [String: ExampleApp] = [:]
-        for (name, mebibytes) in [(Self.small, 8), (Self.large, 96), (Self.medium, 40)] {
-            let app = try ExampleApp(socket: daemon.socketPath, name: name, arguments: ["--ballast", "\(mebibytes)"])
-            apps[name] = app
-            try await onThread { try waitUntil("\(name) to be active") { (try? state(name)) == "active" } }
-            _ = try call("Deactivate", ["app": .string(name)])
-            try await onThread { try waitUntil("\(name) to be suspended") { try state(name) == "suspended" } }
-        }
-        let running = try ExampleApp(socket: daemon.socketPath, name: Self.active)
-        try await onThread { try waitUntil("\(Self.active) to be active") { (try? state(Self.active)) == "active" } }
-
-        // The hog: in the cgroup before it does anything, bounded in time should the test die first.
-        let hog = try cgroup.hog(file: daemon.directory.file("hog.data"))
-        defer {
-            hog.signal(SIGKILL)
-            _ = hog.wait(timeout: .seconds(10))
-        }
-
+        // Every step here waits on processes (the daemon, the apps, the hog): all of it on a thread of its own.
         try await onThread {
+            defer { #expect(cgroup.remove(), "the cgroup \(cgroup.path) is removed") }
+            let daemon = try DaemonProcess(configuration: configuration, wrapper: wrapper)
+            try daemon.waitUntilReady()
+            let socket = daemon.socketPath
+            @Sendable func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
+                try testClient(socket).call("io.coalesced.System." + method, parameters)
+            }
+            @Sendable func state(_ name: String) throws -> String? {
+                try call("GetApp", ["app": .string(name)])["app"]?["state"]?.stringValue
+            }
+            let before = try call("Stats")["stats"]?["memoryPressure"]
+            #expect(before?["mode"] == .string(mode), "\(String(describing: before))")
+            #expect(try String(contentsOfFile: daemon.logPath, encoding: .utf8).contains(logged), "\(daemon.output)")
+
+            // Three apps of different sizes, each sent home and suspended in turn, and one active app.
+            var apps: [String: ExampleApp] = [:]
+            for (name, mebibytes) in [(Self.small, 8), (Self.large, 96), (Self.medium, 40)] {
+                let app = try ExampleApp(socket: daemon.socketPath, name: name, arguments: ["--ballast", "\(mebibytes)"])
+                apps[name] = app
+                try waitUntil("\(name) to be active") { (try? state(name)) == "active" }
+                _ = try call("Deactivate", ["app": .string(name)])
+                try waitUntil("\(name) to be suspended") { try state(name) == "suspended" }
+            }
+            let running = try ExampleApp(socket: daemon.socketPath, name: Self.active)
+            try waitUntil("\(Self.active) to be active") { (try? state(Self.active)) == "active" }
+
+            // The hog: in the cgroup before it does anything, bounded in time should the test die first.
+            let hog = try cgroup.hog(file: daemon.directory.file("hog.data"))
+            defer {
+                hog.signal(SIGKILL)
+                _ = hog.wait(timeout: .seconds(10))
+            }
+
             try waitUntil("every suspended app to be purged", timeout: .seconds(90), poll: .milliseconds(100)) {
                 try [Self.small, Self.large, Self.medium].allSatisfy { try state($0) == "notRunning" }
             }
-        }
-        for name in [Self.small, Self.large, Self.medium] {
-            #expect(apps[name]!.child.wait(timeout: .seconds(10)) == 128 + SIGKILL, "\(name) purged without notice: SIGKILL")
-        }
-        _ = try await onThread { try running.waitForLine("callback didReceiveMemoryWarning", timeout: .seconds(30)) }
-        #expect(try state(Self.active) == "active", "the running app is warned, never purged")
+            for name in [Self.small, Self.large, Self.medium] {
+                #expect(apps[name]!.child.wait(timeout: .seconds(10)) == 128 + SIGKILL, "\(name) purged without notice: SIGKILL")
+            }
+            _ = try running.waitForLine("callback didReceiveMemoryWarning", timeout: .seconds(30))
+            #expect(try state(Self.active) == "active", "the running app is warned, never purged")
 
-        let log = try String(contentsOfFile: daemon.logPath, encoding: .utf8).split(separator: "\n")
-        let purges = log.filter { $0.contains("purged to reclaim memory under memory pressure") }
-        #expect(purges.map { $0.split(separator: ":").dropFirst().first.map { $0.trimmingCharacters(in: .whitespaces) } }
-            == [Self.large, Self.medium, Self.small], "the largest resident set first:\n\(purges.joined(separator: "\n"))")
-        for purge in purges {
-            #expect(purge.contains("pressure_full_avg10="), "the pressure figures: \(purge)")
-            #expect(purge.contains("pressure_some_total="))
-            #expect(purge.contains("resident_bytes="))
-        }
-        #expect(log.contains { $0.contains("Memory pressure is critical") })
+            let log = try String(contentsOfFile: daemon.logPath, encoding: .utf8).split(separator: "\n")
+            let purges = log.filter { $0.contains("purged to reclaim memory under memory pressure") }
+            #expect(purges.map { $0.split(separator: ":").dropFirst().first.map { $0.trimmingCharacters(in: .whitespaces) } }
+                == [Self.large, Self.medium, Self.small], "the largest resident set first:\n\(purges.joined(separator: "\n"))")
+            for purge in purges {
+                #expect(purge.contains("pressure_full_avg10="), "the pressure figures: \(purge)")
+                #expect(purge.contains("pressure_some_total="))
+                #expect(purge.contains("resident_bytes="))
+            }
+            #expect(log.contains { $0.contains("Memory pressure is critical") })
 
-        // The daemon serves on, and counts what it did.
-        let after = try call("Stats")["stats"]?["memoryPressure"]
-        #expect(after?["purges"] == 3)
-        #expect((after?["warnings"]?.intValue ?? 0) >= 1)
-        #expect(after?["mode"] == .string(mode))
+            // The daemon serves on, and counts what it did.
+            let after = try call("Stats")["stats"]?["memoryPressure"]
+            #expect(after?["purges"] == 3)
+            #expect((after?["warnings"]?.intValue ?? 0) >= 1)
+            #expect(after?["mode"] == .string(mode))
+        }
     }
 }

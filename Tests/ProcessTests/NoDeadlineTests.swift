@@ -38,10 +38,12 @@ import Varlink
         )
         try await onThread { try daemon.waitUntilReady() }
         let app = try await onThread { try Self.expectStalledAppSurvives(daemon) }
-        let limits = try testClient(daemon.socketPath).call("io.coalesced.System.Stats")["stats"]?["limits"]
-        #expect(limits?["acknowledgeTimeoutSec"] == .null, "Stats says infinity as null")
-        #expect(limits?["launchTimeoutSec"]?.doubleValue == 10)
-        #expect(app.child.wait(timeout: .zero) == nil)
+        try await onThread {
+            let limits = try testClient(daemon.socketPath).call("io.coalesced.System.Stats")["stats"]?["limits"]
+            #expect(limits?["acknowledgeTimeoutSec"] == .null, "Stats says infinity as null")
+            #expect(limits?["launchTimeoutSec"]?.doubleValue == 10)
+            #expect(app.child.wait(timeout: .zero) == nil)
+        }
         daemon.signal(SIGKILL)
     }
 
@@ -62,17 +64,19 @@ import Varlink
             let watcher = try testClient(socket)
             try waitUntil("the reload") { try watcher.call("io.coalesced.System.Stats")["stats"]?["reloads"] == 1 }
         }
-        let system = try testClient(daemon.socketPath)
-        let limits = try system.call("io.coalesced.System.Stats")["stats"]?["limits"]
-        #expect(limits?["acknowledgeTimeoutSec"] == .null)
-        #expect(limits?["backgroundTaskBudgetSec"] == .null)
-        #expect(limits?["launchTimeoutSec"] == .null)
-        let task = try system.call("io.coalesced.App.BeginBackgroundTask", ["app": .string(Self.mail), "name": "upload"])
-        #expect(JSONValue.object(task).jsonText == #"{"id":1}"#, "no budget: no remainingSec")
+        try await onThread {
+            let system = try testClient(daemon.socketPath)
+            let limits = try system.call("io.coalesced.System.Stats")["stats"]?["limits"]
+            #expect(limits?["acknowledgeTimeoutSec"] == .null)
+            #expect(limits?["backgroundTaskBudgetSec"] == .null)
+            #expect(limits?["launchTimeoutSec"] == .null)
+            let task = try system.call("io.coalesced.App.BeginBackgroundTask", ["app": .string(Self.mail), "name": "upload"])
+            #expect(JSONValue.object(task).jsonText == #"{"id":1}"#, "no budget: no remainingSec")
 
+        }
         let status = try await onThread { try runProcess(BuildProducts.path(of: "coalescectl"), ["status", "--socket", daemon.socketPath]) }
         #expect(status.stdout.contains("Deadlines: acknowledge infinity, background tasks infinity, launch infinity"), "\(status.stdout)")
-        #expect(app.child.wait(timeout: .zero) == nil)
+        try await onThread { #expect(app.child.wait(timeout: .zero) == nil) }
         daemon.signal(SIGKILL)
     }
 }

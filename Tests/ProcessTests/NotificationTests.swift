@@ -196,7 +196,7 @@ import Varlink
         // Killed with all of them pending; they come due while no daemon runs.
         #expect(Self.now() < due, "scheduled before they came due")
         first.signal(SIGKILL)
-        _ = first.waitForExit()
+        _ = try await onThread { first.waitForExit() }
         try await onThread { try waitUntil("the requests to be missed", timeout: .seconds(40)) { Self.now() > due + 3 } }
         let second = try await onThread { () throws -> DaemonProcess in
             let daemon = try first.restarted(configuration: self.configuration(extra: "LateAfterSec=1"))
@@ -289,7 +289,7 @@ import Varlink
 
     @Test func anotherUserMayNotActForTheApp() async throws {
         let daemon = try await onThread { try self.daemon() }
-        let copy = try executableCopy(of: "coalescectl", in: daemon.directory)
+        let copy = try await onThread { try executableCopy(of: "coalescectl", in: daemon.directory) }
         let socket = daemon.socketPath
         try await onThread {
             let client = try testClient(socket)

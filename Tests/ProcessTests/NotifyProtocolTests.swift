@@ -14,7 +14,7 @@ import Varlink
         let status = message.split(separator: "\n").first { $0.hasPrefix("STATUS=") }
         #expect(status?.hasPrefix("STATUS=Serving \(daemon.socketPath)") == true)
         // READY=1 means the socket answers.
-        let stats = try testClient(daemon.socketPath).call("io.coalesced.System.Stats")
+        let stats = try await onThread { try testClient(daemon.socketPath).call("io.coalesced.System.Stats") }
         #expect(stats["stats"]?["version"] != nil)
         daemon.signal(SIGTERM)
         #expect(try await onThread { daemon.waitForExit() } == 0)
@@ -23,10 +23,10 @@ import Varlink
     @Test func statusFollowsTheConnections() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.System.Stats")
-        let status = try await onThread {
-            daemon.notify.waitFor(timeout: .seconds(10)) { $0.hasPrefix("STATUS=") && $0.contains("1 connection,") }
+        let status = try await onThread { () throws -> String? in
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.System.Stats")
+            return daemon.notify.waitFor(timeout: .seconds(10)) { $0.hasPrefix("STATUS=") && $0.contains("1 connection,") }
         }
         #expect(status != nil, "no STATUS= naming the open connection; got \(daemon.notify.messages)")
         daemon.signal(SIGKILL)
@@ -67,47 +67,52 @@ import Varlink
     @Test func sighupReloadsAndABadReloadKeepsTheOldConfiguration() async throws {
         let daemon = try DaemonProcess(configuration: "[Varlink]\nMaxMessageSize=64K\n")
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        func limit() throws -> Int64? { try client.call("io.coalesced.System.Stats")["stats"]?["limits"]?["maxMessageSize"]?.intValue }
-        #expect(try limit() == 65536)
+        // One connection across both reloads, and waits for the daemon between its calls: on a thread of its own.
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            func limit() throws -> Int64? { try client.call("io.coalesced.System.Stats")["stats"]?["limits"]?["maxMessageSize"]?.intValue }
+            #expect(try limit() == 65536)
 
-        try daemon.directory.write("coalesced.conf", "[Varlink]\nMaxMessageSize=128K\n")
-        daemon.signal(SIGHUP)
-        let reloading = try await onThread { daemon.notify.waitFor("RELOADING=1") }
-        let monotonic = reloading?.split(separator: "\n").first { $0.hasPrefix("MONOTONIC_USEC=") }
-        #expect(monotonic.flatMap { UInt64($0.dropFirst("MONOTONIC_USEC=".count)) } != nil, "\(reloading ?? "no RELOADING=1")")
-        #expect(try await onThread { daemon.notify.waitFor("READY=1") } != nil)
-        #expect(try limit() == 131072)
+            try daemon.directory.write("coalesced.conf", "[Varlink]\nMaxMessageSize=128K\n")
+            daemon.signal(SIGHUP)
+            let reloading = daemon.notify.waitFor("RELOADING=1")
+            let monotonic = reloading?.split(separator: "\n").first { $0.hasPrefix("MONOTONIC_USEC=") }
+            #expect(monotonic.flatMap { UInt64($0.dropFirst("MONOTONIC_USEC=".count)) } != nil, "\(reloading ?? "no RELOADING=1")")
+            #expect(daemon.notify.waitFor("READY=1") != nil)
+            #expect(try limit() == 131072)
 
-        try daemon.directory.write("coalesced.conf", "[Varlink]\nMaxMessageSize=128K\nBogus=1\n")
-        daemon.signal(SIGHUP)
-        #expect(try await onThread { daemon.notify.waitFor("RELOADING=1") } != nil)
-        let ready = try await onThread { daemon.notify.waitFor("READY=1") }
-        #expect(ready?.contains("STATUS=Reload failed") == true, "\(ready ?? "no READY=1")")
-        let stats = try client.call("io.coalesced.System.Stats")["stats"]
-        #expect(stats?["limits"]?["maxMessageSize"] == 131072)
-        #expect(stats?["reloads"] == 1)
-        #expect(stats?["failedReloads"] == 1)
-        #expect(daemon.output.contains("coalesced.conf:3: unknown key 'Bogus' in [Varlink]"))
+            try daemon.directory.write("coalesced.conf", "[Varlink]\nMaxMessageSize=128K\nBogus=1\n")
+            daemon.signal(SIGHUP)
+            #expect(daemon.notify.waitFor("RELOADING=1") != nil)
+            let ready = daemon.notify.waitFor("READY=1")
+            #expect(ready?.contains("STATUS=Reload failed") == true, "\(ready ?? "no READY=1")")
+            let stats = try client.call("io.coalesced.System.Stats")["stats"]
+            #expect(stats?["limits"]?["maxMessageSize"] == 131072)
+            #expect(stats?["reloads"] == 1)
+            #expect(stats?["failedReloads"] == 1)
+            #expect(daemon.output.contains("coalesced.conf:3: unknown key 'Bogus' in [Varlink]"))
+        }
         daemon.signal(SIGKILL)
     }
 
     @Test func sigtermSaysStoppingExitsZeroAndRemovesTheSocket() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.System.Stats")
-        daemon.signal(SIGTERM)
-        #expect(try await onThread { daemon.notify.waitFor("STOPPING=1") } != nil)
-        #expect(try await onThread { daemon.waitForExit() } == 0)
-        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
-        #expect(client.waitForClose(timeout: .seconds(5)))
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.System.Stats")
+            daemon.signal(SIGTERM)
+            #expect(daemon.notify.waitFor("STOPPING=1") != nil)
+            #expect(daemon.waitForExit() == 0)
+            #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+            #expect(client.waitForClose(timeout: .seconds(5)))
+        }
     }
 
     @Test func badConfigurationAtStartIsFatalAndNamesFileAndLine() async throws {
         let daemon = try DaemonProcess(configuration: "[Varlink]\n\nMaxConnections=many\n")
         #expect(try await onThread { daemon.waitForExit() } == 78)
         #expect(daemon.output.contains("coalesced.conf:3: bad value 'many' for MaxConnections=: expected a whole number"))
-        #expect(daemon.notify.receive(timeout: .zero) == nil, "a daemon that failed to start must not say READY=1")
+        try await onThread { #expect(daemon.notify.receive(timeout: .zero) == nil, "a daemon that failed to start must not say READY=1") }
     }
 }

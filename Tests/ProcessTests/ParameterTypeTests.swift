@@ -16,54 +16,60 @@ import Varlink
     @Test func aPostersMemberOfAnotherTypeIsRefusedNotReadAsFalse() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        #expect(throws: Self.invalid("posters.anyone", "expected a bool, got a string")) {
-            try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["anyone": "yes"]])
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            #expect(throws: Self.invalid("posters.anyone", "expected a bool, got a string")) {
+                try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["anyone": "yes"]])
+            }
+            #expect(throws: Self.invalid("posters.uids[1]", "expected an int, got a string")) {
+                try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [1000, "1001"]]])
+            }
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 0, "nothing was registered")
         }
-        #expect(throws: Self.invalid("posters.uids[1]", "expected an int, got a string")) {
-            try client.call("io.coalesced.App.Register", ["name": .string(Self.mail), "posters": ["uids": [1000, "1001"]]])
-        }
-        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 0, "nothing was registered")
         daemon.signal(SIGKILL)
     }
 
     @Test func aPolicyMemberOfAnotherTypeIsRefusedOnPostAndRegister() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
-        #expect(throws: Self.invalid("policy.backgroundMode", "expected a string, got an int")) {
-            try post(client, Self.mail, "mail", [:], policy: ["policy": "latest", "backgroundMode": 3])
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": .string(Self.mail)])
+            #expect(throws: Self.invalid("policy.backgroundMode", "expected a string, got an int")) {
+                try post(client, Self.mail, "mail", [:], policy: ["policy": "latest", "backgroundMode": 3])
+            }
+            #expect(throws: Self.invalid("policy.bound", "expected an int, got a float (2.5)")) {
+                try post(client, Self.mail, "mail", [:], policy: ["policy": "queue", "bound": 2.5])
+            }
+            #expect(throws: Self.invalid("kinds[\"mail.new\"].volatile", "expected a bool, got an int")) {
+                try client.call(
+                    "io.coalesced.App.Register",
+                    ["name": .string(Self.mail), "kinds": ["mail.new": ["policy": "count", "volatile": 1]]]
+                )
+            }
+            #expect(throws: Self.invalid("kind", "missing; expected a string")) {
+                try client.call("io.coalesced.App.Post", ["target": .string(Self.mail), "payload": [:]])
+            }
+            #expect(throws: Self.invalid("payload", "expected an object, got an array")) {
+                try post(client, Self.mail, "mail", [1, 2])
+            }
+            let queue = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
+            #expect(queue["held"]?.arrayValue?.isEmpty == true, "nothing refused was held")
         }
-        #expect(throws: Self.invalid("policy.bound", "expected an int, got a float (2.5)")) {
-            try post(client, Self.mail, "mail", [:], policy: ["policy": "queue", "bound": 2.5])
-        }
-        #expect(throws: Self.invalid("kinds[\"mail.new\"].volatile", "expected a bool, got an int")) {
-            try client.call(
-                "io.coalesced.App.Register",
-                ["name": .string(Self.mail), "kinds": ["mail.new": ["policy": "count", "volatile": 1]]]
-            )
-        }
-        #expect(throws: Self.invalid("kind", "missing; expected a string")) {
-            try client.call("io.coalesced.App.Post", ["target": .string(Self.mail), "payload": [:]])
-        }
-        #expect(throws: Self.invalid("payload", "expected an object, got an array")) {
-            try post(client, Self.mail, "mail", [1, 2])
-        }
-        let queue = try client.call("io.coalesced.System.GetQueue", ["app": .string(Self.mail)])
-        #expect(queue["held"]?.arrayValue?.isEmpty == true, "nothing refused was held")
         daemon.signal(SIGKILL)
     }
 
     @Test func anUpgradeIsAnsweredAsNotSupportedAndTheConnectionStaysVarlink() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        try client.send(VarlinkCall(method: "io.coalesced.System.Stats", upgrade: true))
-        let reply = try client.receiveReply()
-        #expect(reply.error == "io.coalesced.Protocol.UpgradeNotSupported")
-        #expect(reply.parameters == ["method": "io.coalesced.System.Stats"])
-        #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 0, "the same connection still serves")
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            try client.send(VarlinkCall(method: "io.coalesced.System.Stats", upgrade: true))
+            let reply = try client.receiveReply()
+            #expect(reply.error == "io.coalesced.Protocol.UpgradeNotSupported")
+            #expect(reply.parameters == ["method": "io.coalesced.System.Stats"])
+            #expect(try client.call("io.coalesced.System.Stats")["stats"]?["apps"] == 0, "the same connection still serves")
+        }
         daemon.signal(SIGKILL)
     }
 

@@ -67,7 +67,7 @@ import Varlink
             }
         }
         first.signal(SIGKILL)
-        _ = first.waitForExit()
+        _ = try await onThread { first.waitForExit() }
         try await onThread { try waitUntil("the alarms to fall due", timeout: .seconds(20)) { Date().timeIntervalSince1970 > due + 1 } }
         let second = try await onThread { try first.restartedWhenReady(configuration: noDeadlines) }
         try await onThread {
@@ -191,7 +191,7 @@ import Varlink
             ])
         }
         first.signal(SIGKILL)
-        _ = first.waitForExit()
+        _ = try await onThread { first.waitForExit() }
         try await onThread { try waitUntil("the alarm to fall due", timeout: .seconds(20)) { Date().timeIntervalSince1970 > due + 1 } }
         let second = try await onThread { try first.restartedWhenReady(configuration: noDeadlines) }
         try await onThread {

@@ -11,7 +11,7 @@ import Varlink
         #expect(try await onThread { second.waitForExit() } == 1)
         #expect(second.output.contains("another instance is already serving \(first.socketPath)"))
         // The first one is untouched.
-        #expect(try testClient(first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        try await onThread { () throws in #expect(try testClient(first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil) }
         first.signal(SIGKILL)
     }
 
@@ -23,7 +23,7 @@ import Varlink
         #expect(FileManager.default.fileExists(atPath: first.socketPath))
         let second = try DaemonProcess(arguments: ["--socket", first.socketPath])
         try await onThread { try second.waitUntilReady() }
-        #expect(try testClient(first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
+        try await onThread { () throws in #expect(try testClient(first.socketPath).call("io.coalesced.System.Stats")["stats"] != nil) }
         second.signal(SIGKILL)
     }
 
@@ -43,54 +43,58 @@ import Varlink
                 "--config", "/dev/null",
             ]
         )
-        defer {
+        try await withBlockingCleanup {
+            let stats = try await onThread { () -> JSONObject in
+                // The activator binds the socket file a moment before it listens: retry a refused connect, bounded.
+                let client = try waitUntil("systemd-socket-activate to listen on \(socket)", timeout: .seconds(10)) {
+                    () throws -> VarlinkClient? in
+                    do {
+                        return try testClient(socket, timeout: .seconds(20))
+                    } catch VarlinkClientError.cannotConnect {
+                        return nil
+                    }
+                }
+                return try client.call("io.coalesced.System.Stats")
+            }
+            #expect(stats["stats"]?["connections"] == 1)
+            #expect(!FileManager.default.fileExists(atPath: directory.file("unused.sock")), "it must not bind its own socket")
+        } cleanup: {
             activator.signal(SIGKILL)
             _ = activator.wait()
         }
-        let stats = try await onThread { () -> JSONObject in
-            // The activator binds the socket file a moment before it listens: retry a refused connect, bounded.
-            let client = try waitUntil("systemd-socket-activate to listen on \(socket)", timeout: .seconds(10)) {
-                () throws -> VarlinkClient? in
-                do {
-                    return try testClient(socket, timeout: .seconds(20))
-                } catch VarlinkClientError.cannotConnect {
-                    return nil
-                }
-            }
-            return try client.call("io.coalesced.System.Stats")
-        }
-        #expect(stats["stats"]?["connections"] == 1)
-        #expect(!FileManager.default.fileExists(atPath: directory.file("unused.sock")), "it must not bind its own socket")
     }
 
     @Test func garbageOversizedAndTruncatedFramesLeaveOtherClientsServed() async throws {
         let daemon = try DaemonProcess(configuration: "[Varlink]\nMaxMessageSize=64K\n")
         try await onThread { try daemon.waitUntilReady() }
-        let bystander = try testClient(daemon.socketPath)
-        _ = try bystander.call("io.coalesced.System.Stats")
+        // The bystander stays connected throughout: all of it on a thread of its own.
         try await onThread {
-            let garbage = try testClient(daemon.socketPath)
-            try garbage.sendRaw(Array("\u{1}\u{2}binary junk".utf8) + [0])
-            #expect(try garbage.receiveReply().error == "io.coalesced.Protocol.InvalidMessage")
-            #expect(garbage.waitForClose(timeout: .seconds(10)))
+            let bystander = try testClient(daemon.socketPath)
+            _ = try bystander.call("io.coalesced.System.Stats")
+            do {
+                let garbage = try testClient(daemon.socketPath)
+                try garbage.sendRaw(Array("\u{1}\u{2}binary junk".utf8) + [0])
+                #expect(try garbage.receiveReply().error == "io.coalesced.Protocol.InvalidMessage")
+                #expect(garbage.waitForClose(timeout: .seconds(10)))
 
-            let deep = try testClient(daemon.socketPath)
-            try deep.sendRaw(Array(String(repeating: "[", count: 50_000).utf8) + [0])
-            #expect(try deep.receiveReply().parameters["reason"]?.stringValue?.contains("nesting deeper") == true)
+                let deep = try testClient(daemon.socketPath)
+                try deep.sendRaw(Array(String(repeating: "[", count: 50_000).utf8) + [0])
+                #expect(try deep.receiveReply().parameters["reason"]?.stringValue?.contains("nesting deeper") == true)
 
-            let oversized = try testClient(daemon.socketPath)
-            try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: "a"), count: 200_000))
-            #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 65536).varlinkError(in: "io.coalesced.Protocol")))
-            #expect(oversized.waitForClose(timeout: .seconds(10)))
+                let oversized = try testClient(daemon.socketPath)
+                try? oversized.sendRaw([UInt8](repeating: UInt8(ascii: "a"), count: 200_000))
+                #expect(try oversized.receiveReply() == VarlinkReply(error: VarlinkProtocolError.messageTooLarge(limit: 65536).varlinkError(in: "io.coalesced.Protocol")))
+                #expect(oversized.waitForClose(timeout: .seconds(10)))
 
-            for cut in [1, 10, 25] {
-                let truncated = try testClient(daemon.socketPath)
-                try truncated.sendRaw(Array(#"{"method":"io.coalesced.System.Stats"}"#.utf8.prefix(cut)))
+                for cut in [1, 10, 25] {
+                    let truncated = try testClient(daemon.socketPath)
+                    try truncated.sendRaw(Array(#"{"method":"io.coalesced.System.Stats"}"#.utf8.prefix(cut)))
+                }
             }
+            let stats = try bystander.call("io.coalesced.System.Stats")["stats"]
+            #expect(stats?["protocolErrors"] == 3)
+            #expect(try testClient(daemon.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
         }
-        let stats = try bystander.call("io.coalesced.System.Stats")["stats"]
-        #expect(stats?["protocolErrors"] == 3)
-        #expect(try testClient(daemon.socketPath).call("io.coalesced.System.Stats")["stats"] != nil)
         daemon.signal(SIGTERM)
         #expect(try await onThread { daemon.waitForExit() } == 0, "output: \(daemon.output)")
     }
@@ -120,7 +124,7 @@ import Varlink
         let socket = directory.file("run/coalesced/io.coalesced")
         let daemon = try DaemonProcess(arguments: ["--socket", socket])
         try await onThread { try daemon.waitUntilReady() }
-        #expect(try testClient(socket).call("io.coalesced.System.Stats")["stats"] != nil)
+        try await onThread { () throws in #expect(try testClient(socket).call("io.coalesced.System.Stats")["stats"] != nil) }
         daemon.signal(SIGKILL)
     }
 }

@@ -290,11 +290,13 @@ import Varlink
     /// form) is refused with the reason, and the watches in force stay; a good one replaces them.
     @Test func aReloadWithABadWatchIsRefusedAndTheWatchesInForceStay() async throws {
         let daemon = try await self.daemonWithApp()
-        let client = try testClient(daemon.socketPath)
-        func names() throws -> [String] {
-            (try client.call("io.coalesced.System.ListWatches")["watches"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+        let socket = daemon.socketPath
+        func names() async throws -> [String] {
+            try await onThread {
+                (try testClient(socket).call("io.coalesced.System.ListWatches")["watches"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+            }
         }
-        #expect(try names() == ["cfg"])
+        #expect(try await names() == ["cfg"])
         let rest = "[System]\nFollowTimeZone=no\n[Memory]\nPressure=no\n"
         let refusals = [
             ("[JournalWatch gone]\nUnit=a.service\nKind=k.x\nTo=org.example.absent\n", "[JournalWatch gone]: no app org.example.absent is registered"),
@@ -310,12 +312,12 @@ import Varlink
             try await onThread {
                 try waitUntil("the refusal \(index) logged", timeout: .seconds(10)) { daemon.output.contains(reason) }
             }
-            #expect(try names() == ["cfg"], "the watches in force stay")
+            #expect(try await names() == ["cfg"], "the watches in force stay")
         }
         try daemon.directory.write("coalesced.conf", rest + "[JournalWatch other]\nIdentifier=cron\nKind=k.y\nTo=org.example.mail\n")
         daemon.signal(SIGHUP)
         #expect(try await onThread { daemon.notify.waitFor("READY=1") }?.contains("Reload failed") == false)
-        #expect(try names() == ["other"])
+        #expect(try await names() == ["other"])
         daemon.signal(SIGKILL)
     }
 
@@ -325,16 +327,19 @@ import Varlink
         var daemon = try await self.daemonWithApp()
         #expect(try await self.ctl(daemon, ["watch", "add", "stored", "--grep", "a{2}", "--kind", "k", "--to", "org.example.mail"]).status == 0)
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0)
-        let edit = try runProcess(
-            "/usr/bin/python3",
-            [
-                "-c",
-                "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
-                    + "db.execute(\"UPDATE journal_watch SET definition = json_set(definition, '$.grep', '((a{1,100}){1,100}){1,100}')\"); db.commit()",
-                daemon.stateDirectory + "/coalesced.db",
-            ]
-        )
+        let stopped = daemon
+        #expect(try await onThread { stopped.waitForExit() } == 0)
+        let edit = try await onThread {
+            try runProcess(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+                        + "db.execute(\"UPDATE journal_watch SET definition = json_set(definition, '$.grep', '((a{1,100}){1,100}){1,100}')\"); db.commit()",
+                    stopped.stateDirectory + "/coalesced.db",
+                ]
+            )
+        }
         #expect(edit.status == 0, "\(edit.stderr)")
         daemon = try await onThread { [daemon] in try daemon.restartedWhenReady(configuration: Self.configuration, endingWith: SIGTERM) }
         #expect(daemon.output.contains("Journal watch left out") && daemon.output.contains("regular expression is too large"), "\(daemon.output)")
@@ -356,10 +361,12 @@ import Varlink
     @Test func theJournalIsOpenedWithTheFirstWatchOnly() async throws {
         let daemon = try DaemonProcess()
         try await onThread { try daemon.waitUntilReady() }
-        let client = try testClient(daemon.socketPath)
-        _ = try client.call("io.coalesced.App.Register", ["name": "org.example.mail"])
-        let journal = try client.call("io.coalesced.System.Stats")["stats"]?["journal"]
-        #expect(journal?["followed"] == false && journal?["reason"] == "no watches", "\(String(describing: journal))")
+        try await onThread {
+            let client = try testClient(daemon.socketPath)
+            _ = try client.call("io.coalesced.App.Register", ["name": "org.example.mail"])
+            let journal = try client.call("io.coalesced.System.Stats")["stats"]?["journal"]
+            #expect(journal?["followed"] == false && journal?["reason"] == "no watches", "\(String(describing: journal))")
+        }
         #expect(Self.inotifyInstances(daemon.pid) == 0)
         #expect(try await self.ctl(daemon, ["watch", "add", "w", "--kind", "k", "--to", "org.example.mail"]).status == 0)
         let socket = daemon.socketPath

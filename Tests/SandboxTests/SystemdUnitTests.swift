@@ -98,56 +98,60 @@ import Varlink
             Issue.record("the sandbox runs as root, so a memory cgroup can be made")
             return
         }
-        defer { #expect(cgroup.remove(), "the cgroup \(cgroup.path) is removed") }
-        let directory = try TemporaryDirectory()
-        try await withSystemdSandbox(binaries: ["coalesced", "coalescectl", "coalesce-example"]) { sandbox in
-            try sandbox.write("/etc/coalesced/coalesced.conf", "[Memory]\nWarning=some 10ms 2s\nCritical=full 20ms 2s\n")
-            try sandbox.installUnits()
-            #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
-            let started = try sandbox.run(
-                "systemd-run", "--unit=big-app", "/usr/local/bin/coalesce-example", "--name", "org.example.big", "--ballast", "48"
-            )
-            #expect(started.status == 0, "systemd-run: \(started.stderr)")
-            let state = { () -> String? in
-                let reply = try? sandbox.run("coalescectl", "call", "io.coalesced.System.GetApp", #"{"app":"org.example.big"}"#)
-                return (try? JSONParser.parse(reply?.stdout ?? ""))?["app"]?["state"]?.stringValue
-            }
-            try waitUntil("the app active", timeout: .seconds(20), poll: .milliseconds(50)) { state() == "active" }
-            #expect(try sandbox.run("coalescectl", "call", "io.coalesced.System.Deactivate", #"{"app":"org.example.big"}"#).status == 0)
-            // Another test's pressure on the machine (PSI counts all of it) may purge the app already: the journal
-            // entry checked below says it was a purge either way.
-            try waitUntil("the app suspended", timeout: .seconds(20), poll: .milliseconds(50)) {
-                ["suspended", "notRunning"].contains(state())
-            }
+        // Removing the cgroup waits for its processes to end: on a thread of its own, as the cleanup.
+        try await withBlockingCleanup {
+            let directory = try TemporaryDirectory()
+            try await withSystemdSandbox(binaries: ["coalesced", "coalescectl", "coalesce-example"]) { sandbox in
+                try sandbox.write("/etc/coalesced/coalesced.conf", "[Memory]\nWarning=some 10ms 2s\nCritical=full 20ms 2s\n")
+                try sandbox.installUnits()
+                #expect(try sandbox.run("systemctl", "start", "coalesced.service").status == 0)
+                let started = try sandbox.run(
+                    "systemd-run", "--unit=big-app", "/usr/local/bin/coalesce-example", "--name", "org.example.big", "--ballast", "48"
+                )
+                #expect(started.status == 0, "systemd-run: \(started.stderr)")
+                let state = { () -> String? in
+                    let reply = try? sandbox.run("coalescectl", "call", "io.coalesced.System.GetApp", #"{"app":"org.example.big"}"#)
+                    return (try? JSONParser.parse(reply?.stdout ?? ""))?["app"]?["state"]?.stringValue
+                }
+                try waitUntil("the app active", timeout: .seconds(20), poll: .milliseconds(50)) { state() == "active" }
+                #expect(try sandbox.run("coalescectl", "call", "io.coalesced.System.Deactivate", #"{"app":"org.example.big"}"#).status == 0)
+                // Another test's pressure on the machine (PSI counts all of it) may purge the app already: the journal
+                // entry checked below says it was a purge either way.
+                try waitUntil("the app suspended", timeout: .seconds(20), poll: .milliseconds(50)) {
+                    ["suspended", "notRunning"].contains(state())
+                }
 
-            let hog = try cgroup.hog(file: directory.file("hog.data"), seconds: 90)
-            defer {
-                cgroup.killProcesses()
-                _ = hog.wait(timeout: .seconds(10))
+                let hog = try cgroup.hog(file: directory.file("hog.data"), seconds: 90)
+                defer {
+                    cgroup.killProcesses()
+                    _ = hog.wait(timeout: .seconds(10))
+                }
+                try waitUntil("the app purged", timeout: .seconds(60), poll: .milliseconds(100)) { state() == "notRunning" }
+                let fields = [
+                    "MESSAGE", "COALESCED_APP", "COALESCED_REASON", "COALESCED_RESIDENT_BYTES", "COALESCED_PRESSURE_LEVEL",
+                    "COALESCED_PRESSURE_SOME_AVG10", "COALESCED_PRESSURE_FULL_AVG10", "COALESCED_PRESSURE_SOME_TOTAL",
+                    "COALESCED_PRESSURE_FULL_TOTAL",
+                ]
+                var entry: JSONValue = .null
+                try waitUntil("the purge in the journal", timeout: .seconds(10), poll: .milliseconds(50)) {
+                    let found = try sandbox.run(
+                        "journalctl", "-o", "json", "--output-fields=" + fields.joined(separator: ","),
+                        "MESSAGE_ID=f54cf9d32843419fade869b06484eabf"
+                    ).stdout.split(separator: "\n").first
+                    entry = try found.map { try JSONParser.parse(String($0)) } ?? .null
+                    return entry != .null
+                }
+                #expect(entry["MESSAGE"] == "org.example.big: purged to reclaim memory under memory pressure")
+                #expect(entry["COALESCED_APP"] == "org.example.big")
+                #expect(entry["COALESCED_REASON"] == "purge")
+                #expect((entry["COALESCED_RESIDENT_BYTES"]?.stringValue.flatMap { Int($0) } ?? 0) > 48 << 20)
+                #expect(["warning", "critical"].contains(entry["COALESCED_PRESSURE_LEVEL"]?.stringValue ?? ""), "\(entry)")
+                for field in fields.dropFirst(5) {
+                    #expect(entry[field]?.stringValue.flatMap { Double($0) } != nil, "\(field) in \(entry)")
+                }
             }
-            try waitUntil("the app purged", timeout: .seconds(60), poll: .milliseconds(100)) { state() == "notRunning" }
-            let fields = [
-                "MESSAGE", "COALESCED_APP", "COALESCED_REASON", "COALESCED_RESIDENT_BYTES", "COALESCED_PRESSURE_LEVEL",
-                "COALESCED_PRESSURE_SOME_AVG10", "COALESCED_PRESSURE_FULL_AVG10", "COALESCED_PRESSURE_SOME_TOTAL",
-                "COALESCED_PRESSURE_FULL_TOTAL",
-            ]
-            var entry: JSONValue = .null
-            try waitUntil("the purge in the journal", timeout: .seconds(10), poll: .milliseconds(50)) {
-                let found = try sandbox.run(
-                    "journalctl", "-o", "json", "--output-fields=" + fields.joined(separator: ","),
-                    "MESSAGE_ID=f54cf9d32843419fade869b06484eabf"
-                ).stdout.split(separator: "\n").first
-                entry = try found.map { try JSONParser.parse(String($0)) } ?? .null
-                return entry != .null
-            }
-            #expect(entry["MESSAGE"] == "org.example.big: purged to reclaim memory under memory pressure")
-            #expect(entry["COALESCED_APP"] == "org.example.big")
-            #expect(entry["COALESCED_REASON"] == "purge")
-            #expect((entry["COALESCED_RESIDENT_BYTES"]?.stringValue.flatMap { Int($0) } ?? 0) > 48 << 20)
-            #expect(["warning", "critical"].contains(entry["COALESCED_PRESSURE_LEVEL"]?.stringValue ?? ""), "\(entry)")
-            for field in fields.dropFirst(5) {
-                #expect(entry[field]?.stringValue.flatMap { Double($0) } != nil, "\(field) in \(entry)")
-            }
+        } cleanup: {
+            #expect(cgroup.remove(), "the cgroup \(cgroup.path) is removed")
         }
     }
 
