@@ -109,7 +109,7 @@ public final class WatchedProcess: @unchecked Sendable {
     /// Waits for a line that starts with `prefix` and returns it.
     @discardableResult
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func waitForLine(_ prefix: String, timeout: Duration = .seconds(20)) throws -> String {
+    public func waitForLine(_ prefix: String, timeout: Duration = waitLimit) throws -> String {
         try self.wait(timeout: timeout, "a line starting with '\(prefix)'") { lines, _ in
             lines.last { $0.hasPrefix(prefix) }
         }
@@ -118,7 +118,7 @@ public final class WatchedProcess: @unchecked Sendable {
     /// Waits for a line that contains `text` and returns it.
     @discardableResult
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func waitForLine(containing text: String, timeout: Duration = .seconds(20)) throws -> String {
+    public func waitForLine(containing text: String, timeout: Duration = waitLimit) throws -> String {
         try self.wait(timeout: timeout, "a line containing '\(text)'") { lines, _ in lines.last { $0.contains(text) } }
     }
 
@@ -187,13 +187,13 @@ public final class ExampleApp: @unchecked Sendable {
     /// Waits for a line that starts with `prefix` and returns it.
     @discardableResult
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func waitForLine(_ prefix: String, timeout: Duration = .seconds(20)) throws -> String {
+    public func waitForLine(_ prefix: String, timeout: Duration = waitLimit) throws -> String {
         try self.process.waitForLine(prefix, timeout: timeout)
     }
 
     /// The next `count` callbacks the app received (their names), in order.
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func nextCallbacks(_ count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
+    public func nextCallbacks(_ count: Int, timeout: Duration = waitLimit) throws -> [String] {
         try self.process.wait(timeout: timeout, "\(count) more callbacks of \(self.name)") { lines, consumed in
             let callbacks = lines.filter { $0.hasPrefix("callback ") }.map { String($0.split(separator: " ")[1]) }
             guard callbacks.count >= consumed + count else { return nil }
@@ -205,7 +205,7 @@ public final class ExampleApp: @unchecked Sendable {
     /// The events received so far (`event KIND count=N payload=JSON [dropped=N]`), without their sequence numbers,
     /// once there are at least `count`.
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func events(atLeast count: Int, timeout: Duration = .seconds(20)) throws -> [String] {
+    public func events(atLeast count: Int, timeout: Duration = waitLimit) throws -> [String] {
         try self.process.wait(timeout: timeout, "\(count) events for \(self.name)") { lines, _ in
             let events = lines.filter { $0.hasPrefix("event ") }
             guard events.count >= count else { return nil }
@@ -217,7 +217,7 @@ public final class ExampleApp: @unchecked Sendable {
     /// What the daemon sends an app when it attaches or wakes comes before anything posted to it later: so an
     /// event posted now shows, when it arrives, that nothing else was on its way.
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func events(before event: String, timeout: Duration = .seconds(20)) throws -> [String] {
+    public func events(before event: String, timeout: Duration = waitLimit) throws -> [String] {
         try self.process.wait(timeout: timeout, "'\(event)' for \(self.name)") { lines, _ in
             let events = lines.filter { $0.hasPrefix("event ") }.map(Self.withoutSequence)
             return events.firstIndex(of: event).map { Array(events[..<$0]) }

@@ -72,7 +72,7 @@ public final class NotifyListener: @unchecked Sendable {
 
     /// Receives until a datagram contains the line `assignment` (such as `READY=1`).
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
-    public func waitFor(_ assignment: String, timeout: Duration = .seconds(20)) -> String? {
+    public func waitFor(_ assignment: String, timeout: Duration = waitLimit) -> String? {
         self.waitFor(timeout: timeout) { $0.split(separator: "\n").contains(Substring(assignment)) }
     }
 

@@ -18,7 +18,7 @@ public import Foundation
 @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil(
     _ what: @autoclosure () -> String,
-    timeout: Duration = .seconds(20),
+    timeout: Duration = waitLimit,
     poll: Duration = .milliseconds(10),
     _ condition: () throws -> Bool
 ) throws {
@@ -35,7 +35,7 @@ public func waitUntil(
 @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
-    timeout: Duration = .seconds(20),
+    timeout: Duration = waitLimit,
     poll: Duration = .milliseconds(10),
     _ found: () throws -> T?
 ) throws -> T {
@@ -53,7 +53,7 @@ public func waitUntil<T>(
 @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
-    timeout: Duration = .seconds(20),
+    timeout: Duration = waitLimit,
     pausingWith pause: (_ left: Duration) throws -> Void,
     _ found: () throws -> T?
 ) throws -> T {
@@ -74,7 +74,7 @@ public func waitUntil<T>(
 @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
-    timeout: Duration = .seconds(20),
+    timeout: Duration = waitLimit,
     signalledBy condition: NSCondition,
     _ found: () throws -> T?
 ) throws -> T {
@@ -92,7 +92,7 @@ public func waitUntil<T>(
 /// without it, throws an error that names `what` the test waited for.
 public func waitUntil(
     _ what: @autoclosure () -> String,
-    timeout: Duration = .seconds(20),
+    timeout: Duration = waitLimit,
     poll: Duration = .milliseconds(10),
     _ condition: () async throws -> Bool
 ) async throws {
@@ -106,7 +106,7 @@ public func waitUntil(
 ///   `nil` as a value of its own.
 public func waitUntil<T>(
     _ what: @autoclosure () -> String,
-    timeout: Duration = .seconds(20),
+    timeout: Duration = waitLimit,
     poll: Duration = .milliseconds(10),
     _ found: () async throws -> T?
 ) async throws -> T {
@@ -118,6 +118,11 @@ public func waitUntil<T>(
         try await Task.sleep(for: poll)
     }
 }
+
+/// How long a wait lasts unless its caller says otherwise. Long, because it bounds only a wait that fails: in the
+/// first half minute of a whole run about a hundred daemons and apps start on two cores, and a step that takes a
+/// millisecond alone can take tens of seconds then.
+public let waitLimit = Duration.seconds(60)
 
 /// What ``waitUntil(_:timeout:poll:_:)`` and its other forms throw when what they waited for did not come in time.
 public struct WaitTimedOut: Error, CustomStringConvertible {
