@@ -12,9 +12,7 @@ struct ScreenAgent: ParsableCommand {
             (io.coalesced.Screen.ReportWindows): each window of one of the user's running apps is a scene of that \
             app, and the app becomes active, inactive or background as its windows are focused, shown or hidden. \
             Runs as a user service in the graphical session (coalesce-screen-agent.service); stops on SIGTERM, and \
-            when the session ends.
-
-            Window systems: sway, through its IPC socket ($SWAYSOCK); X11 window managers that keep EWMH's \
+            when the session ends. Window systems: sway, through its IPC socket ($SWAYSOCK); X11 window managers that keep EWMH's \
             properties (openbox, xfwm4, KWin, mutter…), on the display $DISPLAY names. On X11 a window's process \
             is the one the X server names (the X-Resource extension), not the _NET_WM_PID it carries.
             """,

@@ -39,7 +39,7 @@ extension [SceneEffect] {
         let effects = scenes.show(self.a, as: .focused, source: .wayland, title: "Inbox")
         #expect(effects.told == ["a willConnect", "a willEnterForeground", "a didBecomeActive"])
         #expect(effects.states(of: self.a) == [.unattached, .background, .foregroundInactive, .foregroundActive])
-        #expect(effects.connections == [SceneConnection(source: .wayland)])
+        #expect(effects.connections == [SceneConnection(source: .wayland, title: "Inbox")], "with its title as it connects")
         #expect(scenes.presence == .active)
         #expect(scenes.scenes[self.a]?.title == "Inbox")
     }
