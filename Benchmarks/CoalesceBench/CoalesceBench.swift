@@ -9,7 +9,8 @@ import Varlink
 struct CoalesceBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coalesced-bench",
-        abstract: "Benchmark coalesced: start-up, idle memory, Varlink round trips against a bare socket echo."
+        abstract: "Benchmark coalesced: start-up, idle memory, Varlink round trips against a bare socket echo.",
+        subcommands: [ScreenBenchmark.self]
     )
 
     @Option(help: "How many times to start the daemon.")

@@ -1,3 +1,7 @@
+// SOCK_STREAM and SOCK_CLOEXEC come from the socket header libsystemd's headers include first: a whole-module
+// (release) build finds them only through CSystemd.
+import CSystemd
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,11 @@
-/* wl-window APP_ID SOCKET TITLE...: an app with Wayland windows, for the screen agent's tests. It opens one
- * xdg-shell toplevel per TITLE, each with APP_ID as its app_id, then attaches to coalesced on SOCKET as APP_ID
+/* wl-window [--stamp] APP_ID SOCKET TITLE...: an app with Wayland windows, for the screen agent's tests. It opens
+ * one xdg-shell toplevel per TITLE, each with APP_ID as its app_id, then attaches to coalesced on SOCKET as APP_ID
  * (io.coalesced.App.Attach, one process for the windows and the app, as the daemon's pid check wants) and writes
  * each reply to stdout, one line each. SOCKET "-" attaches to nothing. A toplevel the compositor closes goes; the
- * program ends when the daemon ends the stream or the compositor goes away, or on a signal. */
+ * program ends when the daemon ends the stream or the compositor goes away, or on a signal.
+ * With --stamp (the screen benchmark), each line starts with CLOCK_MONOTONIC in nanoseconds and a space: a reply's
+ * when it was read, and a line "NS activated TITLE" is written when a toplevel's configure newly carries the
+ * activated state, so that the compositor's event and the daemon's are timed in one process on one clock. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <wayland-client.h>
 #include "xdg-shell-client-protocol.h"
@@ -22,8 +26,17 @@ struct window {
 	struct xdg_surface *xdg_surface;
 	struct xdg_toplevel *toplevel;
 	int32_t width, height, drawn_width, drawn_height;
-	int open;
+	int open, activated;
+	const char *title;
 };
+
+static int stamp;
+
+static long long monotonic_ns(void) {
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
 
 static struct wl_compositor *compositor;
 static struct wl_shm *shm;
@@ -67,9 +80,20 @@ static const struct xdg_surface_listener surface_listener = { surface_configure 
 
 static void toplevel_configure(void *data, struct xdg_toplevel *toplevel, int32_t width, int32_t height, struct wl_array *states) {
 	struct window *window = data;
-	(void)toplevel; (void)states;
+	(void)toplevel;
 	if (width > 0) window->width = width;
 	if (height > 0) window->height = height;
+	if (!stamp) return;
+	int activated = 0;
+	uint32_t *state;
+	wl_array_for_each(state, states) {
+		if (*state == XDG_TOPLEVEL_STATE_ACTIVATED) activated = 1;
+	}
+	if (activated && !window->activated) {
+		printf("%lld activated %s\n", monotonic_ns(), window->title);
+		fflush(stdout);
+	}
+	window->activated = activated;
 }
 static void toplevel_close(void *data, struct xdg_toplevel *toplevel) {
 	struct window *window = data;
@@ -115,7 +139,12 @@ static int attach(const char *path, const char *app) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 4) { fprintf(stderr, "usage: wl-window APP_ID SOCKET TITLE...\n"); return 2; }
+	if (argc > 1 && !strcmp(argv[1], "--stamp")) {
+		stamp = 1;
+		argv++;
+		argc--;
+	}
+	if (argc < 4) { fprintf(stderr, "usage: wl-window [--stamp] APP_ID SOCKET TITLE...\n"); return 2; }
 	struct wl_display *display = wl_display_connect(NULL);
 	if (!display) { perror("wl-window: wl_display_connect"); return 1; }
 	wl_registry_add_listener(wl_display_get_registry(display), &registry_listener, NULL);
@@ -128,6 +157,7 @@ int main(int argc, char **argv) {
 		window->width = 320;
 		window->height = 200;
 		window->open = 1;
+		window->title = argv[3 + i];
 		window->surface = wl_compositor_create_surface(compositor);
 		window->xdg_surface = xdg_wm_base_get_xdg_surface(wm_base, window->surface);
 		xdg_surface_add_listener(window->xdg_surface, &surface_listener, window);
@@ -164,13 +194,20 @@ int main(int argc, char **argv) {
 		if (daemon >= 0 && fds[1].revents) {
 			ssize_t got = read(daemon, line + filled, sizeof line - filled);
 			if (got <= 0) return 0;
+			long long read_at = stamp ? monotonic_ns() : 0;
 			for (ssize_t i = 0; i < got; i++) {
 				if (line[filled + i] == '\0') line[filled + i] = '\n';
 			}
 			filled += got;
 			char *end = memrchr(line, '\n', filled);
 			if (end) {
-				fwrite(line, 1, end - line + 1, stdout);
+				if (!stamp) fwrite(line, 1, end - line + 1, stdout);
+				/* A line is stamped with the read that brought its end. */
+				for (char *start = line; stamp && start <= end;) {
+					char *newline = memchr(start, '\n', end - start + 1);
+					printf("%lld %.*s\n", read_at, (int)(newline - start), start);
+					start = newline + 1;
+				}
 				fflush(stdout);
 				filled -= end - line + 1;
 				memmove(line, end + 1, filled);

@@ -111,6 +111,19 @@ public final class ChildProcess: @unchecked Sendable {
     }
 }
 
+/// A pipe whose ends are close-on-exec, made under the spawn lock so that no child started meanwhile inherits them:
+/// for a child's output (``ChildProcess``'s `output:` gives the child a copy).
+public func closeOnExecPipe() throws -> (read: CInt, write: CInt) {
+    var ends: [CInt] = [0, 0]
+    let created = ChildProcess.spawning.withLock { () -> Bool in
+        guard pipe(&ends) == 0 else { return false }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        return true
+    }
+    guard created else { throw SupportError("pipe failed: \(String(cString: strerror(errno)))") }
+    return (ends[0], ends[1])
+}
+
 /// What a finished command printed and how it exited.
 public struct Run: Sendable {
     public var status: Int32
