@@ -202,3 +202,29 @@ extension [SceneEffect] {
         #expect(throws: error) { try SceneID(text) }
     }
 }
+
+/// One report's effects on an app, its presence settled: the focus moving between two of its windows leaves the
+/// app where it was.
+@Suite struct SettledPresenceTests {
+    let a = try! SceneID("a")
+    let b = try! SceneID("b")
+
+    @Test func theFocusMovingBetweenTwoWindowsOfTheAppDoesNotMoveTheApp() {
+        var scenes = AppScenes()
+        _ = scenes.show(self.a, as: .focused, source: .wayland)
+        _ = scenes.show(self.b, as: .shown, source: .wayland)
+        let moved = scenes.show(self.a, as: .shown, source: .wayland) + scenes.show(self.b, as: .focused, source: .wayland)
+        #expect(moved.contains(.presence(from: .active, to: .inactive)), "each input alone moves the app")
+        let settled = AppScenes.settled(moved)
+        #expect(settled.told == ["a willResignActive", "b didBecomeActive"])
+        #expect(!settled.contains { if case .presence = $0 { true } else { false } })
+    }
+
+    @Test func movesWithNothingBetweenBecomeOneAndOthersStay() {
+        let c = SceneEffect.callback(.didBecomeActive, scene: self.a)
+        #expect(AppScenes.settled([.presence(from: .active, to: .inactive), .presence(from: .inactive, to: .offScreen)])
+            == [.presence(from: .active, to: .offScreen)])
+        #expect(AppScenes.settled([.presence(from: .offScreen, to: .inactive), c, .presence(from: .inactive, to: .active)])
+            == [.presence(from: .offScreen, to: .inactive), c, .presence(from: .inactive, to: .active)])
+    }
+}

@@ -54,9 +54,8 @@ import Varlink
                 [try Self.window("w1", of: Self.mail, .shown), try Self.window("w2", of: Self.mail, .focused)],
                 source: .wayland, uid: 0
             )
-            #expect(try await mail.sent().callbacks == [
-                "w1 willResignActive", "willResignActive", "didBecomeActive", "w2 didBecomeActive",
-            ])
+            #expect(try await mail.sent().callbacks == ["w1 willResignActive", "w2 didBecomeActive"], "the app stays active")
+            #expect(try mail.state == .active)
 
             // The first closes and the second is minimized: the app leaves the foreground after its last scene.
             manager.reportWindows([try Self.window("w2", of: Self.mail, .hidden)], source: .wayland, uid: 0)

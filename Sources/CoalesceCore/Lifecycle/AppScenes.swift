@@ -118,6 +118,22 @@ public struct AppScenes: Sendable, Hashable {
         return effects
     }
 
+    /// `effects` (of one report's inputs, in order) with the app's presence settled: moves of the app that follow
+    /// each other with nothing between become one, and one that comes back where it started is none. The focus moving
+    /// from one of the app's windows to another leaves the app active: its scenes are told, and it is not.
+    public static func settled(_ effects: [SceneEffect]) -> [SceneEffect] {
+        var result: [SceneEffect] = []
+        for effect in effects {
+            guard case .presence(_, let to) = effect, case .presence(let earlier, _)? = result.last else {
+                result.append(effect)
+                continue
+            }
+            result.removeLast()
+            if earlier != to { result.append(.presence(from: earlier, to: to)) }
+        }
+        return result
+    }
+
     /// The app saves what it needs to restore the scene (`nil`: forgets it); it comes back with willConnect when the
     /// same scene connects again. Returns the scene whose saved state this one pushed out (past
     /// ``savedStatesKept``), if any.

@@ -144,7 +144,7 @@ extension AppManager {
                     effects += record.scenes.close(id)
                 }
             }
-            return effects
+            return AppScenes.settled(effects)
         } ?? []
         self.carryOutScenes(effects, of: app, in: &state, log: &log)
     }
