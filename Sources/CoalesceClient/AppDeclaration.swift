@@ -22,6 +22,9 @@ public struct AppDeclaration: Sendable, Hashable {
     public var posters: Posters?
     /// Topics the app subscribes to; `nil` keeps what it declared before.
     public var topics: [String]?
+    /// The app ids its windows carry besides its name (a desktop file's id, a Wayland app_id, an X11 WM_CLASS
+    /// class), so that they are its scenes; `nil` keeps what it declared before.
+    public var windowIDs: [String]?
 
     public init(
         name: String,
@@ -31,7 +34,8 @@ public struct AppDeclaration: Sendable, Hashable {
         suspension: Suspension? = nil,
         kinds: [String: KindDeclaration]? = nil,
         posters: Posters? = nil,
-        topics: [String]? = nil
+        topics: [String]? = nil,
+        windowIDs: [String]? = nil
     ) {
         self.name = name
         self.backgroundModes = backgroundModes
@@ -41,6 +45,7 @@ public struct AppDeclaration: Sendable, Hashable {
         self.kinds = kinds
         self.posters = posters
         self.topics = topics
+        self.windowIDs = windowIDs
     }
 
     /// Register's parameters.
@@ -57,6 +62,7 @@ public struct AppDeclaration: Sendable, Hashable {
         }
         if let posters = self.posters { parameters["posters"] = posters.wire }
         if let topics = self.topics { parameters["topics"] = .array(topics.map { .string($0) }) }
+        if let windowIDs = self.windowIDs { parameters["windowIds"] = .array(windowIDs.map { .string($0) }) }
         return parameters
     }
 }

@@ -45,6 +45,12 @@ public struct AppRegistration: Sendable, Hashable {
     public var launchUnit: String?
     /// How the app is kept from running code while suspended; `nil`: as the daemon's configuration says.
     public var suspension: SuspensionMode?
+    /// The app ids its windows carry besides its name (a desktop file's id, Wayland's app_id, X11's WM_CLASS
+    /// class): a window with one of them is the app's, as one with its name is.
+    public var windowIDs: Set<String> = []
+
+    /// At most this many window app ids, each of 1 to 255 bytes.
+    public static let maximumWindowIDs = 16
 
     public init(
         name: AppName,

@@ -56,6 +56,7 @@ struct App: ParsableCommand {
                 ("Background modes", (app["backgroundModes"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("none")),
                 ("Exits on suspend", app["exitsOnSuspend"]?.boolValue == true ? "yes" : "no"),
                 ("Launch unit", app["launchUnit"]?.stringValue ?? "none"),
+                ("Window app ids", (app["windowIds"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("its name only")),
                 ("Suspension", app["suspension"]?.stringValue ?? "the daemon's default ([Apps] Suspension=)"),
                 ("Kinds", kinds.first ?? "none declared (every kind is latest)"),
                 ("Posters", Self.posters(app["posters"])),

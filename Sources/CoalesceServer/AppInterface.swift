@@ -32,6 +32,7 @@ enum AppInterface {
                             byAdmin: Authorization.isAdmin(peer, group: daemon.configuration.adminGroup)
                         ),
                         suspension: try self.suspension(request.call.parameters["suspension"]),
+                        windowIDs: try self.windowIDs(request.call.parameters["windowIds"]),
                         declarations: declarations,
                         keeping: (
                             kinds: (request.call.parameters["kinds"] ?? .null) == .null,
@@ -171,6 +172,9 @@ enum AppInterface {
             "attached": .bool(snapshot.attached),
         ]
         if let unit = snapshot.registration.launchUnit { object["launchUnit"] = .string(unit) }
+        if !snapshot.registration.windowIDs.isEmpty {
+            object["windowIds"] = .array(snapshot.registration.windowIDs.sorted().map { .string($0) })
+        }
         if let mode = snapshot.registration.suspension { object["suspension"] = .string(mode.rawValue) }
         if let hold = snapshot.hold { object["suspendedAs"] = .string(hold.rawValue) }
         if let pid = snapshot.pid { object["pid"] = .int(Int64(pid)) }
@@ -232,6 +236,30 @@ enum AppInterface {
         guard let value, value != .null else { return false }
         guard let flag = value.boolValue else { throw .invalidParameter(name, reason: "expected a bool") }
         return flag
+    }
+
+    /// Register's `windowIds`: left out (null) they stay as they were, [] clears them.
+    private static func windowIDs(_ value: JSONValue?) throws -> Set<String>? {
+        guard let value, value != .null else { return nil }
+        guard let elements = value.arrayValue else {
+            throw VarlinkError.invalidParameter("windowIds", reason: "expected an array of string")
+        }
+        guard elements.count <= AppRegistration.maximumWindowIDs else {
+            throw AppError.tooManyDeclared(parameter: "windowIds", count: elements.count, limit: AppRegistration.maximumWindowIDs)
+        }
+        var ids: Set<String> = []
+        for (index, element) in elements.enumerated() {
+            let parameter = "windowIds[\(index)]"
+            guard let id = element.stringValue else { throw VarlinkError.invalidParameter(parameter, reason: "expected a string") }
+            guard !id.isEmpty, id.utf8.count <= AppName.maximumLength else {
+                throw VarlinkError.invalidParameter(parameter, reason: "a window app id is 1 to \(AppName.maximumLength) bytes; this one is \(id.utf8.count)")
+            }
+            if let problem = ControlCharacters.problem(inName: id, field: "the window app id") {
+                throw VarlinkError.invalidParameter(parameter, reason: problem)
+            }
+            ids.insert(id)
+        }
+        return ids
     }
 
     /// Register's `suspension`: left out (null) it stays as it was, "" gives the configuration's back.

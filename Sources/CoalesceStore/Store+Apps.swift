@@ -11,7 +11,7 @@ extension Store {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations
+                    SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations, windowIds
                     FROM app ORDER BY name
                     """
             ).map { row in
@@ -26,6 +26,8 @@ extension Store {
                     ),
                     launchUnit: row["launchUnit"]
                 )
+                let windowIDs: String = row["windowIds"]
+                registration.windowIDs = Set(windowIDs.split(separator: "\n").map(String.init))
                 if let mode: String = row["suspension"] {
                     // A value this version does not know reads as the configuration's, rather than failing the start.
                     registration.suspension = SuspensionMode(rawValue: mode)
@@ -50,17 +52,17 @@ extension Store {
     private static func upsert(_ registration: AppRegistration, declarations: String, _ transaction: StoreTransaction) throws {
         try transaction.run(
             """
-                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations, windowIds)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, backgroundModes = excluded.backgroundModes,
                     exitsOnSuspend = excluded.exitsOnSuspend, launchUnit = excluded.launchUnit,
-                    suspension = excluded.suspension, declarations = excluded.declarations
+                    suspension = excluded.suspension, declarations = excluded.declarations, windowIds = excluded.windowIds
                 """,
             [
                 registration.name.value, Int64(registration.owner),
                 registration.traits.backgroundModes.sorted().joined(separator: "\n"),
                 registration.traits.exitsOnSuspend, registration.launchUnit, registration.suspension?.rawValue,
-                declarations,
+                declarations, registration.windowIDs.sorted().joined(separator: "\n"),
             ]
         )
     }

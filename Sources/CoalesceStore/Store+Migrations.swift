@@ -152,6 +152,11 @@ extension Store {
                 table.primaryKey(["app", "scene"])
             }
         }
+        migrator.registerMigration("12: window app ids") { db in
+            // The app ids the app's windows carry besides its name (a desktop file's id, Wayland's app_id, X11's
+            // WM_CLASS), sorted and newline-separated; empty for every app of an older store: its name alone.
+            try db.alter(table: "app") { table in table.add(column: "windowIds", .text).notNull().defaults(to: "") }
+        }
         return migrator
     }
 }

@@ -143,6 +143,54 @@ import Varlink
         }
     }
 
+    @Test func aWindowWithAnAppIdTheAppDeclaredIsItsSceneAndTheDeclarationOutlivesARestart() async throws {
+        let directory = try TemporaryDirectory()
+        try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in
+            // Tk gives a window the class of its app capitalized; a desktop file has an id of its own.
+            try await fixture.register(Self.mail, windowIDs: ["Org.example.mail", "mail.desktop"])
+            let mail = try await fixture.attach(Self.mail)
+            _ = try await mail.sent()
+            let name = try AppName(Self.mail)
+            let matches = fixture.manager.reportWindows(
+                [
+                    try Self.window("a", of: "Org.example.mail", .focused, pid: mail.process.pid),
+                    try Self.window("b", of: "mail.desktop", .shown), try Self.window("c", of: "org.example.other", .shown),
+                ],
+                source: .x11, uid: 0
+            )
+            #expect(matches == [.scene(name), .scene(name), .noApp])
+            #expect(try await mail.sent().callbacks == [
+                "a willConnect", "a willEnterForeground", "a didBecomeActive", "b willConnect", "b willEnterForeground",
+            ])
+            // Registering again without them keeps them; another user's session cannot use them.
+            try await fixture.register(Self.mail)
+            #expect(fixture.manager.reportWindows([try Self.window("d", of: "mail.desktop", .shown)], source: .x11, uid: 1000) == [.noApp])
+        }
+        try await withManager(directory: directory) { (fixture: ManagerFixture) async throws in
+            #expect(try fixture.manager.get(Self.mail).registration.windowIDs == ["Org.example.mail", "mail.desktop"])
+            // Cleared with none: the name alone is the app's again.
+            try await fixture.register(Self.mail, windowIDs: [])
+            _ = try await fixture.attach(Self.mail)
+            #expect(fixture.manager.reportWindows([try Self.window("a", of: "Org.example.mail", .shown)], source: .x11, uid: 0) == [.noApp])
+        }
+    }
+
+    @Test func windowAppIdsAreCheckedAsTheAppRegisters() async throws {
+        try await withManager { (fixture: ManagerFixture) async throws in
+            try await withAppClient(fixture) { client in
+                let control = await refusal { try await client.call("Register", ["name": .string(Self.mail), "windowIds": ["a\u{7}b"]]) }
+                #expect(control?.varlinkName == "org.varlink.service.InvalidParameter")
+                #expect(control?.varlinkParameters["parameter"] == "windowIds[0]")
+                #expect(control?.varlinkParameters["reason"]?.stringValue?.contains("U+0007") == true)
+                let many = JSONValue.array((0...AppRegistration.maximumWindowIDs).map { .string("id\($0)") })
+                let tooMany = await refusal { try await client.call("Register", ["name": .string(Self.mail), "windowIds": many]) }
+                #expect(tooMany?.varlinkName == "io.coalesced.App.TooManyDeclared")
+                let registered = try await client.call("Register", ["name": .string(Self.mail), "windowIds": ["Mail", "Mail"]])
+                #expect(registered["app"]?["windowIds"] == ["Mail"])
+            }
+        }
+    }
+
     @Test func aTitleChangeTellsTheAppNothingAndTheProcessEndingUnattachesItsScenes() async throws {
         try await withManager { (fixture: ManagerFixture) async throws in
             let mail = try await Self.suspended(Self.mail, fixture)

@@ -170,7 +170,7 @@ import Varlink
                 let modes = Set([strings.name(0), strings.name(1)])
                 _ = try await manager.register(
                     name: Self.app.value, traits: AppTraits(backgroundModes: modes), launchUnit: .set(String(String.UnicodeScalarView(strings.name(2).unicodeScalars.filter { $0 != "/" })) + ".service", byAdmin: true),
-                    declarations: declarations, uid: 0, limit: 10
+                    windowIDs: [strings.name(8), strings.name(9)], declarations: declarations, uid: 0, limit: 10
                 )
                 try await manager.saveState(name: Self.app.value, uid: 0, data: strings.text(4))
 

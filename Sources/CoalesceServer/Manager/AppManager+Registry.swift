@@ -24,6 +24,7 @@ extension AppManager {
         traits: AppTraits,
         launchUnit: LaunchUnitChange,
         suspension: SuspensionChange = .keep,
+        windowIDs: Set<String>? = nil,
         declarations given: EventDeclarations,
         keeping: (kinds: Bool, posters: Bool, topics: Bool) = (false, false, false),
         uid: UInt32,
@@ -49,6 +50,7 @@ extension AppManager {
             case .keep: registration.suspension = previous?.registration.suspension
             case .set(let mode): registration.suspension = mode
             }
+            registration.windowIDs = windowIDs ?? previous?.registration.windowIDs ?? []
             if let previous {
                 guard previous.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
                 registration.owner = previous.registration.owner
@@ -83,6 +85,7 @@ extension AppManager {
                     self.apply(previous, previousDeclarations ?? EventDeclarations(), in: &state)
                 } else if state.records[appName]?.lifecycle.state == .notRunning {
                     for topic in declarations.topics { state.subscribers[topic]?.remove(appName) }
+                    for id in registration.windowIDs { state.windowApps[id]?.remove(appName) }
                     state.records[appName]?.account.apps -= 1
                     state.records[appName] = nil
                     state.counts[.notRunning, default: 0] -= 1
@@ -119,6 +122,11 @@ extension AppManager {
             state.subscribers[topic]?.remove(registration.name)
         }
         for topic in declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
+        for id in record.registration.windowIDs.subtracting(registration.windowIDs) {
+            state.windowApps[id]?.remove(registration.name)
+            if state.windowApps[id]?.isEmpty == true { state.windowApps[id] = nil }
+        }
+        for id in registration.windowIDs { state.windowApps[id, default: []].insert(registration.name) }
         record.registration = registration
         record.declarations = declarations
         record.lifecycle.traits = registration.traits

@@ -82,7 +82,8 @@ extension AppManager {
     /// An app's process has attached: the windows of it that sessions reported while it had none become its
     /// scenes now.
     func matchReportedWindows(of app: AppName, in state: inout State, log: inout [LogEntry]) {
-        for (reporter, windows) in state.windows.reports where windows.contains(where: { $0.appID == app.value }) {
+        let ids = (state.records[app]?.registration.windowIDs ?? []).union([app.value])
+        for (reporter, windows) in state.windows.reports where windows.contains(where: { ids.contains($0.appID) }) {
             _ = self.take(windows, from: reporter, in: &state, log: &log)
         }
     }
@@ -119,15 +120,19 @@ extension AppManager {
         }
     }
 
-    /// The app `window` is a scene of, for a report by `uid`: the user's own app (root's report may name anyone's)
-    /// of that name, running, shown by its process where the window says which.
+    /// The app `window` is a scene of, for a report by `uid`: of the user's own apps (root's report may name
+    /// anyone's) that go by its app id (their name, or a window app id they declared), the one running that shows it
+    /// (its process the window's, where the window says which).
     static func match(_ window: ReportedWindow, uid: UInt32, in state: State) -> WindowMatch {
-        guard let app = try? AppName(window.appID), let record = state.records[app],
-            record.registration.mayBeActedFor(by: uid)
-        else { return .noApp }
-        guard record.lifecycle.state.isRunning, let process = record.process else { return .notRunning(app) }
-        if let pid = window.pid, pid != process.pid { return .notTheAppsProcess(app, pid: pid) }
-        return .scene(app)
+        var candidates = state.windowApps[window.appID] ?? []
+        if let named = try? AppName(window.appID), state.records[named] != nil { candidates.insert(named) }
+        let apps = candidates.sorted().filter { state.records[$0]!.registration.mayBeActedFor(by: uid) }
+        guard let first = apps.first else { return .noApp }
+        let running = apps.filter { state.records[$0]!.lifecycle.state.isRunning && state.records[$0]!.process != nil }
+        guard let firstRunning = running.first else { return .notRunning(first) }
+        guard let pid = window.pid else { return .scene(firstRunning) }
+        return running.first { state.records[$0]!.process?.pid == pid }.map(WindowMatch.scene)
+            ?? .notTheAppsProcess(firstRunning, pid: pid)
     }
 
     /// Feeds an app's scenes their inputs in order and carries out what they decide.

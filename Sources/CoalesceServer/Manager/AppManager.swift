@@ -74,6 +74,9 @@ final class AppManager: Sendable {
         var attached: [Int: AppName] = [:]
         /// The apps subscribed to each topic: an index, so that a post to a topic does not visit every app.
         var subscribers: [EventKind: Set<AppName>] = [:]
+        /// The apps that declared each window app id besides their names (Register's `windowIds`): an index, so that
+        /// matching a reported window does not visit every app.
+        var windowApps: [String: Set<AppName>] = [:]
         /// Apps per state, kept as transitions happen (STATUS= asks every second).
         var counts: [AppState: Int] = [:]
         /// Posts accepted since start: sent at once, and held.
@@ -224,6 +227,7 @@ final class AppManager: Sendable {
             }
             state.records[registration.name] = record
             for topic in record.declarations.topics { state.subscribers[topic, default: []].insert(registration.name) }
+            for id in registration.windowIDs { state.windowApps[id, default: []].insert(registration.name) }
         }
         try store.eachHeldRow { row in
             guard let app = try? AppName(row.app), let kind = try? EventKind(stored: row.kind),

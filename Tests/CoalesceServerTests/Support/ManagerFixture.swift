@@ -50,6 +50,7 @@ final class ManagerFixture: Sendable {
         kinds: JSONValue? = nil,
         posters: JSONValue? = nil,
         topics: JSONValue? = nil,
+        windowIDs: Set<String>? = nil,
         uid: UInt32 = 0
     ) async throws -> AppManager.Snapshot {
         try await self.manager.register(
@@ -57,6 +58,7 @@ final class ManagerFixture: Sendable {
             traits: traits,
             launchUnit: launchUnit,
             suspension: suspension,
+            windowIDs: windowIDs,
             declarations: try EventDeclarations(kinds: kinds, posters: posters, topics: topics),
             keeping: (kinds: kinds == nil, posters: posters == nil, topics: topics == nil),
             uid: uid,
