@@ -206,30 +206,9 @@ enum AppInterface {
 
     /// Register's `backgroundModes`, of the type the interface declares (the server checks that).
     private static func backgroundModes(_ value: JSONValue?) throws -> Set<String> {
-        guard let value, value != .null else { return [] }
-        guard let elements = value.arrayValue else {
-            throw VarlinkError.invalidParameter("backgroundModes", reason: "expected an array of string")
-        }
-        guard elements.count <= self.maximumModes else {
-            throw AppError.tooManyDeclared(parameter: "backgroundModes", count: elements.count, limit: self.maximumModes)
-        }
-        var modes: Set<String> = []
-        for (index, element) in elements.enumerated() {
-            guard let mode = element.stringValue else {
-                throw VarlinkError.invalidParameter("backgroundModes[\(index)]", reason: "expected a string")
-            }
-            guard !mode.isEmpty, mode.utf8.count <= self.maximumModeLength else {
-                throw AppError.invalidBackgroundMode(
-                    mode: mode,
-                    reason: "a background mode is 1 to \(self.maximumModeLength) bytes; this one is \(mode.utf8.count)"
-                )
-            }
-            if let problem = ControlCharacters.problem(inName: mode, field: "the background mode") {
-                throw AppError.invalidBackgroundMode(mode: mode, reason: problem)
-            }
-            modes.insert(mode)
-        }
-        return modes
+        try self.names(value, "backgroundModes", limit: self.maximumModes, length: self.maximumModeLength, noun: "background mode") {
+            mode, _, reason in AppError.invalidBackgroundMode(mode: mode, reason: reason)
+        } ?? []
     }
 
     private static func flag(_ value: JSONValue?, _ name: String) throws(VarlinkError) -> Bool {
@@ -240,26 +219,40 @@ enum AppInterface {
 
     /// Register's `windowIds`: left out (null) they stay as they were, [] clears them.
     private static func windowIDs(_ value: JSONValue?) throws -> Set<String>? {
+        try self.names(value, "windowIds", limit: AppRegistration.maximumWindowIDs, length: AppName.maximumLength, noun: "window app id") {
+            _, parameter, reason in VarlinkError.invalidParameter(parameter, reason: reason)
+        }
+    }
+
+    /// A list of names Register declares (`parameter`, each a `noun`): at most `limit`, each of 1 to `length` bytes
+    /// without control characters, repeats taken once; `nil` when left out. A name that is none is refused with
+    /// `invalid`'s error, given the name, its parameter (`backgroundModes[2]`) and why.
+    private static func names(
+        _ value: JSONValue?,
+        _ parameter: String,
+        limit: Int,
+        length: Int,
+        noun: String,
+        invalid: (_ name: String, _ parameter: String, _ reason: String) -> any Error
+    ) throws -> Set<String>? {
         guard let value, value != .null else { return nil }
         guard let elements = value.arrayValue else {
-            throw VarlinkError.invalidParameter("windowIds", reason: "expected an array of string")
+            throw VarlinkError.invalidParameter(parameter, reason: "expected an array of string")
         }
-        guard elements.count <= AppRegistration.maximumWindowIDs else {
-            throw AppError.tooManyDeclared(parameter: "windowIds", count: elements.count, limit: AppRegistration.maximumWindowIDs)
+        guard elements.count <= limit else {
+            throw AppError.tooManyDeclared(parameter: parameter, count: elements.count, limit: limit)
         }
-        var ids: Set<String> = []
+        var names: Set<String> = []
         for (index, element) in elements.enumerated() {
-            let parameter = "windowIds[\(index)]"
-            guard let id = element.stringValue else { throw VarlinkError.invalidParameter(parameter, reason: "expected a string") }
-            guard !id.isEmpty, id.utf8.count <= AppName.maximumLength else {
-                throw VarlinkError.invalidParameter(parameter, reason: "a window app id is 1 to \(AppName.maximumLength) bytes; this one is \(id.utf8.count)")
+            let at = "\(parameter)[\(index)]"
+            guard let name = element.stringValue else { throw VarlinkError.invalidParameter(at, reason: "expected a string") }
+            guard !name.isEmpty, name.utf8.count <= length else {
+                throw invalid(name, at, "a \(noun) is 1 to \(length) bytes; this one is \(name.utf8.count)")
             }
-            if let problem = ControlCharacters.problem(inName: id, field: "the window app id") {
-                throw VarlinkError.invalidParameter(parameter, reason: problem)
-            }
-            ids.insert(id)
+            if let problem = ControlCharacters.problem(inName: name, field: "the \(noun)") { throw invalid(name, at, problem) }
+            names.insert(name)
         }
-        return ids
+        return names
     }
 
     /// Register's `suspension`: left out (null) it stays as it was, "" gives the configuration's back.

@@ -134,14 +134,15 @@ public struct Run: Sendable {
 /// Runs a command to completion, capturing its output. Blocks: call it through ``onThread(_:)`` from async code.
 @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
 public func runProcess(_ path: String, _ arguments: [String]) throws -> Run {
-    var out: [CInt] = [0, 0]
-    var err: [CInt] = [0, 0]
-    let created = ChildProcess.spawning.withLock { () -> Bool in
-        guard pipe(&out) == 0, pipe(&err) == 0 else { return false }
-        for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        return true
+    let outPipe = try closeOnExecPipe()
+    let errPipe: (read: CInt, write: CInt)
+    do {
+        errPipe = try closeOnExecPipe()
+    } catch {
+        [outPipe.read, outPipe.write].forEach { close($0) }
+        throw error
     }
-    guard created else { throw SupportError("pipe failed: \(String(cString: strerror(errno)))") }
+    let (out, err) = ([outPipe.read, outPipe.write], [errPipe.read, errPipe.write])
     let child: ChildProcess
     do {
         child = try ChildProcess(path, arguments, output: out[1], error: err[1])

@@ -80,29 +80,22 @@ public final class SwaySession: @unchecked Sendable {
 /// the run keeps.
 public enum WaylandWindowClient {
     static let built: Result<String, any Error> = Result {
-        let directory = try TemporaryDirectory()
-        let executable = directory.file("wl-window")
-        let protocolFile = "/usr/share/wayland-protocols/stable/xdg-shell/xdg-shell.xml"
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Clients/wl-window.c").path
-        for (mode, output) in [("client-header", "xdg-shell-client-protocol.h"), ("private-code", "xdg-shell-protocol.c")] {
-            let run = try runProcess("/usr/bin/wayland-scanner", [mode, protocolFile, directory.file(output)])
-            guard run.status == 0 else { throw SupportError("wayland-scanner \(mode) failed: \(run.stderr)") }
+        try TestClients.build("wl-window") { source, directory, executable in
+            let protocolFile = "/usr/share/wayland-protocols/stable/xdg-shell/xdg-shell.xml"
+            for (mode, output) in [("client-header", "xdg-shell-client-protocol.h"), ("private-code", "xdg-shell-protocol.c")] {
+                let run = try runProcess("/usr/bin/wayland-scanner", [mode, protocolFile, directory.file(output)])
+                guard run.status == 0 else { throw SupportError("wayland-scanner \(mode) failed: \(run.stderr)") }
+            }
+            let flags = try runProcess("/usr/bin/pkg-config", ["--cflags", "--libs", "wayland-client"])
+            guard flags.status == 0 else { throw SupportError("pkg-config wayland-client failed: \(flags.stderr)") }
+            let compile = try runProcess(
+                "/usr/bin/cc",
+                ["-O2", "-Wall", "-Wextra", "-Werror", "-I", directory.path, "-o", executable, source,
+                 directory.file("xdg-shell-protocol.c")] + flags.stdout.split(whereSeparator: \.isWhitespace).map(String.init)
+            )
+            guard compile.status == 0 else { throw SupportError("cc wl-window.c failed: \(compile.stderr)") }
         }
-        let flags = try runProcess("/usr/bin/pkg-config", ["--cflags", "--libs", "wayland-client"])
-        guard flags.status == 0 else { throw SupportError("pkg-config wayland-client failed: \(flags.stderr)") }
-        let compile = try runProcess(
-            "/usr/bin/cc",
-            ["-O2", "-Wall", "-Wextra", "-Werror", "-I", directory.path, "-o", executable, source,
-             directory.file("xdg-shell-protocol.c")] + flags.stdout.split(whereSeparator: \.isWhitespace).map(String.init)
-        )
-        guard compile.status == 0 else { throw SupportError("cc wl-window.c failed: \(compile.stderr)") }
-        // The directory lives as long as the run: the binary is in it.
-        Self.keep.append(directory)
-        return executable
     }
-
-    nonisolated(unsafe) private static var keep: [TemporaryDirectory] = []
 
     /// The built client's path; the first call builds it.
     public static func path() throws -> String { try Self.built.get() }

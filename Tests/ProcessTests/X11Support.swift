@@ -73,22 +73,15 @@ final class XvfbSession: @unchecked Sendable {
 /// The test client (Tests/Clients/x11-window.c), built with cc once per test run.
 enum X11WindowClient {
     static let built: Result<String, any Error> = Result {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Clients/x11-window.c").path
-        let directory = try TemporaryDirectory()
-        let binary = directory.file("x11-window")
-        let run = try runProcess(
-            "/bin/sh", ["-c", "cc -O1 -Wall -Wextra -Werror -o '\(binary)' '\(source)' $(pkg-config --cflags --libs xcb)"]
-        )
-        guard run.status == 0 else {
-            throw SupportError("cannot build \(source) (gcc, libc6-dev and libxcb1-dev: scripts/setup --tests): \(run.stderr)")
+        try TestClients.build("x11-window") { source, _, binary in
+            let run = try runProcess(
+                "/bin/sh", ["-c", "cc -O1 -Wall -Wextra -Werror -o '\(binary)' '\(source)' $(pkg-config --cflags --libs xcb)"]
+            )
+            guard run.status == 0 else {
+                throw SupportError("cannot build \(source) (gcc, libc6-dev and libxcb1-dev: scripts/setup --tests): \(run.stderr)")
+            }
         }
-        // The directory lives as long as the test run: the binary is in it.
-        Self.keep.append(directory)
-        return binary
     }
-
-    nonisolated(unsafe) private static var keep: [TemporaryDirectory] = []
 
     static func path() throws -> String { try Self.built.get() }
 }
