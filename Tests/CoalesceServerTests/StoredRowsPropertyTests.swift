@@ -75,7 +75,7 @@ import Varlink
         }
         center.stop()
         try await store.close()
-        await loop.shutdownGracefully()
+        await ManualClock(loop: loop).shutDown()
         return result
     }
 

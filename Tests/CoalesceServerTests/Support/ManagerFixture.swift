@@ -195,12 +195,12 @@ func withManager<T>(
     } catch {
         await fixture.stop()
         try? await store.close()  // the test's error is the one to report
-        await clock.loop.shutdownGracefully()
+        await clock.shutDown()
         throw error
     }
     await fixture.stop()
     try await store.close()
-    await clock.loop.shutdownGracefully()
+    await clock.shutDown()
     return result
 }
 

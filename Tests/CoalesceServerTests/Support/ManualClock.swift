@@ -30,6 +30,14 @@ struct ManualClock: Sendable {
         return Self.wallStart + Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
 
+    /// Shuts the loop down once what was already handed to it has run. A timer cancelled from another thread just
+    /// before hands the loop two jobs (fail its promise, forget the task); a loop already closing drops the first
+    /// and runs the second, and the promise that was never completed stops the run in a debug build.
+    func shutDown() async {
+        _ = try? await self.loop.executeInContext {}
+        await self.loop.shutdownGracefully()
+    }
+
     /// Moves time on by `duration`, running every timer that comes due on the way, in order.
     func advance(by duration: Duration) async {
         await self.loop.advanceTime(by: Self.amount(duration))
