@@ -50,7 +50,11 @@ struct Launch: ParsableCommand {
 
 struct Activate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Bring a running app to the foreground (io.coalesced.System.Activate)."
+        abstract: "Bring a running app to the foreground (io.coalesced.System.Activate).",
+        discussion: """
+            With --scene, asks the session that shows that window of the app to focus it, through its \
+            coalesce-screen-agent: the scene, and the app with it, become active once the window system has focused it.
+            """
     )
 
     @OptionGroup(title: "Global Options") var global: GlobalOptions
@@ -58,8 +62,17 @@ struct Activate: ParsableCommand {
     @Argument(help: "The app's name.", completion: AppNameCompletion.kind)
     var name: String
 
+    @Option(help: ArgumentHelp("Focus this scene of the app (an id 'coalescectl scenes' lists).", valueName: "id"))
+    var scene: String?
+
     func run() throws {
-        report(self.global.call("io.coalesced.System.Activate", ["app": .string(self.name)]))
+        var parameters: JSONObject = ["app": .string(self.name)]
+        if let scene = self.scene { parameters["scene"] = .string(scene) }
+        let reply = self.global.call("io.coalesced.System.Activate", parameters)
+        report(reply)
+        if let scene = self.scene, reply != nil {
+            CtlOutput.note("asked the session to focus scene \(scene) of \(self.name); 'coalescectl scenes \(self.name)' shows when it has")
+        }
     }
 }
 

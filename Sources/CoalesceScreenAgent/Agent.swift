@@ -7,12 +7,18 @@ import Varlink
 ///
 /// The daemon may be away (restarting): the windows as they are then go to it once it is back, and again whenever
 /// its connection is new, since a daemon that restarted has forgotten them.
+///
+/// A second connection takes the daemon's focus requests (`io.coalesced.Screen.FocusRequests`): an operator's
+/// `coalescectl activate APP --scene ID` becomes a focus asked of the window system, whose answer comes back as
+/// the next report.
 final class Agent {
     private let socketPath: String
     private let callTimeout: Duration
     private let windows: any WindowSource
 
     private var daemon: VarlinkClient?
+    /// The stream of focus requests, while the daemon keeps it.
+    private var requests: VarlinkClient?
     /// The windows as they are now, and as the daemon last took them (`nil`: not since its connection is new).
     private var current: [SessionWindow] = []
     private var reported: [SessionWindow]?
@@ -50,7 +56,16 @@ final class Agent {
             var descriptors: [(descriptor: CInt, events: Poll.Events)] = [
                 (signals, .readable), (self.windows.descriptor, .readable),
             ]
-            if let daemon = self.daemon { descriptors.append((daemon.descriptor, .readable)) }
+            var daemonIndex: Int?
+            var requestsIndex: Int?
+            if let daemon = self.daemon {
+                daemonIndex = descriptors.count
+                descriptors.append((daemon.descriptor, .readable))
+            }
+            if let requests = self.requests {
+                requestsIndex = descriptors.count
+                descriptors.append((requests.descriptor, .readable))
+            }
             let reported: [Poll.Events]
             do throws(SystemdError) {
                 reported = try Poll.wait(descriptors, timeout: self.pollTimeout())
@@ -83,7 +98,11 @@ final class Agent {
                 return 1
             }
             // A connection with no call outstanding reads only when the daemon has closed it.
-            if reported.count > 2, !reported[2].isEmpty { self.dropDaemon("the daemon at \(self.socketPath) closed the connection") }
+            if let daemonIndex, !reported[daemonIndex].isEmpty {
+                self.dropDaemon("the daemon at \(self.socketPath) closed the connection")
+            } else if let requestsIndex, !reported[requestsIndex].isEmpty {
+                self.takeRequests()
+            }
         }
     }
 
@@ -122,13 +141,59 @@ final class Agent {
     private func connect() throws -> VarlinkClient {
         let client = try VarlinkClient(path: self.socketPath)
         client.setReceiveTimeout(self.callTimeout)
+        let requests = try VarlinkClient(path: self.socketPath)
+        requests.setReceiveTimeout(self.callTimeout)
+        try requests.send(
+            VarlinkCall(method: "io.coalesced.Screen.FocusRequests", parameters: ["source": .string(self.windows.source)], more: true)
+        )
         self.daemon = client
+        self.requests = requests
         self.reported = nil
         return client
     }
 
+    /// Reads the focus requests that came, and asks the window system for each.
+    private func takeRequests() {
+        guard let requests = self.requests else { return }
+        do {
+            repeat {
+                let reply = try requests.receiveReply()
+                if let error = reply.error {
+                    // A daemon without the method still takes reports: follow on without its requests.
+                    Log.problem("the daemon at \(self.socketPath) sends no focus requests (\(error)): scenes cannot be focused from it")
+                    self.requests = nil
+                    return
+                }
+                if let window = reply.parameters["window"]?.stringValue {
+                    self.focus(window)
+                } else {
+                    Log.note("the daemon at \(self.socketPath) may ask this session to focus its windows")
+                }
+                if !reply.continues {
+                    self.requests = nil
+                    return
+                }
+            } while requests.hasPendingInput
+        } catch {
+            self.dropDaemon(self.describe(error))
+        }
+    }
+
+    private func focus(_ window: String) {
+        do {
+            if try self.windows.focus(window) {
+                Log.note("asked the \(self.windows.source) session to focus window \(window), as the daemon asked")
+            } else {
+                Log.problem("the daemon asked to focus window \(window), which the session does not show")
+            }
+        } catch {
+            Log.problem("cannot focus window \(window): \(error)")
+        }
+    }
+
     private func dropDaemon(_ problem: String) {
         self.daemon = nil
+        self.requests = nil
         self.reported = nil
         if problem != self.lastProblem { Log.problem(problem) }
         self.lastProblem = problem

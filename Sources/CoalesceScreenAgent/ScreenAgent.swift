@@ -12,21 +12,25 @@ struct ScreenAgent: ParsableCommand {
             (io.coalesced.Screen.ReportWindows): each window of one of the user's running apps is a scene of that \
             app, and the app becomes active, inactive or background as its windows are focused, shown or hidden. \
             Runs as a user service in the graphical session (coalesce-screen-agent.service); stops on SIGTERM, and \
-            when the session ends. Window systems: sway, through its IPC socket ($SWAYSOCK); X11 window managers that keep EWMH's \
-            properties (openbox, xfwm4, KWin, mutter…), on the display $DISPLAY names. On X11 a window's process \
-            is the one the X server names (the X-Resource extension), not the _NET_WM_PID it carries.
+            when the session ends. Window systems: sway, through its IPC socket ($SWAYSOCK); Wayland compositors that \
+            speak wlr-foreign-toplevel-management (labwc, wayfire, kiosk compositors built on wlroots), on the \
+            display $WAYLAND_DISPLAY names; X11 window managers that keep EWMH's properties (openbox, xfwm4, KWin, \
+            mutter…), on the display $DISPLAY names. On X11 a window's process is the one the X server names (the \
+            X-Resource extension), not the _NET_WM_PID it carries; the Wayland protocol names none, so there a \
+            window is the app its app id says.
             """,
         version: CoalescedVersion.string
     )
 
     enum Source: String, ExpressibleByArgument, CaseIterable {
-        case auto, sway, x11
+        case auto, sway, wayland, x11
     }
 
     @Option(
         name: .customLong("source"),
         help: ArgumentHelp(
-            "The window system to follow: sway, x11, or auto (sway where $SWAYSOCK is set, else X11 where $DISPLAY is).",
+            "The window system to follow: sway, wayland (wlr-foreign-toplevel-management), x11, or auto (sway where "
+                + "$SWAYSOCK is set, else wayland where $WAYLAND_DISPLAY is, else X11 where $DISPLAY is).",
             valueName: "source"
         )
     )
@@ -82,20 +86,29 @@ struct ScreenAgent: ParsableCommand {
 
     private func windowSource(timeout: Duration) throws -> any WindowSource {
         let sway = ProcessEnvironment.value("SWAYSOCK").flatMap { $0.isEmpty ? nil : $0 }
+        let wayland = ProcessEnvironment.value("WAYLAND_DISPLAY").flatMap { $0.isEmpty ? nil : $0 }
         let display = ProcessEnvironment.value("DISPLAY").flatMap { $0.isEmpty ? nil : $0 }
-        // auto: sway where its socket is named (Xwayland sets DISPLAY too), else X11.
-        let chosen = self.source != .auto ? self.source : sway != nil ? .sway : display != nil ? .x11 : .auto
+        // auto: sway where its socket is named (its IPC names each window's process), else the Wayland protocol,
+        // else X11 (Xwayland sets DISPLAY in a Wayland session too).
+        let chosen =
+            self.source != .auto
+            ? self.source : sway != nil ? .sway : wayland != nil ? .wayland : display != nil ? .x11 : .auto
         switch chosen {
         case .sway:
             guard let sway else { throw SourceError("--source sway, but SWAYSOCK is not set: run in sway's session") }
             return try SwayWindows(path: sway, timeout: timeout)
+        case .wayland:
+            guard let wayland else {
+                throw SourceError("--source wayland, but WAYLAND_DISPLAY is not set: run in the Wayland session")
+            }
+            return try WaylandWindows(display: wayland, timeout: timeout)
         case .x11:
             guard let display else { throw SourceError("--source x11, but DISPLAY is not set: run in the X session") }
             return try X11Windows(display: display, timeout: timeout)
         case .auto:
             throw SourceError(
-                "no window system to follow: neither SWAYSOCK nor DISPLAY is set; run in the graphical session, "
-                    + "or say --source"
+                "no window system to follow: none of SWAYSOCK, WAYLAND_DISPLAY and DISPLAY is set; run in the graphical "
+                    + "session, or say --source"
             )
         }
     }

@@ -8,9 +8,9 @@ enum SwayMessage {
     static let headerLength = 14
 
     enum Request: UInt32 {
+        case runCommand = 0
         case subscribe = 2
         case tree = 4
-        case version = 7
     }
 
     /// Events have the type's high bit set.
@@ -100,6 +100,16 @@ final class SwayWindows: WindowSource {
         let (type, payload) = try Self.reply(on: self.queries, buffer: &buffer, timeout: self.timeout)
         guard type == SwayMessage.Request.tree.rawValue else { throw SwayError("sway answered GET_TREE with message type \(type)") }
         return SwayTree.windows(in: try JSONParser.parse(payload))
+    }
+
+    func focus(_ id: String) throws -> Bool {
+        // Container ids are numbers: anything else cannot name one, and must not reach sway's command parser.
+        guard let number = UInt64(id) else { return false }
+        try self.queries.write(SwayMessage.encode(.runCommand, "[con_id=\(number)] focus"))
+        var buffer: [UInt8] = []
+        let (type, payload) = try Self.reply(on: self.queries, buffer: &buffer, timeout: self.timeout)
+        guard type == SwayMessage.Request.runCommand.rawValue else { throw SwayError("sway answered RUN_COMMAND with message type \(type)") }
+        return try JSONParser.parse(payload).arrayValue?.first?["success"] == true
     }
 
     /// The first message on `socket`, waiting at most `timeout` for it to come whole; what follows it in the same

@@ -21,4 +21,7 @@ protocol WindowSource: AnyObject {
     func deadlinePassed() -> WindowNews
     /// Every window the session shows now.
     func windows() throws -> [SessionWindow]
+    /// Asks the window system to focus the window `id` (as ``windows()`` names it); its focus comes back as news.
+    /// - Returns: `false` when no window has that id.
+    func focus(_ id: String) throws -> Bool
 }

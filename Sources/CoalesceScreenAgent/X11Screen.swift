@@ -73,6 +73,12 @@ struct X11Screen: Hashable {
         return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
     }
 
+    /// The window a reported id names; `nil` for an id ``windowID(_:)`` does not make.
+    static func window(id: String) -> UInt32? {
+        guard id.hasPrefix("0x"), id.utf8.count == 10 else { return nil }
+        return UInt32(id.dropFirst(2), radix: 16)
+    }
+
     // MARK: Reading values
 
     /// The class in a `WM_CLASS` value (`instance\0class\0`, Latin-1 as ICCCM has it, or UTF-8 where its type says):

@@ -131,6 +131,12 @@ final class X11Windows: WindowSource {
         return screen.windows
     }
 
+    func focus(_ id: String) throws -> Bool {
+        guard let window = X11Screen.window(id: id), self.followed.contains(window) else { return false }
+        self.connection.requestActivation(of: window)
+        return true
+    }
+
     private static func request(_ window: X11ID, _ property: X11ID, _ type: X11ID, bytes: Int) -> X11PropertyRequest {
         X11PropertyRequest(window: window, property: property, type: type, maximumBytes: bytes)
     }

@@ -33,16 +33,28 @@ enum ScreenInterface {
             methods: [
                 "ReportWindows": .immediate { request in
                     guard let peer = request.peer else { throw VarlinkError.permissionDenied }
-                    let sourceName = try request.string("source")
-                    guard let source = SceneSource(rawValue: sourceName), source != .system else {
-                        throw VarlinkError.invalidParameter("source", reason: "'\(sourceName)' is not one: wayland or x11")
-                    }
+                    let source = try self.source(request)
                     let windows = try self.windows(request.call.parameters["windows"])
                     let matches = apps.reportWindows(windows, source: source, uid: peer.uid)
                     return ["windows": .array(zip(windows, matches).map(self.match))]
-                }
+                },
+                "FocusRequests": .streaming { request, responder in
+                    guard let peer = request.peer else { throw VarlinkError.permissionDenied }
+                    let source = try self.source(request)
+                    guard responder.streams else { throw VarlinkError.expectedMore }
+                    await apps.followFocusRequests(source: source, uid: peer.uid, responder: responder)
+                },
             ]
         )
+    }
+
+    /// The window system a call names: wayland or x11.
+    static func source(_ request: VarlinkRequest) throws(VarlinkError) -> SceneSource {
+        let name = try request.string("source")
+        guard let source = SceneSource(rawValue: name), source != .system else {
+            throw VarlinkError.invalidParameter("source", reason: "'\(name)' is not one: wayland or x11")
+        }
+        return source
     }
 
     /// The report's windows, each checked: the type checker has made sure of each member's type.

@@ -26,6 +26,10 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
     case watchExists(watch: String)
     /// The store did not keep the change.
     case storageFailed(reason: String)
+    /// The app has no scene of that id.
+    case noSuchScene(app: String, scene: String)
+    /// The scene's session cannot be asked to focus it.
+    case sceneNotFocusable(app: String, scene: String, reason: String)
 
     static let interface = SystemErrorName.interface
 
@@ -45,6 +49,8 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
         case .noSuchWatch: .noSuchWatch
         case .watchExists: .watchExists
         case .storageFailed: .storageFailed
+        case .noSuchScene: .noSuchScene
+        case .sceneNotFocusable: .sceneNotFocusable
         }
     }
 
@@ -62,6 +68,9 @@ enum SystemError: Error, VarlinkErrorConvertible, Hashable {
             ErrorParameter.object([.watch: .string(watch), .reason: .string(reason)])
         case .watchExists(let watch): ErrorParameter.object([.watch: .string(watch)])
         case .storageFailed(let reason): ErrorParameter.object([.reason: .string(reason)])
+        case .noSuchScene(let app, let scene): ErrorParameter.object([.app: .string(app), .scene: .string(scene)])
+        case .sceneNotFocusable(let app, let scene, let reason):
+            ErrorParameter.object([.app: .string(app), .scene: .string(scene), .reason: .string(reason)])
         }
     }
 }

@@ -144,7 +144,11 @@ enum SystemInterface {
                 },
                 "Activate": .immediate { request in
                     try admin(request)
-                    return ["app": AppInterface.info(try apps.activate(name: try request.string("app")))]
+                    let name = try request.string("app")
+                    guard let scene = try self.optionalString(request, "scene") else {
+                        return ["app": AppInterface.info(try apps.activate(name: name))]
+                    }
+                    return ["app": AppInterface.info(try apps.focus(name: name, scene: scene))]
                 },
                 "Deactivate": .immediate { request in
                     try admin(request)

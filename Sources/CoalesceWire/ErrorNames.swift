@@ -3,7 +3,7 @@ public import Varlink
 /// A parameter of the App, Notifications, Screen and System interfaces' errors, by the name their files give it.
 public enum ErrorParameter: String, Sendable, Hashable, CaseIterable {
     case action, app, bound, count, field, id, index, kind, limit, mode, name, next, parameter, pending, quota, reason, seq,
-        size, state, target, timeoutSec, topic, uid, unit, watch
+        scene, size, state, target, timeoutSec, topic, uid, unit, watch
 
     /// An error's parameters as a reply carries them; a member whose value is `nil` (an optional parameter not
     /// given) is left out.
@@ -117,6 +117,8 @@ public enum SystemErrorName: String, InterfaceErrorName, Sendable, Hashable, Cas
     case launchFailed = "LaunchFailed"
     case nothingToPurge = "NothingToPurge"
     case monitorOverrun = "MonitorOverrun"
+    case noSuchScene = "NoSuchScene"
+    case sceneNotFocusable = "SceneNotFocusable"
 
     public static let interface = "io.coalesced.System"
 
@@ -132,6 +134,8 @@ public enum SystemErrorName: String, InterfaceErrorName, Sendable, Hashable, Cas
         case .launchTimedOut: [.app, .timeoutSec]
         case .launchFailed: [.app, .unit, .reason]
         case .monitorOverrun: [.bound]
+        case .noSuchScene: [.app, .scene]
+        case .sceneNotFocusable: [.app, .scene, .reason]
         }
     }
 }

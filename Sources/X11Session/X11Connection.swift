@@ -74,6 +74,24 @@ public final class X11Connection {
         xcb_change_window_attributes(self.connection, window, XCB_CW_EVENT_MASK.rawValue, &mask)
     }
 
+    /// Asks the window manager to activate `window`, as a pager or taskbar does (EWMH's `_NET_ACTIVE_WINDOW` client
+    /// message to the root); the change comes back as the root's property, if the window manager grants it.
+    public func requestActivation(of window: X11ID) {
+        var message = xcb_client_message_event_t()
+        message.response_type = UInt8(XCB_CLIENT_MESSAGE)
+        message.format = 32
+        message.window = window
+        message.type = self.atoms.netActiveWindow
+        // Source 2: a pager, which window managers obey without focus-stealing prevention; no timestamp; no window
+        // the request comes from.
+        message.data.data32 = (2, 0, 0, 0, 0)
+        withUnsafeBytes(of: &message) { bytes in
+            let mask = XCB_EVENT_MASK_SUBSTRUCTURE_REDIRECT.rawValue | XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue
+            _ = xcb_send_event(self.connection, 0, self.root, mask, bytes.baseAddress!.assumingMemoryBound(to: CChar.self))
+        }
+        xcb_flush(self.connection)
+    }
+
     /// Sends what is waiting to be sent.
     public func flush() {
         xcb_flush(self.connection)

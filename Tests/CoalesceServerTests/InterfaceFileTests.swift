@@ -60,7 +60,8 @@ import Varlink
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,
         .launchTimedOut(app: "", timeout: .seconds(1)), .launchFailed(app: "", unit: "", reason: ""), .nothingToPurge,
         .monitorOverrun(bound: 1), .invalidWatch(watch: "", reason: ""), .noSuchWatch(watch: "", reason: ""),
-        .watchExists(watch: ""), .storageFailed(reason: ""),
+        .watchExists(watch: ""), .storageFailed(reason: ""), .noSuchScene(app: "", scene: ""),
+        .sceneNotFocusable(app: "", scene: "", reason: ""),
     ]
 
     static let notificationErrors: [NotificationError] = [

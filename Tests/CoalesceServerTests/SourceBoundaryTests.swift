@@ -19,10 +19,11 @@ import Testing
     }
 
     /// Modules that import the C library themselves: the boundary itself, the libraries an app links, which must
-    /// not bring libsystemd with them, and the X11 boundary (xcb's replies are freed with free(3), waited for with
-    /// poll(2)).
+    /// not bring libsystemd with them, and the X11 and Wayland boundaries (xcb's replies are freed with free(3),
+    /// waited for with poll(2); libwayland's errors are errno values).
     static let mayImportTheCLibrary = [
         "Sources/Systemd/", "Sources/Varlink/", "Sources/CoalesceClient/", "Sources/VarlinkEmbed/", "Sources/X11Session/",
+        "Sources/WaylandSession/",
     ]
     /// Files elsewhere that do, and why.
     static let exceptions: [String: String] = [
@@ -66,6 +67,26 @@ import Testing
         #expect(found == [])
         let package = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         #expect(package.components(separatedBy: #""X11Session""#).count - 1 == 2, "declared once, a dependency of one target")
+    }
+
+    /// libwayland-client is the screen agent's alone, as xcb is: only WaylandSession imports CWaylandToplevel, and
+    /// only the agent imports WaylandSession.
+    @Test func onlyWaylandSessionImportsLibwaylandAndOnlyTheScreenAgentWaylandSession() throws {
+        var found: [String] = []
+        for folder in ["Sources", "Benchmarks", "Examples"] {
+            for path in Self.swiftFiles(under: folder) {
+                let lines = try Self.lines(of: path)
+                if !path.hasPrefix("Sources/WaylandSession/"), lines.contains(where: { $0.hasSuffix("import CWaylandToplevel") }) {
+                    found.append("\(path): CWaylandToplevel")
+                }
+                if !path.hasPrefix("Sources/CoalesceScreenAgent/"), lines.contains(where: { $0.hasSuffix("import WaylandSession") }) {
+                    found.append("\(path): WaylandSession")
+                }
+            }
+        }
+        #expect(found == [])
+        let package = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(package.components(separatedBy: #""WaylandSession""#).count - 1 == 2, "declared once, a dependency of one target")
     }
 
     @Test func noSourceFileIsOver500LinesAndNoTestFileOver600() throws {

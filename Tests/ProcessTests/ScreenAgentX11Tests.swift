@@ -142,6 +142,37 @@ import Varlink
         }
     }
 
+    /// An operator focuses a scene by its id: the agent asks openbox, as a pager would, and the focus comes back
+    /// as the user's would.
+    @Test func activatingASceneAsksTheWindowManagerToFocusItsWindow() async throws {
+        try await Self.withSession(apps: [Self.mail]) { daemon, session, agent, requests in
+            try agent.waitForLine(containing: "may ask this session to focus its windows")
+            let mail = try Self.launched(
+                Self.mail, ["Inbox", "Draft"], iconic: false, on: session, daemon: daemon, requests: requests, deactivated: false
+            )
+            try mail.map()
+            try session.xdotool(["windowactivate", "--sync"], try #require(mail.windows["Draft"]))
+            try waitUntil("Draft to be mail's active scene") {
+                try requests.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["scenes"]?.arrayValue?
+                    .contains { $0["id"]?.stringValue == mail.id("Draft") && $0["state"] == "foregroundActive" } == true
+            }
+            _ = mail.unread
+
+            let run = try runProcess(
+                BuildProducts.path(of: "coalescectl"), ["--socket", daemon.socketPath, "activate", Self.mail, "--scene", mail.id("Inbox")]
+            )
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            #expect(run.stderr.contains("asked the session to focus scene \(mail.id("Inbox"))"))
+            try agent.waitForLine(containing: "asked the x11 session to focus window \(mail.id("Inbox"))")
+            try waitUntil("Inbox to be mail's active scene") {
+                try requests.call("io.coalesced.System.GetApp", ["app": .string(Self.mail)])["app"]?["scenes"]?.arrayValue?
+                    .contains { $0["id"]?.stringValue == mail.id("Inbox") && $0["state"] == "foregroundActive" } == true
+            }
+            let active = try session.run("xprop", ["-root", "_NET_ACTIVE_WINDOW"])
+            #expect(active.contains(String(try #require(mail.windows["Inbox"]), radix: 16)), "\(active)")
+        }
+    }
+
     @Test func aWindowWithAForgedNetWMPIDIsReportedWithTheProcessTheServerNames() async throws {
         try await Self.withSession(apps: [Self.mail]) { daemon, session, agent, requests in
             let mail = try Self.launched(

@@ -25,6 +25,11 @@ final class WaylandApp: @unchecked Sendable {
                 let reply = try JSONParser.parse(line)
                 guard let callback = reply["parameters"]?["callback"], let kind = callback["kind"]?.stringValue else { return nil }
                 let name = kind.split(separator: ".").last.map(String.init) ?? kind
+                if name == "willConnect", let scene = callback["scene"]?.stringValue, self.titles[scene] == nil,
+                    let title = callback["title"]?.stringValue, !title.isEmpty
+                {
+                    self.titles[scene] = title
+                }
                 return callback["scene"]?.stringValue.map { "\(self.title(ofScene: $0)) \(name)" } ?? name
             }
             guard all.count >= self.read + count else { return nil }
@@ -38,7 +43,8 @@ final class WaylandApp: @unchecked Sendable {
         self.process.output.compactMap { try? JSONParser.parse($0)["parameters"]?["callback"]?["seq"]?.intValue }.max() ?? 0
     }
 
-    /// Scenes are named by sway's container ids; the tests name them by title, as sway's tree says.
+    /// Scenes are named by the window system's ids; the tests name them by title, as sway's tree or the scene's
+    /// willConnect says.
     var titles: [String: String] = [:]
     private func title(ofScene id: String) -> String { self.titles[id] ?? id }
 }

@@ -218,6 +218,7 @@ extension AppManager {
     func streamClosed(_ id: Int) {
         self.decide { state, log in
             state.monitoring.remove(id)
+            state.windows.removeFocusStream(id)
             if let appName = state.attached.removeValue(forKey: id), let attachment = state.records[appName]?.attachment,
                 attachment.id == id
             {

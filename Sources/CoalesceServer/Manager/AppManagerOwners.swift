@@ -148,4 +148,22 @@ struct WindowBook {
     var scenes: [Reporter: [String: Shown]] = [:]
     /// Each reporter's last report, whole: its windows of apps not running become their scenes once they attach.
     var reports: [Reporter: [ReportedWindow]] = [:]
+    /// The streams each reporter's agent takes focus requests on (`io.coalesced.Screen.FocusRequests`), by park id.
+    private(set) var focusStreams: [Reporter: [Int: VarlinkResponder]] = [:]
+
+    mutating func addFocusStream(_ id: Int, _ responder: VarlinkResponder, of reporter: Reporter) {
+        self.focusStreams[reporter, default: [:]][id] = responder
+    }
+
+    mutating func removeFocusStream(_ id: Int) {
+        for (reporter, streams) in self.focusStreams where streams[id] != nil {
+            self.focusStreams[reporter]![id] = nil
+            if self.focusStreams[reporter]!.isEmpty { self.focusStreams[reporter] = nil }
+        }
+    }
+
+    /// The reporter whose session shows `scene` as a window of `app`.
+    func reporter(showing scene: SceneID, of app: AppName) -> Reporter? {
+        self.scenes.first { $0.value[scene.value]?.app == app }?.key
+    }
 }
