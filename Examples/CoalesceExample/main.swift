@@ -165,6 +165,7 @@ final class ExampleDelegate: AppDelegate {
         case .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,
             .sceneDidEnterBackground, .sceneDidDisconnect:
             await self.scenes.handle(delivery, in: app)
+        case .backgroundTimeWillExpire: await self.report("backgroundTimeWillExpire", app)
         case .backgroundTaskWillExpire(let task):
             say("task-expiring id=\(task.id)")
             if self.endTaskOnExpiry {

@@ -13,6 +13,8 @@ public protocol AppDelegate: Sendable {
     func appWillTerminate(_ app: CoalescedApp) async
     /// A background task's time is nearly up: end it.
     func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async
+    /// The time a wake into the background gave the app is nearly up (``Delivery/backgroundTimeWillExpire``).
+    func appBackgroundTimeWillExpire(_ app: CoalescedApp) async
     /// An event posted to the app.
     func app(_ app: CoalescedApp, didReceive event: Event) async
     /// One of the app's notifications fired while it is active (otherwise the desktop presents it).
@@ -34,6 +36,7 @@ extension AppDelegate {
     public func appWillEnterForeground(_ app: CoalescedApp) async {}
     public func appWillTerminate(_ app: CoalescedApp) async {}
     public func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async {}
+    public func appBackgroundTimeWillExpire(_ app: CoalescedApp) async {}
     public func app(_ app: CoalescedApp, didReceive event: Event) async {}
     public func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async {}
     public func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async {}
@@ -48,6 +51,7 @@ extension AppDelegate {
         case .willEnterForeground: await self.appWillEnterForeground(app)
         case .willTerminate: await self.appWillTerminate(app)
         case .backgroundTaskWillExpire(let task): await self.app(app, backgroundTaskWillExpire: task)
+        case .backgroundTimeWillExpire: await self.appBackgroundTimeWillExpire(app)
         case .event(let event): await self.app(app, didReceive: event)
         case .willPresent(let presentation): await self.app(app, willPresent: presentation)
         case .didReceiveResponse(let response): await self.app(app, didReceive: response)

@@ -104,6 +104,10 @@ public enum Delivery: Sendable, Hashable {
     case willTerminate
     /// A background task's time is nearly up: end it.
     case backgroundTaskWillExpire(BackgroundTask)
+    /// The time a wake into the background gave the app (a post of a kind declared `wakes: background` woke it)
+    /// is nearly up: finish with what it was sent, which acknowledging ends the wake; it is suspended when the time
+    /// is up whatever it is doing.
+    case backgroundTimeWillExpire
     case didReceiveMemoryWarning
     case significantTimeChange
     case protectedDataWillBecomeUnavailable

@@ -190,8 +190,12 @@ struct Received: Sendable {
             self.delivery = .willTerminate
             self.acknowledgement = .never
         case "backgroundTaskWillExpire":
-            let id = callback["task"]?.intValue.map { Int($0) } ?? 0
-            self.delivery = .backgroundTaskWillExpire(app.task(id))
+            // Without a task: the wake's own time.
+            if let id = callback["task"]?.intValue.map({ Int($0) }) {
+                self.delivery = .backgroundTaskWillExpire(app.task(id))
+            } else {
+                self.delivery = .backgroundTimeWillExpire
+            }
         case "didReceiveMemoryWarning": self.delivery = .didReceiveMemoryWarning
         case "significantTimeChange": self.delivery = .significantTimeChange
         case "protectedDataWillBecomeUnavailable": self.delivery = .protectedDataWillBecomeUnavailable

@@ -78,14 +78,16 @@ struct App: ParsableCommand {
 }
 
 extension App {
-    /// Each declared kind with its policy, by name: `mail.count: sum:unread, volatile, wakes it into fetch`.
+    /// Each declared kind with its policy, by name: `mail.count: sum:unread, volatile, launches it into fetch, wakes
+    /// it from suspension`.
     fileprivate static func kinds(_ app: JSONValue) -> [String] {
         guard let kinds = app["kinds"]?.objectValue else { return [] }
         return kinds.sorted { $0.key < $1.key }.map { kind, wire in
             guard let declared = KindDeclaration(wire: wire) else { return "\(kind): \(wire.jsonText)" }
             var text = "\(kind): \(declared.policy.text)"
             if declared.volatile { text += ", volatile" }
-            if let mode = declared.backgroundMode { text += ", wakes it into \(mode)" }
+            if let mode = declared.backgroundMode { text += ", launches it into \(mode)" }
+            if declared.wakes == .background { text += ", wakes it from suspension" }
             return text
         }
     }

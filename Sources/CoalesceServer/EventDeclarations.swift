@@ -140,6 +140,11 @@ struct EventDeclarations: Sendable, Hashable {
         }
     }
 
+    /// Whether any of `kinds` is one the app declared to wake it from suspension.
+    func wake(forAnyOf kinds: [EventKind]) -> Bool {
+        kinds.contains { self.kinds[$0]?.wakes == .background }
+    }
+
     /// A policy as Post's `policy` gives it (``CoalescingPolicy/init(wire:)``), for a post of `kind`.
     /// - Throws: `InvalidPolicy` naming the kind and why.
     static func policy(_ value: JSONValue, kind: String) throws(AppError) -> CoalescingPolicy {

@@ -12,21 +12,26 @@ public struct KindDeclaration: Sendable, Hashable {
     /// One of the app's background modes: a post of this kind launches the app into the background when it is
     /// not running, instead of waiting for it to be opened.
     public var backgroundMode: String?
+    /// What a post of this kind does to the app while it is suspended (the sender's content-available): `nil`, it
+    /// waits there until the app runs again.
+    public var wakes: KindWake?
 
     /// The longest background mode name the wire form takes, in bytes.
     public static let maximumModeLength = 64
 
-    public init(_ policy: CoalescingPolicy = .latest, volatile: Bool = false, backgroundMode: String? = nil) {
+    public init(_ policy: CoalescingPolicy = .latest, volatile: Bool = false, backgroundMode: String? = nil, wakes: KindWake? = nil) {
         self.policy = policy
         self.volatile = volatile
         self.backgroundMode = backgroundMode
+        self.wakes = wakes
     }
 
-    /// The policy's members, with `volatile` and `backgroundMode` only when they say something.
+    /// The policy's members, with `volatile`, `backgroundMode` and `wakes` only when they say something.
     public var wire: JSONValue {
         var members = self.policy.wire.objectValue ?? [:]
         if self.volatile { members["volatile"] = true }
         if let mode = self.backgroundMode { members["backgroundMode"] = .string(mode) }
+        if let wakes = self.wakes { members["wakes"] = .string(wakes.rawValue) }
         return .object(members)
     }
 
@@ -57,8 +62,24 @@ public struct KindDeclaration: Sendable, Hashable {
             declaration.backgroundMode = mode
         default: return .failure(WireFormError("a background mode is 1 to \(Self.maximumModeLength) bytes"))
         }
+        switch value["wakes"] {
+        case nil, .null?: break
+        case .string(let name)?:
+            guard let wakes = KindWake(rawValue: name) else {
+                return .failure(WireFormError("wakes is \"background\" (a post wakes the suspended app into the background), not \(JSONValue.string(name).jsonText)"))
+            }
+            declaration.wakes = wakes
+        default: return .failure(WireFormError("wakes is a string: \"background\""))
+        }
         return .success(declaration)
     }
+}
+
+/// Where a post of a kind takes its suspended app.
+public enum KindWake: String, Sendable, Hashable, CaseIterable {
+    /// Into the background, for the events it holds: the app runs without coming to the foreground, and is
+    /// suspended again once it has acknowledged them and closed its tasks, or when its budget runs out.
+    case background
 }
 
 /// Why a value is not the wire form it was read as: a reason for a person, such as

@@ -32,6 +32,8 @@ import Testing
     enum Request: CaseIterable {
         case launchForeground, launchBackground, activate, deactivate, interruptionBegan, interruptionEnded
         case terminate, purge, processExited, acknowledge, beginTask, endTask, wait
+        /// A post of a kind that wakes the app; an event sent to an app that receives.
+        case wake, event
     }
 
     @Test(arguments: 0..<200)
@@ -54,6 +56,7 @@ import Testing
             now = now.advanced(by: .milliseconds(Int64.random(in: 0...4000, using: &random)))
             history.append("\(request)")
             var effects: [LifecycleEffect] = []
+            let wasWoken = app.woken
             do {
                 switch request {
                 case .launchForeground: effects = try app.launch(.foreground, now: now)
@@ -72,6 +75,14 @@ import Testing
                         effects = try app.endBackgroundTask(id, now: now)
                     }
                 case .wait: effects = app.timePassed(now: now)
+                case .wake:
+                    effects = try app.wakeIntoBackground(now: now)
+                    #expect(effects == [.transition(from: .suspended, to: .background, reason: .eventWake)], "a wake sends no callback; seed \(seed)")
+                case .event:
+                    if app.receivesAtOnce {
+                        lastDelivered = app.reserveSequence()
+                        lastSequence = lastDelivered
+                    }
                 }
             } catch {
                 #expect(app.state == tracked, "a refused request changed the state; seed \(seed): \(history)")
@@ -79,8 +90,11 @@ import Testing
             }
             for effect in effects {
                 switch effect {
-                case .transition(let from, let to, _):
+                case .transition(let from, let to, let reason):
                     #expect(from == tracked, "transition from \(from) while \(tracked); seed \(seed): \(history)")
+                    if wasWoken, to == .suspended, reason == .backgroundWorkDone {
+                        #expect(app.acknowledgedUpTo + 1 >= app.nextSequence, "a wake ended with its events unacknowledged; seed \(seed): \(history)")
+                    }
                     tracked = to
                     if to == .notRunning { resignPending = false }
                 case .deliver(let callback, let sequence, _):
@@ -107,6 +121,7 @@ import Testing
                 }
             }
             #expect(app.state == tracked, "state \(app.state) but transitions say \(tracked); seed \(seed): \(history)")
+            #expect(!app.woken || app.state == .background, "woken while \(app.state); seed \(seed): \(history)")
             if app.state == .suspended {
                 #expect(app.tasks.isEmpty && traits.backgroundModes.isEmpty, "suspended with work; seed \(seed)")
             }

@@ -114,7 +114,7 @@ import Varlink
             #expect(kinds != nil, "\(shown)")
             if let kinds {
                 #expect(lines[kinds + 1].trimmingCharacters(in: .whitespaces) == "mail.received: latest", "\(shown)")
-                #expect(lines[kinds + 2].trimmingCharacters(in: .whitespaces) == "mail.sync: queue:5, wakes it into fetch", "\(shown)")
+                #expect(lines[kinds + 2].trimmingCharacters(in: .whitespaces) == "mail.sync: queue:5, launches it into fetch", "\(shown)")
             }
             #expect(lines.contains { $0.hasSuffix("Posters: its user and root; uid 65534") }, "\(shown)")
             #expect(lines.contains { $0.hasSuffix("Topics: news, weather") }, "\(shown)")

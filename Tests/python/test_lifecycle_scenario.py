@@ -308,3 +308,32 @@ def test_a_monitor_streams_an_apps_traffic_to_python(address):
         assert all(record["app"] == APP for _, record in records)
         transitions = [(r["from"], r["to"]) for name, r in records if name == "transition"]
         assert transitions[:2] == [("notRunning", "inactive"), ("inactive", "active")]
+
+
+def test_a_waking_kind_wakes_a_suspended_python_app_into_the_background(address):
+    """A kind declared wakes: background (content-available): the suspended app runs in the background for what it
+    held, with no willEnterForeground, and is suspended again once it has acknowledged it."""
+    with varlink.Client(address=address) as client, \
+            client.open("io.coalesced.System") as system, client.open("io.coalesced.App") as app_side:
+        app_side.Register(name=APP, kinds={"badge": {"policy": "sum", "field": "unread", "wakes": "background"},
+                                           "log.error": {"policy": "count"}})
+        app = AppProcess(address, "-")
+        assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        system.Deactivate()
+        wait_for_state(system, "suspended")
+        assert app_side.Post(target=APP, kind="log.error", payload={"line": "a"})["delivered"] is False
+        assert system.GetApp(APP)["app"]["state"] == "suspended"
+
+        app_side.Post(target=APP, kind="badge", payload={"unread": 2})
+        woken = app.callbacks(6)
+        assert woken[:4] == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"]
+        assert sorted(woken[4:]) == ["badge", "log.error"]
+        lines = [l for l in app.lines if l.startswith("callback badge") or l.startswith("callback log.error")]
+        assert sorted(lines) == ['callback badge background {"unread":2}', "callback log.error background null"]
+        wait_for_state(system, "suspended")
+        assert not [l for l in app.lines if "willEnterForeground" in l], app.lines
+
+        with pytest.raises(varlink.VarlinkError) as refused:
+            app_side.Register(name=APP, kinds={"badge": {"policy": "latest", "wakes": "foreground"}})
+        assert refused.value.error() == "io.coalesced.App.InvalidPolicy"
+        assert "background" in refused.value.parameters()["reason"]

@@ -55,6 +55,10 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public private(set) var tasks: [Int: String] = [:]
     /// The app is inactive because of an interruption (alert, call, sleep, lock), not a transition.
     public private(set) var interrupted = false
+    /// The app was woken from suspension into the background for its events (``wakeIntoBackground(now:)``): it goes
+    /// back to suspended once it has acknowledged everything it was sent and closed its tasks, or when its budget
+    /// runs out.
+    public private(set) var woken = false
 
     /// The highest number the app acknowledged (0: none since this run of the daemon took it up).
     public private(set) var acknowledgedUpTo: UInt64 = 0
@@ -101,7 +105,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// The earliest time at which ``timePassed(now:)`` has something to do.
     public var nextDeadline: Instant? {
         var deadlines = self.awaiting.compactMap(\.deadline)
-        if let budgetEnds = self.budgetEnds, !self.tasks.isEmpty {
+        if let budgetEnds = self.budgetEnds, !self.tasks.isEmpty || self.woken {
             deadlines.append(self.expiryWarned ? budgetEnds : budgetEnds.advanced(by: .zero - self.timings.expiryWarning))
         }
         return deadlines.min()
@@ -128,6 +132,18 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         case .background:
             effects += self.enterBackground(now: now, reason: .launch)
         }
+        return effects
+    }
+
+    /// Wakes a suspended app into the background for what it was sent while it ran no code, as iOS wakes an app for a
+    /// content-available notification: no callback (it does not come to the foreground), the held events follow, and
+    /// the background budget runs from now, with backgroundTaskWillExpire before it ends.
+    public mutating func wakeIntoBackground(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+        guard self.state == .suspended else { throw .notSuspended(self.state) }
+        let effects = self.move(to: .background, reason: .eventWake)
+        self.woken = true
+        self.budgetEnds = self.timings.backgroundTaskBudget.map(now.advanced(by:))
+        self.expiryWarned = false
         return effects
     }
 
@@ -280,7 +296,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         self.acknowledgedUpTo = max(self.acknowledgedUpTo, sequence)
         let met = self.awaiting.filter { $0.sequence <= sequence }
         self.awaiting.removeAll { $0.sequence <= sequence }
-        guard met.contains(where: { $0.callback == .didEnterBackground }) else { return [] }
+        guard met.contains(where: { $0.callback == .didEnterBackground }) || self.woken else { return [] }
         return self.suspendIfIdle(now: now)
     }
 
@@ -311,10 +327,12 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
                 missed.callback == .didFinishLaunching ? .launchNotAcknowledged : .backgroundNotAcknowledged
             return self.stop(reason: reason, effect: .kill(reason: reason))
         }
-        guard let budgetEnds = self.budgetEnds, !self.tasks.isEmpty else { return [] }
+        guard let budgetEnds = self.budgetEnds, !self.tasks.isEmpty || self.woken else { return [] }
         var effects: [LifecycleEffect] = []
         if !self.expiryWarned, now >= budgetEnds.advanced(by: .zero - self.timings.expiryWarning) {
             self.expiryWarned = true
+            // A wake with no task open is warned once, for the wake itself: no task names it.
+            if self.tasks.isEmpty { effects.append(self.deliver(.backgroundTaskWillExpire)) }
             for id in self.tasks.keys.sorted() {
                 effects.append(self.deliver(.backgroundTaskWillExpire, task: id))
             }
@@ -328,6 +346,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
             if self.traits.backgroundModes.isEmpty {
                 effects += self.move(to: .suspended, reason: .backgroundTasksExpired)
                 self.budgetEnds = nil
+                self.woken = false
             }
         }
         return effects
@@ -378,16 +397,20 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     }
 
     private mutating func leaveBackground() {
+        self.woken = false
         self.budgetEnds = nil
         self.expiryWarned = false
         self.awaiting.removeAll { $0.callback == .didEnterBackground }
     }
 
-    /// A backgrounded app with no task, no mode and didEnterBackground handled runs no more code.
+    /// A backgrounded app with no task, no mode and didEnterBackground handled runs no more code; a woken one, once
+    /// it has also acknowledged everything it was sent.
     private mutating func suspendIfIdle(now: Instant) -> [LifecycleEffect] {
         guard self.state == .background, self.tasks.isEmpty, self.traits.backgroundModes.isEmpty,
-            !self.awaiting.contains(where: { $0.callback == .didEnterBackground })
+            !self.awaiting.contains(where: { $0.callback == .didEnterBackground }),
+            !self.woken || self.acknowledgedUpTo + 1 >= self.nextSequence
         else { return [] }
+        self.woken = false
         self.budgetEnds = nil
         return self.move(to: .suspended, reason: .backgroundWorkDone)
     }
@@ -402,6 +425,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         self.state = .notRunning
         self.tasks.removeAll()
         self.interrupted = false
+        self.woken = false
         self.awaiting.removeAll()
         self.budgetEnds = nil
         self.expiryWarned = false

@@ -63,6 +63,8 @@ public enum TransitionReason: String, Sendable, Hashable {
     case backgroundNotAcknowledged
     case backgroundTasksExpired
     case backgroundWorkDone
+    /// A post of a kind the app declared to wake it (`wakes: background`) woke it from suspension into the background.
+    case eventWake
     /// The app's scenes moved it: one of its windows was focused, shown, hidden or closed (``AppScenes``).
     case scenes
 }

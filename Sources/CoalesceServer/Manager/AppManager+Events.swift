@@ -205,6 +205,7 @@ extension AppManager {
         var ticket = PostTicket(finished: finished)
         var sentAtOnce: [AppInbox.Sent] = []
         var launches = false
+        var wakes = false
         var flushes = false
         var unwrittenMark: JournalMark?
         var batch: [AppAction] = []
@@ -246,6 +247,7 @@ extension AppManager {
                 case .answered(let answer, let burst):
                     // Decided at once (a volatile kind's): no write carries its position.
                     if let journalMark { unwrittenMark = journalMark }
+                    if case .held = answer, declared?.wakes != nil, record.lifecycle.state == .suspended { wakes = true }
                     if !burst.isEmpty {
                         if let stream = record.attachment?.responder {
                             outbox.add(.sendEvents(stream, burst, record.lifecycle.state))
@@ -275,6 +277,7 @@ extension AppManager {
         if let answered { ticket.answer(answered, failure: self.writeRefused) }
         if flushes { self.scheduleFlush() }
         if launches { self.launchForEvent(appName) }
+        if wakes { self.wakeForEvents(appName) }
         return outcome
     }
 

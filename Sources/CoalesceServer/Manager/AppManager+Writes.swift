@@ -126,6 +126,8 @@ extension AppManager {
             } ?? []
             self.countPostsAndTellMonitors(actions, of: appName, in: &state)
             state.own.append(.carryOut(appName, actions, failure: failure))
+            // What the write kept may be what wakes the app.
+            if failure == nil { self.wakeIfItHoldsWakingEvents(appName, in: &state, log: &log) }
             switch delivery {
             case .refused?:
                 log.append(LogEntry(

@@ -1,0 +1,22 @@
+import CoalesceCore
+
+/// A suspended app is woken into the background for its events (seed 000: events are handled the next time the app
+/// runs, in the foreground or the background): when it holds a post of a kind it declared `wakes: background`, it
+/// is thawed or continued, its held events go out coalesced, and it runs on its background budget until it has
+/// acknowledged them and closed its tasks (``AppLifecycle/wakeIntoBackground(now:)``).
+extension AppManager {
+    /// Wakes the app if it still holds what wakes it.
+    func wakeForEvents(_ appName: AppName) {
+        self.decide { state, log in self.wakeIfItHoldsWakingEvents(appName, in: &state, log: &log) }
+    }
+
+    /// The one rule: a suspended app, attached, that holds an event of a kind it declared to wake it, is woken. Asked
+    /// where an event becomes held: a volatile post answered at once, a write kept.
+    func wakeIfItHoldsWakingEvents(_ appName: AppName, in state: inout State, log: inout [LogEntry]) {
+        guard let record = state.records[appName], record.lifecycle.state == .suspended, record.attachment != nil,
+            record.declarations.wake(forAnyOf: record.inbox.held.kinds)
+        else { return }
+        let now = self.now()
+        self.input(appName, in: &state, log: &log) { lifecycle in (try? lifecycle.wakeIntoBackground(now: now)) ?? [] }
+    }
+}
