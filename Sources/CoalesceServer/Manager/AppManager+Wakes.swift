@@ -7,15 +7,20 @@ import CoalesceCore
 extension AppManager {
     /// Wakes the app if it still holds what wakes it.
     func wakeForEvents(_ appName: AppName) {
-        self.decide { state, log in self.wakeIfItHoldsWakingEvents(appName, in: &state, log: &log) }
+        self.decide { state, log in
+            guard let record = state.records[appName], Self.holdsWhatWakes(record) else { return }
+            self.wake(appName, in: &state, log: &log)
+        }
     }
 
     /// The one rule: a suspended app, attached, that holds an event of a kind it declared to wake it, is woken. Asked
     /// where an event becomes held: a volatile post answered at once, a write kept.
-    func wakeIfItHoldsWakingEvents(_ appName: AppName, in state: inout State, log: inout [LogEntry]) {
-        guard let record = state.records[appName], record.lifecycle.state == .suspended, record.attachment != nil,
-            record.declarations.wake(forAnyOf: record.inbox.held.kinds)
-        else { return }
+    static func holdsWhatWakes(_ record: Record) -> Bool {
+        record.lifecycle.state == .suspended && record.attachment != nil
+            && record.declarations.wake(forAnyOf: record.inbox.held.kinds)
+    }
+
+    func wake(_ appName: AppName, in state: inout State, log: inout [LogEntry]) {
         let now = self.now()
         self.input(appName, in: &state, log: &log) { lifecycle in (try? lifecycle.wakeIntoBackground(now: now)) ?? [] }
     }

@@ -105,6 +105,7 @@ extension AppManager {
         self.decide { state, log in
             let ledger = state.ledger
             var delivery: DeliveryLog?
+            var wakes = false
             let actions = state.deciding(appName) { record, outbox -> [InboxAction] in
                 let drained = record.inbox.draining
                 record.pendingWrite = nil
@@ -122,12 +123,13 @@ extension AppManager {
                     record.deliveryRefused = false
                     delivery = .deliveredAgain
                 }
+                // What the write kept may be what wakes the app.
+                wakes = failure == nil && Self.holdsWhatWakes(record)
                 return actions
             } ?? []
             self.countPostsAndTellMonitors(actions, of: appName, in: &state)
             state.own.append(.carryOut(appName, actions, failure: failure))
-            // What the write kept may be what wakes the app.
-            if failure == nil { self.wakeIfItHoldsWakingEvents(appName, in: &state, log: &log) }
+            if wakes { self.wake(appName, in: &state, log: &log) }
             switch delivery {
             case .refused?:
                 log.append(LogEntry(
