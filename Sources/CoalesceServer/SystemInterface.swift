@@ -185,6 +185,19 @@ enum SystemInterface {
                     let purged = try apps.purge(name: try self.optionalString(request, "app"), count: count)
                     return ["purged": .array(purged.map { .string($0.value) })]
                 },
+                "Explain": .immediate { request in
+                    try admin(request)
+                    let explained = try apps.explain(name: try request.string("app"))
+                    var reply: JSONObject = [
+                        "app": .string(try request.string("app")), "state": .string(explained.explanation.state.rawValue),
+                        "since": .double(explained.since),
+                        "because": .array(
+                            explained.explanation.reasons.map { ["code": .string($0.code), "text": .string($0.text)] }
+                        ),
+                    ]
+                    if let reason = explained.reason { reply["reason"] = .string(reason.rawValue) }
+                    return reply
+                },
                 "GetQueue": .immediate { request in
                     try admin(request)
                     let queue = try apps.queue(of: try request.string("app"))

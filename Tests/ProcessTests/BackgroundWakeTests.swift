@@ -32,6 +32,16 @@ import Varlink
             #expect(try post(system, Self.mail, "mail.subject", ["s": "first"]) == false)
             #expect(try post(system, Self.mail, "mail.subject", ["s": "last"]) == false)
             #expect(try appInfo(system, Self.mail)["state"] == "suspended")
+            // The operator asks why it does not run: how it is held, what it holds, what would wake it.
+            let explained = try runProcess(BuildProducts.path(of: "coalescectl"), ["--socket", daemon.socketPath, "explain", Self.mail])
+            let lines = explained.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.first?.hasPrefix("\(Self.mail): suspended since ") == true, "\(explained.stdout)\(explained.stderr)")
+            #expect(lines.first?.hasSuffix("(backgroundWorkDone)") == true, "\(explained.stdout)")
+            #expect(Array(lines.dropFirst()) == [
+                "  - It is suspended and stopped (SIGSTOP): it runs no code.",
+                "  - It holds 2 posts of mail.subject, delivered coalesced when it runs again.",
+                "  - A post of mail.unread wakes it into the background; otherwise it runs again when it is activated.",
+            ], "\(explained.stdout)")
 
             // One that does: the app is continued, and gets what it held, coalesced, with no callback.
             _ = try post(system, Self.mail, "mail.unread", ["n": 2])

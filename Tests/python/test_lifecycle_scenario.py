@@ -323,6 +323,10 @@ def test_a_waking_kind_wakes_a_suspended_python_app_into_the_background(address)
         wait_for_state(system, "suspended")
         assert app_side.Post(target=APP, kind="log.error", payload={"line": "a"})["delivered"] is False
         assert system.GetApp(APP)["app"]["state"] == "suspended"
+        explained = system.Explain(APP)
+        assert explained["state"] == "suspended" and explained["reason"] == "backgroundWorkDone"
+        assert [r["code"] for r in explained["because"]] == ["suspended", "holds", "wakesOn"]
+        assert "badge" in explained["because"][2]["text"]
 
         app_side.Post(target=APP, kind="badge", payload={"unread": 2})
         woken = app.callbacks(6)

@@ -111,6 +111,12 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         return deadlines.min()
     }
 
+    /// The didEnterBackground the app has not acknowledged yet, with its deadline (`nil`: none); `nil` when it
+    /// has acknowledged it.
+    public var unacknowledgedDidEnterBackground: (sequence: UInt64, deadline: Instant?)? {
+        self.awaiting.first { $0.callback == .didEnterBackground }.map { ($0.sequence, $0.deadline) }
+    }
+
     /// Seconds of background time left, as BeginBackgroundTask reports it; the whole budget in the foreground;
     /// `nil` when there is no budget (``LifecycleTimings/backgroundTaskBudget``).
     public func backgroundTimeRemaining(now: Instant) -> Duration? {

@@ -128,6 +128,7 @@ extension AppManager {
                 state.counts[from, default: 0] -= 1
                 state.counts[to, default: 0] += 1
                 record.since = self.wall()
+                record.reason = reason
                 state.transitions += 1
                 log.append(
                     Self.transitionEntry(

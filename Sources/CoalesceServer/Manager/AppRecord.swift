@@ -52,6 +52,8 @@ extension AppManager {
         /// The deadline its timer is armed for (``AppTimer/deadline(_:)``).
         var deadline: Instant?
         var since: Double
+        /// Why it came to its state (`nil`: it has been in it since the daemon took it up).
+        var reason: TransitionReason?
         /// The willTerminate an ended process may still acknowledge, so that it is signalled at once.
         var termination: Termination?
         /// Running by the state recorded before a restart of the daemon, waiting for its process to attach again.
