@@ -61,8 +61,11 @@ struct CoalesceBench: ParsableCommand {
     @Option(help: "Rounds of the pressure part.")
     var pressureRounds = 5
 
-    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries), store (start-up and wake with the store filled to the quotas), notifications (Schedule rate, memory and start-up with many pending, lateness of presentations), pressure (real memory pressure to the first purge; needs root and a memory cgroup), sleep (how long a sleep is held back with 0, 1, 100 and 1,000 apps running; root, the systemd sandbox).")
-    var parts: [String] = ["daemon", "lifecycle", "events", "queue", "store", "notifications", "pressure", "sleep"]
+    @Option(help: "Posts timed by the wake part, to the running app and through a wake each.")
+    var wakeRounds = 500
+
+    @Option(help: "Which parts to run: daemon (start-up, round trips), lifecycle, events, queue (posts to queue kinds holding many entries), store (start-up and wake with the store filled to the quotas), notifications (Schedule rate, memory and start-up with many pending, lateness of presentations), pressure (real memory pressure to the first purge; needs root and a memory cgroup), sleep (how long a sleep is held back with 0, 1, 100 and 1,000 apps running; root, the systemd sandbox), wake (Post to the event read by a suspended, stopped app woken for it, beside the same app running).")
+    var parts: [String] = ["daemon", "lifecycle", "events", "queue", "store", "notifications", "pressure", "sleep", "wake"]
 
     @Option(help: "Instead of the parts: post --posts events, pipelined from one producer, to a daemon already serving this socket (to profile it, say under callgrind), and print the rate.")
     var load: String?
@@ -111,6 +114,7 @@ struct CoalesceBench: ParsableCommand {
         if self.parts.contains("store") { try StoreBenchmark(starts: self.storeStarts).run() }
         if self.parts.contains("pressure") { try PressureBenchmark(rounds: self.pressureRounds).run() }
         if self.parts.contains("sleep") { try SleepBenchmark().run() }
+        if self.parts.contains("wake") { try WakeBenchmark(rounds: self.wakeRounds).run() }
         if self.parts.contains("notifications") {
             try NotificationsBenchmark(
                 pending: self.notificationsPending, apps: self.notificationApps, burst: self.notificationsBurst,
