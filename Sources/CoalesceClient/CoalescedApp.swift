@@ -158,6 +158,14 @@ public final class CoalescedApp: Service, Sendable {
         return task
     }
 
+    /// The background time the app has left, as UIKit's `backgroundTimeRemaining`: in the background, or woken for
+    /// its events, what is left of its budget; in the foreground, the whole budget; `nil` when the daemon gives
+    /// none (`BackgroundTaskBudgetSec=infinity`).
+    public func backgroundTimeRemaining() async throws(CoalescedError) -> Duration? {
+        let reply = try await self.request("io.coalesced.App.GetBackgroundTimeRemaining", [:], includesApp: true)
+        return reply["remainingSec"]?.doubleValue.map { Duration.milliseconds(Int64($0 * 1000)) }
+    }
+
     /// Closes a background task.
     public func endBackgroundTask(_ task: BackgroundTask) async throws(CoalescedError) {
         _ = self.shared.withLock { $0.tasks.removeValue(forKey: task.id) }

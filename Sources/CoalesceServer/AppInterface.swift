@@ -76,6 +76,11 @@ enum AppInterface {
                     guard let remaining = task.remaining else { return ["id": .int(Int64(task.id))] }
                     return ["id": .int(Int64(task.id)), "remainingSec": .double(remaining.seconds)]
                 },
+                "GetBackgroundTimeRemaining": .immediate { request in
+                    let peer = try self.peer(request)
+                    let remaining = try apps.backgroundTimeRemaining(name: try request.string("app"), uid: peer.uid)
+                    return remaining.map { ["remainingSec": .double($0.seconds)] } ?? [:]
+                },
                 "EndBackgroundTask": .immediate { request in
                     let peer = try self.peer(request)
                     guard let id = request.call.parameters["id"]?.intValue, let id = Int(exactly: id) else {

@@ -139,6 +139,8 @@ import Varlink
         try await app.saveState("page=7")
         let task = try await app.beginBackgroundTask("upload")
         #expect(task.name == "upload" && (task.remaining ?? .zero) > .zero)
+        // In the foreground the whole budget is left (BackgroundTaskBudgetSec=, 30 s by default).
+        #expect(try await app.backgroundTimeRemaining() == .seconds(30))
         #expect(try await device.call("GetApp", ["app": .string(Self.notes)])["app"]?["tasks"] == 1)
         try await app.endBackgroundTask(task)
         #expect(try await device.call("GetApp", ["app": .string(Self.notes)])["app"]?["tasks"] == 0)

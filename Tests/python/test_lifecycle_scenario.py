@@ -319,8 +319,12 @@ def test_a_waking_kind_wakes_a_suspended_python_app_into_the_background(address)
                                            "log.error": {"policy": "count"}})
         app = AppProcess(address, "-")
         assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert app_side.GetBackgroundTimeRemaining(APP)["remainingSec"] == 30.0
         system.Deactivate()
         wait_for_state(system, "suspended")
+        with pytest.raises(varlink.VarlinkError) as refused:
+            app_side.GetBackgroundTimeRemaining(APP)
+        assert refused.value.error() == "io.coalesced.App.WrongState"
         assert app_side.Post(target=APP, kind="log.error", payload={"line": "a"})["delivered"] is False
         assert system.GetApp(APP)["app"]["state"] == "suspended"
         explained = system.Explain(APP)

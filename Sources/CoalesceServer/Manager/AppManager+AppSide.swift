@@ -180,6 +180,20 @@ extension AppManager {
         }
     }
 
+    /// The background time the app has left (``AppLifecycle/backgroundTimeRemaining(now:)``); `nil`: no budget.
+    func backgroundTimeRemaining(name: String, uid: UInt32) throws(AppError) -> Duration? {
+        let appName = try Self.appName(name)
+        let now = self.now()
+        return try self.state.withLock { state throws(AppError) in
+            let record = try self.appRecord(appName, uid: uid, in: state)
+            let current = record.lifecycle.state
+            guard current.isRunning, current != .suspended else {
+                throw .wrongState(app: name, state: current, reason: "the app is \(current.rawValue): it runs no code to ask")
+            }
+            return record.lifecycle.backgroundTimeRemaining(now: now)
+        }
+    }
+
     func endBackgroundTask(name: String, uid: UInt32, id: Int) throws(AppError) {
         let appName = try Self.appName(name)
         try self.decide { state, log throws(AppError) in
