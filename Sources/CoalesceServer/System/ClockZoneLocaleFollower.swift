@@ -4,7 +4,8 @@ import Synchronization
 import Systemd
 import Varlink
 
-/// The clock and the place: a setting of the wall clock becomes `lifecycle.significantTimeChange`, a new time zone
+/// The clock and the place: a setting of the wall clock, local midnight and a change of the zone's offset (daylight
+/// saving time; ``DayBoundaryWatch``) become `lifecycle.significantTimeChange`, as on iOS, a new time zone
 /// `system.timeZoneChanged`, a new locale (localed's PropertiesChanged) `system.localeChanged`. Running apps get
 /// them at once; a suspended app holds the latest of each kind and gets it on its wake.
 ///
@@ -34,10 +35,39 @@ final class ClockZoneLocaleFollower: Sendable {
     private let apps: AppManager
     private let logger: Logger
     private let state = Mutex(State())
+    private let dayBoundaries: DayBoundaryWatch
 
-    init(apps: AppManager, logger: Logger) {
+    init(apps: AppManager, logger: Logger, zone: @escaping @Sendable () -> ZoneRules = { ZoneDatabase().local() }) {
         self.apps = apps
         self.logger = logger
+        let told = Told(apps: apps, logger: logger)
+        self.dayBoundaries = DayBoundaryWatch(zone: zone, wallSeconds: wallClock) { boundary in told.dayBoundary(boundary) }
+    }
+
+    /// Starts waiting for the day's boundaries.
+    func start() {
+        self.dayBoundaries.rearm()
+    }
+
+    /// What a boundary tells the running apps.
+    private struct Told: Sendable {
+        let apps: AppManager
+        let logger: Logger
+
+        func dayBoundary(_ boundary: DayBoundary) {
+            let count = self.apps.postToRunningApps(
+                kind: ClockZoneLocaleFollower.significantTimeChange,
+                payload: ["time": .double(Double(boundary.seconds)), "reason": .string(boundary.kind.rawValue)], policy: .latest
+            )
+            let what = boundary.kind == .midnight ? "A new day began" : "The time zone's offset changed"
+            self.logger.notice(
+                "\(what): \(count) running \(count == 1 ? "app" : "apps") told significantTimeChange",
+                metadata: [
+                    "message_id": "\(MessageID.timeChanged)", "kind": "\(ClockZoneLocaleFollower.significantTimeChange)",
+                    "reason": "\(boundary.kind.rawValue)",
+                ]
+            )
+        }
     }
 
     var snapshot: Snapshot { self.state.withLock { $0.snapshot } }
@@ -48,6 +78,7 @@ final class ClockZoneLocaleFollower: Sendable {
 
     func didWake() {
         self.state.withLock { $0.filter.didWake(now: .now) }
+        self.dayBoundaries.rearm()
     }
 
     /// The wall clock was set (or the kernel reported a resume as one, which ``ClockChangeFilter`` leaves out).
@@ -57,9 +88,12 @@ final class ClockZoneLocaleFollower: Sendable {
             if news { state.snapshot.clockChanges += 1 }
             return news
         }
+        self.dayBoundaries.rearm()
         guard news else { return }
         let now = wallClock()
-        let count = self.apps.postToRunningApps(kind: Self.significantTimeChange, payload: ["time": .double(now)], policy: .latest)
+        let count = self.apps.postToRunningApps(
+            kind: Self.significantTimeChange, payload: ["time": .double(now), "reason": "clockSet"], policy: .latest
+        )
         self.logger.notice(
             "The wall clock was set: \(count) running \(count == 1 ? "app" : "apps") told significantTimeChange",
             metadata: ["message_id": "\(MessageID.timeChanged)", "kind": "\(Self.significantTimeChange)"]
@@ -68,6 +102,7 @@ final class ClockZoneLocaleFollower: Sendable {
 
     func timeZoneChanged(to zone: String) {
         self.state.withLock { $0.snapshot.timeZone = zone }
+        self.dayBoundaries.rearm()
         let count = self.apps.postToRunningApps(kind: Self.timeZoneChanged, payload: ["timeZone": .string(zone)], policy: .latest)
         self.logger.notice(
             "The time zone is \(zone): \(count) running \(count == 1 ? "app" : "apps") told",
@@ -104,6 +139,7 @@ final class ClockZoneLocaleFollower: Sendable {
     }
 
     func stop() {
+        self.dayBoundaries.stop()
         self.state.withLock { $0.subscription }?.cancel()
     }
 

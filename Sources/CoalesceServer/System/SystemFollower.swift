@@ -53,6 +53,7 @@ final class SystemFollower: Sendable {
 
     /// Follows the system until ``stop()``.
     func run() async {
+        self.place.start()
         if let busProblem, self.settings.followsSleep || self.settings.followsLock || self.settings.followsLocale {
             self.logger.warning("No bus (\(busProblem)): sleep, the screen lock and the locale are not followed, and launch units cannot be started")
         }

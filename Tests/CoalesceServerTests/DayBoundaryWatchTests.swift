@@ -1,0 +1,59 @@
+@testable import CoalesceServer
+import CoalesceCore
+import Synchronization
+import Testing
+
+/// The wait for each day boundary, on an injected wall clock and sleep: each boundary is told once, in order, and
+/// a wait that ends early (the clock set back under it) is counted again without telling anything.
+@Suite struct DayBoundaryWatchTests {
+    /// A wall clock that moves only when the watch sleeps, by what it sleeps (less the first `short` sleeps' cut).
+    final class FakeTime: Sendable {
+        let now: Mutex<Double>
+        let cut = Mutex<[Double]>([])
+        let told = Mutex<[DayBoundary]>([])
+        init(_ start: Double) { self.now = Mutex(start) }
+
+        func sleep(_ duration: Duration) async throws {
+            try Task.checkCancellation()
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            let cut = self.cut.withLock { $0.isEmpty ? 0 : $0.removeFirst() }
+            self.now.withLock { $0 += seconds - cut }
+            await Task.yield()
+        }
+    }
+
+    static func watch(_ time: FakeTime, zone: ZoneRules, until count: Int) async throws -> [DayBoundary] {
+        let watch = DayBoundaryWatch(
+            zone: { zone }, wallSeconds: { time.now.withLock { $0 } }, sleep: { try await time.sleep($0) },
+            reached: { boundary in time.told.withLock { $0.append(boundary) } }
+        )
+        watch.rearm()
+        defer { watch.stop() }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while time.told.withLock({ $0.count }) < count {
+            guard ContinuousClock.now < deadline else { throw TimeLimit() }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        return Array(time.told.withLock { $0 }.prefix(count))
+    }
+
+    struct TimeLimit: Error {}
+
+    @Test func eachBoundaryIsToldOnceInOrderAcrossADaylightSavingChange() async throws {
+        let berlin = try ZoneDatabase().rules(named: "Europe/Berlin")
+        let time = FakeTime(1_774_699_200)  // 2026-03-28 12:00 UTC
+        let told = try await Self.watch(time, zone: berlin, until: 3)
+        #expect(told == [
+            DayBoundary(seconds: 1_774_738_800, kind: .midnight),
+            DayBoundary(seconds: 1_774_746_000, kind: .offsetChange),
+            DayBoundary(seconds: 1_774_821_600, kind: .midnight),
+        ])
+    }
+
+    @Test func aWaitThatEndsEarlyIsCountedAgainWithoutTellingAnything() async throws {
+        let time = FakeTime(86_400 * 3 + 60)
+        time.cut.withLock { $0 = [3_600] }  // the first sleep ends an hour short: the clock was set back
+        let told = try await Self.watch(time, zone: .utc, until: 2)
+        #expect(told == [DayBoundary(seconds: 86_400 * 4, kind: .midnight), DayBoundary(seconds: 86_400 * 5, kind: .midnight)])
+    }
+}
