@@ -67,7 +67,10 @@ import Testing
         // Woken for them: what it has still to acknowledge, and the time it has.
         _ = try app.wakeIntoBackground(now: self.at(5))
         _ = app.reserveSequence()
+        let second = app.reserveSequence()
+        #expect(app.explanation(facts, now: self.at(6)).reasons == [.woken(unacknowledged: 2, left: .seconds(29))])
         _ = app.reserveSequence()
-        #expect(app.explanation(facts, now: self.at(15)).reasons == [.woken(unacknowledged: 2, left: .seconds(20))])
+        _ = app.acknowledge(upTo: second, now: self.at(7))
+        #expect(app.explanation(facts, now: self.at(15)).reasons == [.woken(unacknowledged: 1, left: .seconds(20))])
     }
 }

@@ -59,6 +59,8 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// back to suspended once it has acknowledged everything it was sent and closed its tasks, or when its budget
     /// runs out.
     public private(set) var woken = false
+    /// The first number the app's stream gave out after its last wake for events.
+    public private(set) var wokenAtSequence: UInt64 = 0
 
     /// The highest number the app acknowledged (0: none since this run of the daemon took it up).
     public private(set) var acknowledgedUpTo: UInt64 = 0
@@ -148,6 +150,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         guard self.state == .suspended else { throw .notSuspended(self.state) }
         let effects = self.move(to: .background, reason: .eventWake)
         self.woken = true
+        self.wokenAtSequence = self.nextSequence
         self.budgetEnds = self.timings.backgroundTaskBudget.map(now.advanced(by:))
         self.expiryWarned = false
         return effects

@@ -151,8 +151,10 @@ extension AppLifecycle {
         case .background:
             if !self.traits.backgroundModes.isEmpty { reasons.append(.backgroundModes(self.traits.backgroundModes.sorted())) }
             if self.woken {
-                let unacknowledged = Int(clamping: self.nextSequence &- 1 &- self.acknowledgedUpTo)
-                reasons.append(.woken(unacknowledged: max(0, unacknowledged), left: left))
+                // What the wake sent (events and callbacks, numbered from the app's one counter) and the app has not
+                // acknowledged yet.
+                let from = max(self.acknowledgedUpTo + 1, self.wokenAtSequence)
+                reasons.append(.woken(unacknowledged: Int(clamping: self.nextSequence > from ? self.nextSequence - from : 0), left: left))
             }
             if let awaited = self.unacknowledgedDidEnterBackground {
                 reasons.append(.didEnterBackgroundUnacknowledged(left: awaited.deadline.map { max(.zero, now.duration(to: $0)) }))

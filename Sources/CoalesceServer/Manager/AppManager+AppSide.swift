@@ -96,6 +96,8 @@ extension AppManager {
                 // A process it replaced, held while suspended, is continued; this one is held after the delay.
                 self.settleSuspension(appName, in: &state, log: &log)
                 self.matchReportedWindows(of: appName, in: &state, log: &log)
+                // What came for it while no process was attached may wake it now.
+                if let attached = state.records[appName], Self.holdsWhatWakes(attached) { self.wake(appName, in: &state, log: &log) }
                 return id
             }
             // Not running: a pending Launch says where it goes; otherwise its user opened it.

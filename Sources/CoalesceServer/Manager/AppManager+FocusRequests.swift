@@ -28,9 +28,9 @@ extension AppManager {
         let appName = try Self.systemAppName(name)
         return try self.decide { state, _ throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
-            let id = try? SceneID(scene)
-            guard let id, record.scenes.scenes[id] != nil, let reporter = state.windows.reporter(showing: id, of: appName) else {
-                throw .noSuchScene(app: name, scene: scene)
+            guard let id = try? SceneID(scene), record.scenes.scenes[id] != nil else { throw .noSuchScene(app: name, scene: scene) }
+            guard let reporter = state.windows.reporter(showing: id, of: appName, owner: record.registration.owner) else {
+                throw .sceneNotFocusable(app: name, scene: scene, reason: "no session reports it as a window it shows")
             }
             guard let streams = state.windows.focusStreams[reporter], !streams.isEmpty else {
                 throw .sceneNotFocusable(

@@ -115,7 +115,8 @@ extension AppManager {
                     log.append(
                         LogEntry(
                             level: .notice,
-                            message: "\(app): background task \(task ?? 0) is about to expire",
+                            message: task.map { "\(app): background task \($0) is about to expire" }
+                                ?? "\(app): the background time of its wake for events is about to run out",
                             metadata: [
                                 "app": "\(app)", "task": "\(task ?? 0)", "message_id": "\(MessageID.taskExpiring)",
                             ]

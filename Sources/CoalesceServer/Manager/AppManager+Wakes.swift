@@ -13,11 +13,13 @@ extension AppManager {
         }
     }
 
-    /// The one rule: a suspended app, attached, that holds an event of a kind it declared to wake it, is woken. Asked
-    /// where an event becomes held: a volatile post answered at once, a write kept.
+    /// The one rule: a suspended app, attached, that holds an event of a kind it declared to wake it, is woken: held
+    /// while it ran no code, or stored and not sent (decided while it ran, written once it no longer did). Asked
+    /// where an event comes to wait for it: a volatile post answered at once, a write kept, a process attached.
     static func holdsWhatWakes(_ record: Record) -> Bool {
-        record.lifecycle.state == .suspended && record.attachment != nil
-            && record.declarations.wake(forAnyOf: record.inbox.held.kinds)
+        guard record.lifecycle.state == .suspended, record.attachment != nil else { return false }
+        return record.declarations.wake(forAnyOf: record.inbox.held.kinds)
+            || record.declarations.wake(forAnyOf: record.inbox.undelivered.map(\.event.kind))
     }
 
     func wake(_ appName: AppName, in state: inout State, log: inout [LogEntry]) {

@@ -162,8 +162,10 @@ struct WindowBook {
         }
     }
 
-    /// The reporter whose session shows `scene` as a window of `app`.
-    func reporter(showing scene: SceneID, of app: AppName) -> Reporter? {
-        self.scenes.first { $0.value[scene.value]?.app == app }?.key
+    /// The reporter whose session shows `scene` as a window of `app`: the app's owner's own session first (root's
+    /// agent may report anyone's windows), then by uid, so that the choice does not depend on a dictionary's order.
+    func reporter(showing scene: SceneID, of app: AppName, owner: UInt32) -> Reporter? {
+        self.scenes.filter { $0.value[scene.value]?.app == app }.keys
+            .min { ($0.uid == owner ? 0 : 1, $0.uid, $0.source.rawValue) < ($1.uid == owner ? 0 : 1, $1.uid, $1.source.rawValue) }
     }
 }
