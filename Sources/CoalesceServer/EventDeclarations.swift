@@ -141,7 +141,7 @@ struct EventDeclarations: Sendable, Hashable {
     }
 
     /// Whether any of `kinds` is one the app declared to wake it from suspension.
-    func wake(forAnyOf kinds: [EventKind]) -> Bool {
+    func wake(forAnyOf kinds: some Sequence<EventKind>) -> Bool {
         kinds.contains { self.kinds[$0]?.wakes == .background }
     }
 

@@ -161,75 +161,68 @@ public final class WaylandToplevels {
         self.manager = nil
     }
 
-    nonisolated(unsafe) private static let registryListener: UnsafeMutablePointer<wl_registry_listener> = {
-        let listener = UnsafeMutablePointer<wl_registry_listener>.allocate(capacity: 1)
-        listener.initialize(
-            to: wl_registry_listener(
-                global: { data, _, name, interface, version in
-                    guard let interface else { return }
-                    WaylandToplevels.of(data).global(name: name, interface: String(cString: interface), version: version)
-                },
-                global_remove: { _, _, _ in }
-            )
+    nonisolated(unsafe) private static let registryListener = listening(
+        wl_registry_listener(
+            global: { data, _, name, interface, version in
+                guard let interface else { return }
+                WaylandToplevels.of(data).global(name: name, interface: String(cString: interface), version: version)
+            },
+            global_remove: { _, _, _ in }
         )
-        return listener
-    }()
+    )
 
-    nonisolated(unsafe) private static let managerListener: UnsafeMutablePointer<zwlr_foreign_toplevel_manager_v1_listener> = {
-        let listener = UnsafeMutablePointer<zwlr_foreign_toplevel_manager_v1_listener>.allocate(capacity: 1)
-        listener.initialize(
-            to: zwlr_foreign_toplevel_manager_v1_listener(
-                toplevel: { data, _, handle in
-                    guard let handle else { return }
-                    WaylandToplevels.of(data).announced(handle)
-                },
-                finished: { data, _ in WaylandToplevels.of(data).managerFinished() }
-            )
+    nonisolated(unsafe) private static let managerListener = listening(
+        zwlr_foreign_toplevel_manager_v1_listener(
+            toplevel: { data, _, handle in
+                guard let handle else { return }
+                WaylandToplevels.of(data).announced(handle)
+            },
+            finished: { data, _ in WaylandToplevels.of(data).managerFinished() }
         )
-        return listener
-    }()
+    )
 
-    nonisolated(unsafe) private static let handleListener: UnsafeMutablePointer<zwlr_foreign_toplevel_handle_v1_listener> = {
-        let listener = UnsafeMutablePointer<zwlr_foreign_toplevel_handle_v1_listener>.allocate(capacity: 1)
-        listener.initialize(
-            to: zwlr_foreign_toplevel_handle_v1_listener(
-                title: { data, handle, title in
-                    guard let handle, let title else { return }
-                    WaylandToplevels.of(data).windows[handle]?.pending.title = String(cString: title)
-                },
-                app_id: { data, handle, appID in
-                    guard let handle, let appID else { return }
-                    WaylandToplevels.of(data).windows[handle]?.pending.appID = String(cString: appID)
-                },
-                output_enter: { _, _, _ in },
-                output_leave: { _, _, _ in },
-                state: { data, handle, states in
-                    guard let handle, let states else { return }
-                    let values = WaylandToplevels.values(states.pointee)
-                    let toplevels = WaylandToplevels.of(data)
-                    toplevels.windows[handle]?.pending.activated = values.contains(ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_ACTIVATED.rawValue)
-                    toplevels.windows[handle]?.pending.minimized = values.contains(ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_MINIMIZED.rawValue)
-                },
-                done: { data, handle in
-                    guard let handle else { return }
-                    WaylandToplevels.of(data).done(handle)
-                },
-                closed: { data, handle in
-                    guard let handle else { return }
-                    WaylandToplevels.of(data).closed(handle)
-                },
-                // A dialog's parent: the dialog is a window of its own all the same.
-                parent: { _, _, _ in }
-            )
+    nonisolated(unsafe) private static let handleListener = listening(
+        zwlr_foreign_toplevel_handle_v1_listener(
+            title: { data, handle, title in
+                guard let handle, let title else { return }
+                WaylandToplevels.of(data).windows[handle]?.pending.title = String(cString: title)
+            },
+            app_id: { data, handle, appID in
+                guard let handle, let appID else { return }
+                WaylandToplevels.of(data).windows[handle]?.pending.appID = String(cString: appID)
+            },
+            output_enter: { _, _, _ in },
+            output_leave: { _, _, _ in },
+            state: { data, handle, states in
+                guard let handle, let states else { return }
+                let values = WaylandToplevels.values(states.pointee)
+                let toplevels = WaylandToplevels.of(data)
+                toplevels.windows[handle]?.pending.activated = values.contains(ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_ACTIVATED.rawValue)
+                toplevels.windows[handle]?.pending.minimized = values.contains(ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_MINIMIZED.rawValue)
+            },
+            done: { data, handle in
+                guard let handle else { return }
+                WaylandToplevels.of(data).done(handle)
+            },
+            closed: { data, handle in
+                guard let handle else { return }
+                WaylandToplevels.of(data).closed(handle)
+            },
+            // A dialog's parent: the dialog is a window of its own all the same.
+            parent: { _, _, _ in }
         )
-        return listener
-    }()
+    )
 
-    nonisolated(unsafe) private static let syncListener: UnsafeMutablePointer<wl_callback_listener> = {
-        let listener = UnsafeMutablePointer<wl_callback_listener>.allocate(capacity: 1)
-        listener.initialize(to: wl_callback_listener(done: { data, _, _ in data?.storeBytes(of: true, as: Bool.self) }))
-        return listener
-    }()
+    nonisolated(unsafe) private static let syncListener = listening(
+        wl_callback_listener(done: { data, _, _ in data?.storeBytes(of: true, as: Bool.self) })
+    )
+
+    /// A listener where libwayland can keep its address for as long as the process lives.
+    private static func listening<Listener>(_ listener: Listener) -> UnsafeMutablePointer<Listener> {
+        let kept = UnsafeMutablePointer<Listener>.allocate(capacity: 1)
+        kept.initialize(to: listener)
+        return kept
+    }
 
     /// The 32-bit values of a `wl_array`.
     private static func values(_ array: wl_array) -> [UInt32] {

@@ -236,3 +236,13 @@ private let closeFromAction: @convention(c) (UnsafeMutablePointer<posix_spawn_fi
     }
     return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, CInt) -> CInt).self)
 }()
+
+/// Runs one SQL statement, with `parameters` bound to its `?`s, on the database of a daemon that is stopped (Python's
+/// sqlite3, a writer other than the daemon's own), and commits it: how the tests damage or age a store.
+/// - Throws: when the statement fails, with Python's error.
+@available(*, noasync, message: "it waits for a process: from async code, call it on a thread of its own")
+public func editStore(_ database: String, _ statement: String, _ parameters: [String] = []) throws {
+    let script = "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2], sys.argv[3:]); db.commit()"
+    let run = try runProcess("/usr/bin/python3", ["-c", script, database, statement] + parameters)
+    guard run.status == 0 else { throw SupportError("the store edit '\(statement)' failed: \(run.stderr)") }
+}

@@ -103,13 +103,7 @@ import Varlink
         first.signal(SIGTERM)
         #expect(try await onThread { first.waitForExit() } == 0)
         let database = first.stateDirectory + "/coalesced.db"
-        let cut = try await onThread {
-            try runProcess(
-                "/usr/bin/python3",
-                ["-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('UPDATE held SET slot = substr(slot, 1, 10)'); c.commit()", database]
-            )
-        }
-        #expect(cut.status == 0, "\(cut.stderr)")
+        try await onThread { try editStore(database, "UPDATE held SET slot = substr(slot, 1, 10)") }
         let second = try await onThread { try first.restartedWhenReady() }
         try await onThread {
             let client = try testClient(second.socketPath)

@@ -10,16 +10,23 @@ import Varlink
     static let mail = "org.example.mail"
     static let maps = "org.example.maps"
 
-    /// The daemon, a sway session and the agent between them; `body` runs on a thread of its own.
-    static func withSession(_ body: @escaping @Sendable (DaemonProcess, SwaySession, WatchedProcess) throws -> Void) async throws {
+    /// The daemon, a sway session and the agent between them, following it through `source` (`nil`: `auto`) with
+    /// the session's variables, `SWAYSOCK` only where `swaySocket` says; `body` runs on a thread of its own.
+    static func withSession(
+        source: String? = "sway",
+        swaySocket: Bool = true,
+        _ body: @escaping @Sendable (DaemonProcess, SwaySession, WatchedProcess) throws -> Void
+    ) async throws {
         try await onThread {
             let daemon = try DaemonProcess()
             try daemon.waitUntilReady()
             let sway = try SwaySession()
+            var environment = sway.clientEnvironment
+            if swaySocket { environment["SWAYSOCK"] = sway.ipcSocket }
             let agent = try WatchedProcess(
                 BuildProducts.path(of: "coalesce-screen-agent"),
-                ["--socket", daemon.socketPath, "--source", "sway"],
-                environment: ["SWAYSOCK": sway.ipcSocket]
+                ["--socket", daemon.socketPath] + (source.map { ["--source", $0] } ?? []),
+                environment: environment
             )
             try agent.waitForLine(containing: "following the wayland session's windows")
             try body(daemon, sway, agent)

@@ -12,20 +12,9 @@ import Varlink
     static let mail = "org.example.mail"
     static let maps = "org.example.maps"
 
+    /// No SWAYSOCK: `auto` takes the Wayland protocol where WAYLAND_DISPLAY is set.
     static func withSession(_ body: @escaping @Sendable (DaemonProcess, SwaySession, WatchedProcess) throws -> Void) async throws {
-        try await onThread {
-            let daemon = try DaemonProcess()
-            try daemon.waitUntilReady()
-            let sway = try SwaySession()
-            let agent = try WatchedProcess(
-                BuildProducts.path(of: "coalesce-screen-agent"),
-                ["--socket", daemon.socketPath],
-                // No SWAYSOCK: --source auto takes the Wayland protocol where WAYLAND_DISPLAY is set.
-                environment: sway.clientEnvironment
-            )
-            try agent.waitForLine(containing: "following the wayland session's windows")
-            try body(daemon, sway, agent)
-        }
+        try await ScreenAgentSwayTests.withSession(source: nil, swaySocket: false, body)
     }
 
     @Test func focusAndClosingTheCompositorsWindowsTakeTwoAppsThroughTheirScenes() async throws {
@@ -97,14 +86,7 @@ import Varlink
     /// agent to ask, the operator hears why.
     @Test(arguments: ["sway", "wayland"])
     func activatingASceneAsksTheCompositorToFocusItsWindow(source: String) async throws {
-        try await onThread {
-            let daemon = try DaemonProcess()
-            try daemon.waitUntilReady()
-            let sway = try SwaySession()
-            let agent = try WatchedProcess(
-                BuildProducts.path(of: "coalesce-screen-agent"), ["--socket", daemon.socketPath, "--source", source],
-                environment: sway.clientEnvironment.merging(["SWAYSOCK": sway.ipcSocket]) { $1 }
-            )
+        try await ScreenAgentSwayTests.withSession(source: source) { daemon, sway, agent in
             try agent.waitForLine(containing: "may ask this session to focus its windows")
             let registrar = try VarlinkClient(path: daemon.socketPath)
             for app in [Self.mail, Self.maps] { _ = try registrar.call("io.coalesced.App.Register", ["name": .string(app)]) }

@@ -70,22 +70,12 @@ import Varlink
         daemon.signal(SIGTERM)
         let stopped = daemon
         #expect(try await onThread { stopped.waitForExit() } == 0)
-        let edit = try await onThread {
-            try runProcess(
-                "/usr/bin/python3",
-                [
-                    "-c",
-                    """
-                    import sqlite3, sys
-                    db = sqlite3.connect(sys.argv[1])
-                    db.execute("INSERT INTO held (app, kind, position, slot) VALUES (?, 'Not A Kind', 9, '{}')", (sys.argv[2],))
-                    db.commit()
-                    """,
-                    stopped.stateDirectory + "/coalesced.db", Self.app,
-                ]
+        try await onThread {
+            try editStore(
+                stopped.stateDirectory + "/coalesced.db", "INSERT INTO held (app, kind, position, slot) VALUES (?, 'Not A Kind', 9, '{}')",
+                [Self.app]
             )
         }
-        #expect(edit.status == 0, "\(edit.stderr)")
         daemon = try await onThread { [daemon] in try daemon.restartedWhenReady(endingWith: SIGTERM) }
         try await onThread { [daemon] in
             let client = try testClient(daemon.socketPath)

@@ -329,18 +329,12 @@ import Varlink
         daemon.signal(SIGTERM)
         let stopped = daemon
         #expect(try await onThread { stopped.waitForExit() } == 0)
-        let edit = try await onThread {
-            try runProcess(
-                "/usr/bin/python3",
-                [
-                    "-c",
-                    "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
-                        + "db.execute(\"UPDATE journal_watch SET definition = json_set(definition, '$.grep', '((a{1,100}){1,100}){1,100}')\"); db.commit()",
-                    stopped.stateDirectory + "/coalesced.db",
-                ]
+        try await onThread {
+            try editStore(
+                stopped.stateDirectory + "/coalesced.db",
+                "UPDATE journal_watch SET definition = json_set(definition, '$.grep', '((a{1,100}){1,100}){1,100}')"
             )
         }
-        #expect(edit.status == 0, "\(edit.stderr)")
         daemon = try await onThread { [daemon] in try daemon.restartedWhenReady(configuration: Self.configuration, endingWith: SIGTERM) }
         #expect(daemon.output.contains("Journal watch left out") && daemon.output.contains("regular expression is too large"), "\(daemon.output)")
         #expect((daemon.residentKiB ?? Int.max) < 256 << 10, "\(daemon.residentKiB ?? 0) KiB")

@@ -19,7 +19,7 @@ extension AppManager {
     static func holdsWhatWakes(_ record: Record) -> Bool {
         guard record.lifecycle.state == .suspended, record.attachment != nil else { return false }
         return record.declarations.wake(forAnyOf: record.inbox.held.kinds)
-            || record.declarations.wake(forAnyOf: record.inbox.undelivered.map(\.event.kind))
+            || record.declarations.wake(forAnyOf: record.inbox.undelivered.lazy.map(\.event.kind))
     }
 
     func wake(_ appName: AppName, in state: inout State, log: inout [LogEntry]) {
