@@ -1,5 +1,6 @@
 @testable import CoalesceServer
 import CoalesceCore
+import CoalesceTestSupport
 import Synchronization
 import Testing
 
@@ -35,15 +36,9 @@ import Testing
         )
         watch.rearm()
         defer { watch.stop() }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while time.told.withLock({ $0.count }) < count {
-            guard ContinuousClock.now < deadline else { throw TimeLimit() }
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        try await waitUntil("\(count) day boundaries told", poll: .milliseconds(1)) { time.told.withLock { $0.count } >= count }
         return time.told.withLock { $0 }
     }
-
-    struct TimeLimit: Error {}
 
     @Test func eachBoundaryIsToldOnceInOrderAcrossADaylightSavingChange() async throws {
         let berlin = try ZoneDatabase().rules(named: "Europe/Berlin")

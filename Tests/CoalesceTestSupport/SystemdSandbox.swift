@@ -35,7 +35,14 @@ public final class SystemdSandbox: @unchecked Sendable {
             guard waited.status == 0 else {
                 throw SupportError("the systemd sandbox did not boot: \(waited.stderr)")
             }
-            let pidText = try String(contentsOfFile: self.directory.file("pid"), encoding: .utf8)
+            // Gone again when the boot tore the sandbox down right after it came up: its log says why.
+            guard let pidText = try? String(contentsOfFile: self.directory.file("pid"), encoding: .utf8) else {
+                let log = (try? String(contentsOfFile: self.directory.file("boot.log"), encoding: .utf8)) ?? ""
+                throw SupportError(
+                    "the systemd sandbox came up and went: no \(self.directory.file("pid")); boot.log ends:\n"
+                        + log.split(separator: "\n").suffix(20).joined(separator: "\n")
+                )
+            }
             guard let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 throw SupportError("no pid from the sandbox: \(pidText)")
             }
