@@ -167,10 +167,12 @@ public enum AlertError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension AlertRequest {
     /// Checks the request on its own; the scheduler checks the rest (the pending limit, a date to come).
+    /// - Parameter namesAsTheyAre: a control character in a name is let through (an older daemon's stored request,
+    ///   taken up as it was); everything else is checked all the same.
     /// - Throws: ``AlertError``.
-    public func validate() throws(AlertError) {
+    public func validate(namesAsTheyAre: Bool = false) throws(AlertError) {
         guard !self.id.isEmpty else { throw .emptyID }
-        if let problem = self.controlCharacterProblem { throw .controlCharacter(problem) }
+        if !namesAsTheyAre, let problem = self.controlCharacterProblem { throw .controlCharacter(problem) }
         if case .dropAfter(let grace) = self.late, grace < .zero { throw .negativeGrace(grace) }
         let buttons = self.content.actions
         guard buttons.count <= AlertButton.maximumCount else { throw .tooManyActions(buttons.count) }

@@ -98,11 +98,11 @@ enum NotificationWire {
         let parsed = try Self.request(request, zones: zones)
         // Only what Schedule takes: a damaged row would otherwise stop the scheduler (a repeating interval of 0 has
         // no end of fires, an instant long before 1970 overflows its arithmetic). A control character in a name is
-        // an older daemon's request, taken up as it was.
+        // an older daemon's request, taken up as it was, and the rest of it checked all the same.
         do throws(AlertError) {
-            try parsed.validate()
+            try parsed.validate(namesAsTheyAre: true)
         } catch {
-            if case .controlCharacter = error {} else { throw WireProblem("the stored request is not one Schedule takes: \(error)") }
+            throw WireProblem("the stored request is not one Schedule takes: \(error)")
         }
         guard fires >= 0, fires < 1 << 40 else { throw WireProblem("a stored request has fired \(fires) times") }
         func instant(_ name: String, _ nanoseconds: Int64) throws(WireProblem) -> WallTime {
