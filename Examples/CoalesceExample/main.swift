@@ -152,7 +152,13 @@ final class ExampleDelegate: AppDelegate {
     func app(_ app: CoalescedApp, handle delivery: Delivery) async {
         switch delivery {
         case .didFinishLaunching(let options):
-            await self.report("didFinishLaunching", app, "destination=\(options.destination.rawValue) restored=\(options.restoredState ?? "-")")
+            await self.report(
+                "didFinishLaunching", app,
+                "destination=\(options.destination.rawValue) restored=\(options.restoredState ?? "-") "
+                    + "reason=\(Self.reason(options.reason)) restoration=\(options.restoration.rawValue)"
+            )
+        case .openURL(let opened):
+            say("openURL url=\(opened.url) opener=\(opened.opener) type=\(opened.type ?? "-")")
         case .didBecomeActive: await self.report("didBecomeActive", app)
         case .willResignActive: await self.report("willResignActive", app)
         case .willEnterForeground: await self.report("willEnterForeground", app)
@@ -187,6 +193,16 @@ final class ExampleDelegate: AppDelegate {
                 "notification didReceiveResponse id=\(response.id) action=\(response.action) text=\(response.text ?? "-") "
                     + "userInfo=\(response.userInfoJSON)"
             )
+        }
+    }
+
+    /// A launch's reason in one word, with what it names: `event:mail.received`, `url:mailto:x@example.org`.
+    static func reason(_ reason: LaunchReason) -> String {
+        switch reason {
+        case .user: "user"
+        case .event(let kind): "event:\(kind)"
+        case .notification(let id, let action): "notification:\(id):\(action)"
+        case .url(let opened): "url:\(opened.url)"
         }
     }
 

@@ -25,6 +25,12 @@ public struct AppDeclaration: Sendable, Hashable {
     /// The app ids its windows carry besides its name (a desktop file's id, a Wayland app_id, an X11 WM_CLASS
     /// class), so that they are its scenes; `nil` keeps what it declared before.
     public var windowIDs: [String]?
+    /// The URL schemes the app opens (``CoalescedApp/open(_:type:with:background:)``, `coalescectl open`), without
+    /// the colon; `nil` keeps what it declared before.
+    public var urlSchemes: [String]?
+    /// The MIME types of the documents it opens (`image/*` for every image type); `nil` keeps what it declared
+    /// before.
+    public var mimeTypes: [String]?
 
     public init(
         name: String,
@@ -35,7 +41,9 @@ public struct AppDeclaration: Sendable, Hashable {
         kinds: [String: KindDeclaration]? = nil,
         posters: Posters? = nil,
         topics: [String]? = nil,
-        windowIDs: [String]? = nil
+        windowIDs: [String]? = nil,
+        urlSchemes: [String]? = nil,
+        mimeTypes: [String]? = nil
     ) {
         self.name = name
         self.backgroundModes = backgroundModes
@@ -46,6 +54,8 @@ public struct AppDeclaration: Sendable, Hashable {
         self.posters = posters
         self.topics = topics
         self.windowIDs = windowIDs
+        self.urlSchemes = urlSchemes
+        self.mimeTypes = mimeTypes
     }
 
     /// Register's parameters.
@@ -63,6 +73,8 @@ public struct AppDeclaration: Sendable, Hashable {
         if let posters = self.posters { parameters["posters"] = posters.wire }
         if let topics = self.topics { parameters["topics"] = .array(topics.map { .string($0) }) }
         if let windowIDs = self.windowIDs { parameters["windowIds"] = .array(windowIDs.map { .string($0) }) }
+        if let schemes = self.urlSchemes { parameters["urlSchemes"] = .array(schemes.map { .string($0) }) }
+        if let types = self.mimeTypes { parameters["mimeTypes"] = .array(types.map { .string($0) }) }
         return parameters
     }
 }

@@ -17,6 +17,8 @@ public protocol AppDelegate: Sendable {
     func appBackgroundTimeWillExpire(_ app: CoalescedApp) async
     /// An event posted to the app.
     func app(_ app: CoalescedApp, didReceive event: Event) async
+    /// A URL was opened with the app (UIKit's `application(_:open:options:)`).
+    func app(_ app: CoalescedApp, open url: OpenedURL) async
     /// One of the app's notifications fired while it is active (otherwise the desktop presents it).
     func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async
     /// The user answered one of the app's notifications.
@@ -38,6 +40,7 @@ extension AppDelegate {
     public func app(_ app: CoalescedApp, backgroundTaskWillExpire task: BackgroundTask) async {}
     public func appBackgroundTimeWillExpire(_ app: CoalescedApp) async {}
     public func app(_ app: CoalescedApp, didReceive event: Event) async {}
+    public func app(_ app: CoalescedApp, open url: OpenedURL) async {}
     public func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async {}
     public func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async {}
     public var sceneDelegate: (any SceneDelegate)? { nil }
@@ -53,6 +56,7 @@ extension AppDelegate {
         case .backgroundTaskWillExpire(let task): await self.app(app, backgroundTaskWillExpire: task)
         case .backgroundTimeWillExpire: await self.appBackgroundTimeWillExpire(app)
         case .event(let event): await self.app(app, didReceive: event)
+        case .openURL(let url): await self.app(app, open: url)
         case .willPresent(let presentation): await self.app(app, willPresent: presentation)
         case .didReceiveResponse(let response): await self.app(app, didReceive: response)
         case .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,

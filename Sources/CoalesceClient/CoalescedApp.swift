@@ -166,6 +166,23 @@ public final class CoalescedApp: Service, Sendable {
         return reply["remainingSec"]?.doubleValue.map { Duration.milliseconds(Int64($0 * 1000)) }
     }
 
+    /// Opens `url` with the app that handles it among the user's own, as `xdg-open` does (App.Open): `app` names
+    /// one where several declare its scheme (or `type`); `background` wakes or launches it into the background
+    /// instead of the foreground. Returns the app that opens it, once the URL is on the daemon's disk.
+    /// - Throws: ``CoalescedError`` with `NoHandler`, `AmbiguousHandler` or `LaunchesHeld` as the daemon refuses it.
+    public func open(
+        _ url: String,
+        type: String? = nil,
+        with app: String? = nil,
+        background: Bool = false
+    ) async throws(CoalescedError) -> String {
+        var parameters: JSONObject = ["url": .string(url), "background": .bool(background)]
+        if let type { parameters["type"] = .string(type) }
+        if let app { parameters["app"] = .string(app) }
+        let reply = try await self.request("io.coalesced.App.Open", parameters, includesApp: false)
+        return reply["app"]?.stringValue ?? ""
+    }
+
     /// Closes a background task.
     public func endBackgroundTask(_ task: BackgroundTask) async throws(CoalescedError) {
         _ = self.shared.withLock { $0.tasks.removeValue(forKey: task.id) }

@@ -61,6 +61,12 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     case quotaExceeded(quota: String, limit: Int, uid: Int?)
     /// An acknowledgement named a number the app was not sent; `next` is the one its next callback carries.
     case sequenceNotSent(app: String, seq: Int, next: Int)
+    /// Open: no app of the user's opens the URL (or the one named does not), and what was looked for.
+    case noHandler(url: String, reason: String)
+    /// Open: several apps open the URL; name one.
+    case ambiguousHandler(url: String, apps: [String])
+    /// Open: the app would be launched, but its last `failed` launches ended before it finished launching.
+    case launchesHeld(app: String, failed: Int)
     /// A coalescing policy that is not one, for the reason given (a kind's declaration, or a post's policy).
     case invalidPolicy(kind: String, reason: String)
     /// A topic name that does not follow the grammar.
@@ -133,6 +139,10 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
             return "quota \(quota) (\(limit)) would be passed" + (uid.map { " for uid \($0)" } ?? "")
         case .sequenceNotSent(let app, let seq, let next):
             return "\(app) was not sent \(seq); its next number is \(next)"
+        case .noHandler(_, let reason): return "no app opens the URL: \(reason)"
+        case .ambiguousHandler(_, let apps): return "several apps open the URL (\(apps.joined(separator: ", "))): name one"
+        case .launchesHeld(let app, let failed):
+            return "\(app)'s last \(failed) launches failed; an operator must launch it (coalescectl launch \(app))"
         case .invalidPolicy(let kind, let reason): return "the policy of \(kind): \(reason)"
         case .invalidTopic(let topic, let reason): return "'\(topic)' is not a topic: \(reason)"
         case .invalidPosters(let reason): return "posters: \(reason)"
@@ -183,6 +193,9 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .storageFailed: return AppErrorName.storageFailed.qualified
         case .quotaExceeded: return AppErrorName.quotaExceeded.qualified
         case .sequenceNotSent: return AppErrorName.sequenceNotSent.qualified
+        case .noHandler: return AppErrorName.noHandler.qualified
+        case .ambiguousHandler: return AppErrorName.ambiguousHandler.qualified
+        case .launchesHeld: return AppErrorName.launchesHeld.qualified
         case .invalidPolicy: return AppErrorName.invalidPolicy.qualified
         case .invalidTopic: return AppErrorName.invalidTopic.qualified
         case .invalidPosters: return AppErrorName.invalidPosters.qualified
@@ -279,6 +292,13 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .sequenceNotSent:
             guard let app = string(.app), let seq = int(.seq), let next = int(.next) else { return nil }
             return .sequenceNotSent(app: app, seq: seq, next: next)
+        case .noHandler: return string(.url).map { .noHandler(url: $0, reason: string(.reason) ?? "") }
+        case .ambiguousHandler:
+            guard let url = string(.url) else { return nil }
+            return .ambiguousHandler(url: url, apps: (parameters["apps"]?.arrayValue ?? []).compactMap(\.stringValue))
+        case .launchesHeld:
+            guard let app = string(.app), let failed = int(.failed) else { return nil }
+            return .launchesHeld(app: app, failed: failed)
         }
     }
 

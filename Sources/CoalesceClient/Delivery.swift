@@ -10,11 +10,22 @@ import Foundation
 public struct LaunchOptions: Sendable, Hashable {
     /// Where the launch put the app.
     public var destination: LaunchDestination
+    /// Why it was launched.
+    public var reason: LaunchReason
+    /// How much of ``restoredState`` to bring back.
+    public var restoration: LaunchRestoration
     /// What the app last kept with ``CoalescedApp/saveState(_:)``, if anything.
     public var restoredState: String?
 
-    public init(destination: LaunchDestination, restoredState: String? = nil) {
+    public init(
+        destination: LaunchDestination,
+        reason: LaunchReason = .user,
+        restoration: LaunchRestoration = .pristine,
+        restoredState: String? = nil
+    ) {
         self.destination = destination
+        self.reason = reason
+        self.restoration = restoration
         self.restoredState = restoredState
     }
 }
@@ -112,6 +123,9 @@ public enum Delivery: Sendable, Hashable {
     case significantTimeChange
     case protectedDataWillBecomeUnavailable
     case protectedDataDidBecomeAvailable
+    /// A URL was opened with the app (the event `lifecycle.openURL`): at once while it runs code, after its
+    /// launch's or wake's callbacks otherwise.
+    case openURL(OpenedURL)
     /// An event posted to the app.
     case event(Event)
     /// One of the app's notifications fired while it is active (the event `notification.willPresent`); otherwise

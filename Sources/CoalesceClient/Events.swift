@@ -175,13 +175,16 @@ struct Received: Sendable {
         }
         switch kind.dropFirst(prefix.count) {
         case "didFinishLaunching":
-            let options = callback["launchOptions"]
-            self.delivery = .didFinishLaunching(
-                LaunchOptions(
-                    destination: options?["destination"]?.stringValue.flatMap(LaunchDestination.init) ?? .foreground,
-                    restoredState: options?["restoredState"]?.stringValue
-                )
+            let form = LaunchOptionsForm(wire: callback["launchOptions"])
+            let options = LaunchOptions(
+                destination: form.destination, reason: form.reason, restoration: form.restoration,
+                restoredState: form.restoredState
             )
+            self.delivery = .didFinishLaunching(options)
+        case "openURL":
+            // An event the daemon posts: acknowledged with its burst, as events are.
+            self.acknowledgement = .burst
+            self.delivery = OpenedURLForm.read(callback["payload"]).map { .openURL($0) }
         case "didBecomeActive": self.delivery = .didBecomeActive
         case "willResignActive": self.delivery = .willResignActive
         case "didEnterBackground": self.delivery = .didEnterBackground

@@ -8,6 +8,9 @@
 @_exported public import enum CoalesceCore.CoalescingPolicy
 @_exported public import enum CoalesceCore.LatePolicy
 @_exported public import enum CoalesceCore.LaunchDestination
+@_exported public import enum CoalesceCore.LaunchReason
+@_exported public import enum CoalesceCore.LaunchRestoration
+@_exported public import struct CoalesceCore.OpenedURL
 @_exported public import struct CoalesceCore.PolicyTextError
 @_exported public import enum CoalesceCore.SuspensionMode
 @_exported public import struct CoalesceWire.KindDeclaration
@@ -23,6 +26,19 @@ public typealias AppState = CoalesceCore.AppState
 /// Where a launch put the app (``LaunchOptions/destination``): `foreground` when the user or an operator opened
 /// it, `background` when a post of a kind mapped to a background mode, or a background launch, woke it.
 public typealias LaunchDestination = CoalesceCore.LaunchDestination
+
+/// Why the app was launched (``LaunchOptions/reason``): `user` (its process started on its own, or an operator's
+/// Launch), `event(kind:)`, `notification(id:action:)` (its user answered one), or `url(_:)` (a URL was opened with
+/// it).
+public typealias LaunchReason = CoalesceCore.LaunchReason
+
+/// How much of its saved state the app should bring back (``LaunchOptions/restoration``), as GTK's restore reasons
+/// say: `pristine`, `launch`, `recover` (it crashed last time) or `restore` (the system ended it).
+public typealias LaunchRestoration = CoalesceCore.LaunchRestoration
+
+/// A URL opened with the app (``Delivery/openURL(_:)``, ``LaunchReason/url(_:)``): the URL, the uid that opened it,
+/// and the MIME type it was opened as, if named.
+public typealias OpenedURL = CoalesceCore.OpenedURL
 
 /// How the posts of one kind are folded while the app is suspended: `latest` (the default), `first`, `count`,
 /// `sum(field:)`, `merge`, `netChange` or `queue(bound:)`. `init(parsing:)` reads the form command lines write

@@ -48,6 +48,8 @@ public struct AppRegistration: Sendable, Hashable {
     /// The app ids its windows carry besides its name (a desktop file's id, Wayland's app_id, X11's WM_CLASS
     /// class): a window with one of them is the app's, as one with its name is.
     public var windowIDs: Set<String> = []
+    /// The URL schemes and MIME types it opens (Register's `urlSchemes` and `mimeTypes`), for App.Open.
+    public var opens = URLHandlers.Opens()
 
     /// At most this many window app ids, each of 1 to 255 bytes.
     public static let maximumWindowIDs = 16

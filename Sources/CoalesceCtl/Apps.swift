@@ -57,6 +57,7 @@ struct App: ParsableCommand {
                 ("Exits on suspend", app["exitsOnSuspend"]?.boolValue == true ? "yes" : "no"),
                 ("Launch unit", app["launchUnit"]?.stringValue ?? "none"),
                 ("Window app ids", (app["windowIds"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ").ifEmpty("its name only")),
+                ("Opens", Self.opens(app)),
                 ("Suspension", app["suspension"]?.stringValue ?? "the daemon's default ([Apps] Suspension=)"),
                 ("Kinds", kinds.first ?? "none declared (every kind is latest)"),
                 ("Posters", Self.posters(app["posters"])),
@@ -90,6 +91,13 @@ extension App {
             if declared.wakes == .background { text += ", wakes it from suspension" }
             return text
         }
+    }
+
+    /// The URL schemes (with their colon) and MIME types the app declared it opens.
+    fileprivate static func opens(_ app: JSONValue) -> String {
+        let schemes = (app["urlSchemes"]?.arrayValue ?? []).compactMap(\.stringValue).map { $0 + ":" }
+        let types = (app["mimeTypes"]?.arrayValue ?? []).compactMap(\.stringValue)
+        return (schemes + types).joined(separator: ", ").ifEmpty("no URLs declared (its desktop file may add some)")
     }
 
     /// Who may post to the app besides its own user and root.

@@ -45,6 +45,12 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case quotaExceeded(Quota)
     /// Ack named a number the app was not sent; `next` is the number its next callback or event carries.
     case sequenceNotSent(app: String, seq: Int64, next: Int64)
+    /// Open: no app the caller may use opens the URL (or the one it named does not), and why.
+    case noHandler(url: String, reason: String)
+    /// Open: several apps open the URL, and the caller named none.
+    case ambiguousHandler(url: String, apps: [String])
+    /// Open: the app would have to be launched, but its launches failed `failed` times in a row.
+    case launchesHeld(app: String, failed: Int)
 
     static let interface = AppErrorName.interface
 
@@ -79,6 +85,9 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .storageFailed: .storageFailed
         case .quotaExceeded: .quotaExceeded
         case .sequenceNotSent: .sequenceNotSent
+        case .noHandler: .noHandler
+        case .ambiguousHandler: .ambiguousHandler
+        case .launchesHeld: .launchesHeld
         }
     }
 
@@ -118,6 +127,10 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
             ])
         case .sequenceNotSent(let app, let seq, let next):
             ErrorParameter.object([.app: .string(app), .seq: .int(seq), .next: .int(next)])
+        case .noHandler(let url, let reason): ErrorParameter.object([.url: .string(url), .reason: .string(reason)])
+        case .ambiguousHandler(let url, let apps):
+            ErrorParameter.object([.url: .string(url), .apps: .array(apps.map { .string($0) })])
+        case .launchesHeld(let app, let failed): ErrorParameter.object([.app: .string(app), .failed: .int(Int64(failed))])
         }
     }
 

@@ -33,6 +33,9 @@ enum AppInterface {
                         ),
                         suspension: try self.suspension(request.call.parameters["suspension"]),
                         windowIDs: try self.windowIDs(request.call.parameters["windowIds"]),
+                        opens: try self.opens(
+                            schemes: request.call.parameters["urlSchemes"], types: request.call.parameters["mimeTypes"]
+                        ),
                         declarations: declarations,
                         keeping: (
                             kinds: (request.call.parameters["kinds"] ?? .null) == .null,
@@ -144,6 +147,49 @@ enum AppInterface {
                     try await apps.saveState(name: try request.string("app"), uid: peer.uid, data: data)
                     responder.finish()
                 },
+                // Runs as a task: it waits for the store's commit of the URL's event.
+                "Open": .streaming { request, responder in
+                    let peer = try self.peer(request)
+                    let url = try request.string("url")
+                    guard url.utf8.count <= URLHandlers.maximumURLLength else {
+                        throw VarlinkError.invalidParameter(
+                            "url", reason: "takes \(url.utf8.count) bytes, more than the \(URLHandlers.maximumURLLength) a URL may"
+                        )
+                    }
+                    if let problem = ControlCharacters.problem(inName: url, field: "the URL") {
+                        throw VarlinkError.invalidParameter("url", reason: problem)
+                    }
+                    guard let scheme = URLHandlers.scheme(of: url) else {
+                        throw VarlinkError.invalidParameter(
+                            "url", reason: "has no scheme: a URL begins with one and a colon, as in mailto:, https: or file:"
+                        )
+                    }
+                    var type: String?
+                    if let value = request.call.parameters["type"], value != .null {
+                        guard let text = value.stringValue else { throw VarlinkError.invalidParameter("type", reason: "expected a string") }
+                        if let problem = URLHandlers.problem(inMIMEType: text, wildcard: false) {
+                            throw VarlinkError.invalidParameter("type", reason: problem)
+                        }
+                        type = text.lowercased()
+                    }
+                    var named: String?
+                    if let value = request.call.parameters["app"], value != .null {
+                        guard let text = value.stringValue else { throw VarlinkError.invalidParameter("app", reason: "expected a string") }
+                        named = text
+                    }
+                    let opened = try await apps.open(
+                        OpenedURL(url: url, opener: peer.uid, type: type),
+                        target: URLHandlers.Target(scheme: scheme, type: type),
+                        named: named,
+                        background: try self.flag(request.call.parameters["background"], "background"),
+                        desktopDirectories: DesktopFiles.directories(userInstance: CurrentProcess.effectiveUserID != 0)
+                    )
+                    responder.finish([
+                        "app": .string(opened.snapshot.registration.name.value),
+                        "state": .string(opened.snapshot.state.rawValue),
+                        "launching": .bool(opened.launching),
+                    ])
+                },
                 // Runs as a task: it waits for the store's commit.
                 "SaveSceneState": .streaming { request, responder in
                     let peer = try self.peer(request)
@@ -179,6 +225,12 @@ enum AppInterface {
         if let unit = snapshot.registration.launchUnit { object["launchUnit"] = .string(unit) }
         if !snapshot.registration.windowIDs.isEmpty {
             object["windowIds"] = .array(snapshot.registration.windowIDs.sorted().map { .string($0) })
+        }
+        if !snapshot.registration.opens.schemes.isEmpty {
+            object["urlSchemes"] = .array(snapshot.registration.opens.schemes.sorted().map { .string($0) })
+        }
+        if !snapshot.registration.opens.types.isEmpty {
+            object["mimeTypes"] = .array(snapshot.registration.opens.types.sorted().map { .string($0) })
         }
         if let mode = snapshot.registration.suspension { object["suspension"] = .string(mode.rawValue) }
         if let hold = snapshot.hold { object["suspendedAs"] = .string(hold.rawValue) }
@@ -258,6 +310,25 @@ enum AppInterface {
             names.insert(name)
         }
         return names
+    }
+
+    /// Register's `urlSchemes` and `mimeTypes`: each left out (null) stays as it was, [] clears it.
+    private static func opens(schemes: JSONValue?, types: JSONValue?) throws -> (schemes: Set<String>?, types: Set<String>?) {
+        func checked(_ value: JSONValue?, _ parameter: String, _ noun: String, _ problem: (String) -> String?) throws -> Set<String>? {
+            let names = try self.names(value, parameter, limit: URLHandlers.maximumDeclared, length: 255, noun: noun) {
+                _, parameter, reason in VarlinkError.invalidParameter(parameter, reason: reason)
+            }
+            for (index, name) in (value?.arrayValue ?? []).enumerated() {
+                if let name = name.stringValue, let reason = problem(name) {
+                    throw VarlinkError.invalidParameter("\(parameter)[\(index)]", reason: reason)
+                }
+            }
+            return names.map { Set($0.map { $0.lowercased() }) }
+        }
+        return (
+            try checked(schemes, "urlSchemes", "URL scheme", URLHandlers.problem(inScheme:)),
+            try checked(types, "mimeTypes", "MIME type") { URLHandlers.problem(inMIMEType: $0, wildcard: true) }
+        )
     }
 
     /// Register's `suspension`: left out (null) it stays as it was, "" gives the configuration's back.

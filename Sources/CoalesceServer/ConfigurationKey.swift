@@ -45,6 +45,13 @@ enum ConfigurationKey {
                 default: throw ConfigurationValueError(reason: "expected suspend or terminate")
                 }
             },
+            "FailedLaunchLimit": { configuration, value throws(ConfigurationValueError) in
+                switch value {
+                case "": configuration.timings.failedLaunchLimit = LifecycleTimings().failedLaunchLimit
+                case "infinity": configuration.timings.failedLaunchLimit = nil
+                default: configuration.timings.failedLaunchLimit = try parseInteger(value, in: 1...1_000)
+                }
+            },
             "LaunchTimeoutSec": { configuration, value throws(ConfigurationValueError) in
                 configuration.launchTimeout = value.isEmpty ? Configuration().launchTimeout : try parseTimeout(value)
             },

@@ -29,6 +29,11 @@ public enum MessageID {
     public static let launchTimedOut = "be02aa835cf24b2bbd9b0e7fdb0fb046"
     /// A terminated app ignored SIGTERM and was killed.
     public static let killedAfterGrace = "2ed7d301c32947ccbdd534b801432449"
+    /// An app's launches failed FailedLaunchLimit= times in a row (COALESCED_APP, COALESCED_FAILED): the daemon no
+    /// longer launches it by itself until an operator launches it.
+    public static let launchesHeld = "000db9d9448346e6adb8bec273452f3c"
+    /// A URL was opened with an app (COALESCED_APP, COALESCED_URL_SCHEME, COALESCED_UID).
+    public static let urlOpened = "35bffde9fc784923a0e5555e4ae1dd5b"
 
     /// A notification was presented (COALESCED_APP, COALESCED_NOTIFICATION, COALESCED_THREAD, COALESCED_TITLE, …).
     public static let notificationPresented = "676e507e53544eda89245077d7bec2ea"
@@ -61,7 +66,7 @@ public enum MessageID {
     /// Every MESSAGE_ID, for checking the catalog.
     public static let all = [
         started, stopping, reloaded, reloadFailed, startFailed, transition, deadlineMissed, tasksExpired, purged,
-        taskExpiring, launchTimedOut, killedAfterGrace, notificationPresented, notificationDropped, notificationAnswered,
+        taskExpiring, launchTimedOut, killedAfterGrace, launchesHeld, urlOpened, notificationPresented, notificationDropped, notificationAnswered,
         notificationsCoalesced, sleep, wake, timeChanged, localeChanged, lockChanged, journalPositionLost, heldDataSetAside,
         journalEntryUntested,
     ]

@@ -11,7 +11,8 @@ extension Store {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations, windowIds
+                    SELECT name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations, windowIds,
+                        urlSchemes, mimeTypes
                     FROM app ORDER BY name
                     """
             ).map { row in
@@ -28,6 +29,12 @@ extension Store {
                 )
                 let windowIDs: String = row["windowIds"]
                 registration.windowIDs = Set(windowIDs.split(separator: "\n").map(String.init))
+                let schemes: String = row["urlSchemes"]
+                let types: String = row["mimeTypes"]
+                registration.opens = URLHandlers.Opens(
+                    schemes: Set(schemes.split(separator: "\n").map(String.init)),
+                    types: Set(types.split(separator: "\n").map(String.init))
+                )
                 if let mode: String = row["suspension"] {
                     // A value this version does not know reads as the configuration's, rather than failing the start.
                     registration.suspension = SuspensionMode(rawValue: mode)
@@ -52,17 +59,21 @@ extension Store {
     private static func upsert(_ registration: AppRegistration, declarations: String, _ transaction: StoreTransaction) throws {
         try transaction.run(
             """
-                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations, windowIds)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO app (name, owner, backgroundModes, exitsOnSuspend, launchUnit, suspension, declarations, windowIds,
+                    urlSchemes, mimeTypes)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, backgroundModes = excluded.backgroundModes,
                     exitsOnSuspend = excluded.exitsOnSuspend, launchUnit = excluded.launchUnit,
-                    suspension = excluded.suspension, declarations = excluded.declarations, windowIds = excluded.windowIds
+                    suspension = excluded.suspension, declarations = excluded.declarations, windowIds = excluded.windowIds,
+                    urlSchemes = excluded.urlSchemes, mimeTypes = excluded.mimeTypes
                 """,
             [
                 registration.name.value, Int64(registration.owner),
                 registration.traits.backgroundModes.sorted().joined(separator: "\n"),
                 registration.traits.exitsOnSuspend, registration.launchUnit, registration.suspension?.rawValue,
                 declarations, registration.windowIDs.sorted().joined(separator: "\n"),
+                registration.opens.schemes.sorted().joined(separator: "\n"),
+                registration.opens.types.sorted().joined(separator: "\n"),
             ]
         )
     }

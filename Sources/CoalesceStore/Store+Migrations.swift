@@ -157,6 +157,14 @@ extension Store {
             // WM_CLASS), sorted and newline-separated; empty for every app of an older store: its name alone.
             try db.alter(table: "app") { table in table.add(column: "windowIds", .text).notNull().defaults(to: "") }
         }
+        migrator.registerMigration("13: what apps open") { db in
+            // The URL schemes and MIME types an app opens (App.Open), sorted and newline-separated; empty for every
+            // app of an older store: it opens nothing until it registers again.
+            try db.alter(table: "app") { table in
+                table.add(column: "urlSchemes", .text).notNull().defaults(to: "")
+                table.add(column: "mimeTypes", .text).notNull().defaults(to: "")
+            }
+        }
         return migrator
     }
 }

@@ -2,8 +2,8 @@ public import Varlink
 
 /// A parameter of the App, Notifications, Screen and System interfaces' errors, by the name their files give it.
 public enum ErrorParameter: String, Sendable, Hashable, CaseIterable {
-    case action, app, bound, count, field, id, index, kind, limit, mode, name, next, parameter, pending, quota, reason, seq,
-        scene, size, state, target, timeoutSec, topic, uid, unit, watch
+    case action, app, apps, bound, count, failed, field, id, index, kind, limit, mode, name, next, parameter, pending, quota,
+        reason, seq, scene, size, state, target, timeoutSec, topic, uid, unit, url, watch
 
     /// An error's parameters as a reply carries them; a member whose value is `nil` (an optional parameter not
     /// given) is left out.
@@ -42,6 +42,9 @@ public enum AppErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIt
     case storageFailed = "StorageFailed"
     case quotaExceeded = "QuotaExceeded"
     case sequenceNotSent = "SequenceNotSent"
+    case noHandler = "NoHandler"
+    case ambiguousHandler = "AmbiguousHandler"
+    case launchesHeld = "LaunchesHeld"
 
     public static let interface = "io.coalesced.App"
 
@@ -69,6 +72,9 @@ public enum AppErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIt
         case .payloadTooLarge: [.size, .limit]
         case .quotaExceeded: [.quota, .limit, .uid]
         case .sequenceNotSent: [.app, .seq, .next]
+        case .noHandler: [.url, .reason]
+        case .ambiguousHandler: [.url, .apps]
+        case .launchesHeld: [.app, .failed]
         }
     }
 }

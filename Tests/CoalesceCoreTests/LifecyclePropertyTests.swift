@@ -118,6 +118,8 @@ import Testing
                     }
                 case .kill, .terminate:
                     break
+                case .launchesHeld(let failed):
+                    #expect(app.launchesHeld && failed == app.timings.failedLaunchLimit, "held at \(failed); seed \(seed): \(history)")
                 }
             }
             #expect(app.state == tracked, "state \(app.state) but transitions say \(tracked); seed \(seed): \(history)")

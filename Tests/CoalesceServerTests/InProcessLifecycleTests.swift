@@ -32,7 +32,10 @@ import Glibc
             // Launched by its user: an app that attaches on its own goes to the foreground.
             let launched = try await app.callbacks()
             #expect(launched.map { $0["kind"] } == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
-            #expect(launched.first?["launchOptions"] == ["destination": "foreground"], "nothing restored")
+            #expect(
+                launched.first?["launchOptions"] == ["destination": "foreground", "reason": "user", "restoration": "pristine"],
+                "nothing restored"
+            )
             try app.acknowledge()
             #expect(try app.state == .active)
             #expect(try app.snapshot.pid == app.process.pid)
@@ -123,7 +126,7 @@ import Glibc
             let second = try await fixture.attach(Self.mail)
             let launched = try await second.callbacks()
             #expect(launched.map { $0["kind"] } == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
-            #expect(launched.first?["launchOptions"] == ["destination": "foreground", "restoredState": "draft=42"])
+            #expect(launched.first?["launchOptions"] == ["destination": "foreground", "reason": "user", "restoration": "restore", "restoredState": "draft=42"])
             #expect(try await launch.value.state == .active)
         }
     }
@@ -135,7 +138,7 @@ import Glibc
             let app = try await fixture.attach(Self.mail)
             let launched = try await app.callbacks()
             #expect(launched.map { $0["kind"] } == ["lifecycle.didFinishLaunching", "lifecycle.didEnterBackground"])
-            #expect(launched.first?["launchOptions"] == ["destination": "background"])
+            #expect(launched.first?["launchOptions"] == ["destination": "background", "reason": "user", "restoration": "pristine"])
             #expect(try await waiting.value.registration.name.value == Self.mail)
             try app.acknowledge()
             #expect(try app.state == .suspended)

@@ -55,6 +55,7 @@ import Varlink
         .sequenceNotSent(app: "a", seq: 9, next: 5), .invalidPolicy(kind: "", reason: ""),
         .invalidTopic(topic: "", reason: ""), .invalidPosters(reason: ""), .invalidBackgroundMode(mode: "", reason: ""),
         .invalidLaunchUnit(unit: "", reason: ""), .tooManyDeclared(parameter: "kinds", count: 2, limit: 1),
+        .noHandler(url: "x:", reason: ""), .ambiguousHandler(url: "x:", apps: ["a", "b"]), .launchesHeld(app: "a", failed: 3),
     ]
     static let systemErrors: [SystemError] = [
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,

@@ -9,6 +9,9 @@ public enum LifecycleEffect: Sendable, Hashable {
     case kill(reason: TransitionReason)
     /// End the app's process after willTerminate (SIGTERM, then SIGKILL after a grace period).
     case terminate(reason: TransitionReason)
+    /// Its launches failed ``LifecycleTimings/failedLaunchLimit`` times in a row: the daemon launches it no more by
+    /// itself until an operator does (log it, once).
+    case launchesHeld(failedInARow: Int)
 }
 
 /// A request that does not fit the app's state. Nothing changed when one is thrown.
@@ -79,6 +82,16 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// The first number any run of the daemon gave out: a number below it was never sent.
     public let earliestSequence: UInt64
 
+    /// Its launches that ended before it finished launching, in a row (crash-loop protection).
+    public private(set) var failedLaunches = FailedLaunches()
+
+    /// Whether it is launching: it has not acknowledged didFinishLaunching yet.
+    public var isFinishingLaunch: Bool { self.awaiting.contains { $0.callback == .didFinishLaunching } }
+
+    /// Whether launches the daemon would make by itself (for an event, a notification's answer, a URL) are held back:
+    /// its launches failed ``LifecycleTimings/failedLaunchLimit`` times in a row.
+    public var launchesHeld: Bool { self.failedLaunches.holdsLaunches(limit: self.timings.failedLaunchLimit) }
+
     /// - Parameters:
     ///   - firstSequence: the number of the first callback; events delivered to the app are numbered from the same
     ///     counter (``reserveSequence()``), and a daemon that restarts starts past every number it used.
@@ -143,12 +156,25 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         return effects
     }
 
+    /// A launch that never reached the app: its unit did not start, or no process attached in time.
+    public mutating func launchFailed() -> [LifecycleEffect] {
+        self.countFailedLaunch()
+    }
+
+    /// An operator launched the app: launches held back after failures are let go, and it is counted afresh.
+    public mutating func launchesAllowed() {
+        self.failedLaunches.cleared()
+    }
+
     /// Wakes a suspended app into the background for what it was sent while it ran no code, as iOS wakes an app for a
     /// content-available notification: no callback (it does not come to the foreground), the held events follow, and
     /// the background budget runs from now, with backgroundTaskWillExpire before it ends.
-    public mutating func wakeIntoBackground(now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
+    public mutating func wakeIntoBackground(
+        now: Instant,
+        reason: TransitionReason = .eventWake
+    ) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state == .suspended else { throw .notSuspended(self.state) }
-        let effects = self.move(to: .background, reason: .eventWake)
+        let effects = self.move(to: .background, reason: reason)
         self.woken = true
         self.wokenAtSequence = self.nextSequence
         self.budgetEnds = self.timings.backgroundTaskBudget.map(now.advanced(by:))
@@ -285,8 +311,9 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     public mutating func processExited(now: Instant, reason: TransitionReason = .processExited) -> [LifecycleEffect] {
         guard self.state.isRunning else { return [] }
         let from = self.state
+        let failed = self.isFinishingLaunch ? self.countFailedLaunch() : []
         self.reset()
-        return [.transition(from: from, to: .notRunning, reason: reason)]
+        return [.transition(from: from, to: .notRunning, reason: reason)] + failed
     }
 
     /// An app acknowledges only numbers it could have been sent: one past them, or before the daemon's first run,
@@ -305,6 +332,7 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
         self.acknowledgedUpTo = max(self.acknowledgedUpTo, sequence)
         let met = self.awaiting.filter { $0.sequence <= sequence }
         self.awaiting.removeAll { $0.sequence <= sequence }
+        if met.contains(where: { $0.callback == .didFinishLaunching }) { self.failedLaunches.cleared() }
         guard met.contains(where: { $0.callback == .didEnterBackground }) || self.woken else { return [] }
         return self.suspendIfIdle(now: now)
     }
@@ -426,8 +454,15 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
 
     private mutating func stop(reason: TransitionReason, effect: LifecycleEffect) -> [LifecycleEffect] {
         let from = self.state
+        // Killed for not finishing its launch in time counts as a launch that failed; ended on request does not.
+        let failed = self.isFinishingLaunch && reason == .launchNotAcknowledged ? self.countFailedLaunch() : []
         self.reset()
-        return [effect, .transition(from: from, to: .notRunning, reason: reason)]
+        return [effect, .transition(from: from, to: .notRunning, reason: reason)] + failed
+    }
+
+    private mutating func countFailedLaunch() -> [LifecycleEffect] {
+        guard self.failedLaunches.failed(limit: self.timings.failedLaunchLimit) else { return [] }
+        return [.launchesHeld(failedInARow: self.failedLaunches.inARow)]
     }
 
     private mutating func reset() {

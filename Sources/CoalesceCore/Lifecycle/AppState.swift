@@ -65,6 +65,8 @@ public enum TransitionReason: String, Sendable, Hashable {
     case backgroundWorkDone
     /// A post of a kind the app declared to wake it (`wakes: background`) woke it from suspension into the background.
     case eventWake
+    /// A URL was opened with the app (Open): it was launched, brought forward or woken for it.
+    case openURL
     /// The app's scenes moved it: one of its windows was focused, shown, hidden or closed (``AppScenes``).
     case scenes
 }
@@ -103,6 +105,9 @@ public struct LifecycleTimings: Sendable, Hashable {
     public var expiryWarning: Duration = .seconds(5)
     /// Whether an app whose budget ran out is terminated rather than suspended.
     public var terminateWhenBudgetRunsOut = false
+    /// How many launches in a row may end before the app finishes launching before the daemon stops launching it by
+    /// itself (`[Apps] FailedLaunchLimit=`); `nil`: no limit.
+    public var failedLaunchLimit: Int? = 3
 
     public init() {}
 }

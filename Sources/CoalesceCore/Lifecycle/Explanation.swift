@@ -27,6 +27,8 @@ public struct AppExplanation: Sendable, Hashable {
         case wakesOn([String])
         /// Its process outlived a restart of the daemon and has not attached again.
         case notAttached(pid: Int32)
+        /// Its last launches ended before it finished launching: the daemon launches it no more by itself.
+        case launchesHeld(failed: Int)
 
         /// A name for the reason, for scripts.
         public var code: String {
@@ -43,6 +45,7 @@ public struct AppExplanation: Sendable, Hashable {
             case .holds: "holds"
             case .wakesOn: "wakesOn"
             case .notAttached: "notAttached"
+            case .launchesHeld: "launchesHeld"
             }
         }
 
@@ -87,6 +90,9 @@ public struct AppExplanation: Sendable, Hashable {
                 return "A post of \(Self.list(kinds)) wakes it into the background; otherwise it runs again when it is activated."
             case .notAttached(let pid):
                 return "Its process (pid \(pid)) outlived a restart of the daemon and has not attached again."
+            case .launchesHeld(let failed):
+                return "Its last \(failed) launches ended before it finished launching (it crashed, or did not acknowledge "
+                    + "didFinishLaunching in time): events, answers and URLs do not launch it until an operator launches it."
             }
         }
 
@@ -141,6 +147,7 @@ extension AppLifecycle {
         switch self.state {
         case .notRunning:
             reasons.append(.notRunning(launchedBy: facts.launchingKinds))
+            if self.launchesHeld { reasons.append(.launchesHeld(failed: self.failedLaunches.inARow)) }
         case .active, .inactive:
             if facts.focusedScenes + facts.shownScenes > 0 {
                 reasons.append(.onScreen(focused: facts.focusedScenes, shown: facts.shownScenes))

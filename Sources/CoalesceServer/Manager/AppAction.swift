@@ -27,8 +27,6 @@ enum AppAction: Sendable {
     case carryOut(AppName, [AppManager.InboxAction], failure: StoreError?)
     /// Apps that woke not knowing the lock's state are told it.
     case tellProtectedData([(AppName, Bool)])
-    /// A post of a kind that wakes the app into the background launches it.
-    case launchForEvent(AppName)
     case signal(any AppProcess, ProcessSignal)
     /// SIGCONT to a process held while suspended; logged when the process was still there to continue.
     case continueProcess(any AppProcess, AppManager.LogEntry)

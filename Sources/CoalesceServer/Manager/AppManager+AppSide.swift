@@ -105,7 +105,13 @@ extension AppManager {
             let destination = pending?.destination ?? .foreground
             let now = self.now()
             if destination == .foreground { self.clearForeground(except: appName, now: now, in: &state, log: &log) }
-            let launch = LaunchContext(destination: destination, restoredState: restored)
+            let launch = LaunchContext(
+                destination: destination,
+                reason: pending?.reason ?? .user,
+                restoredState: restored,
+                // Not running: its reason is why its last process ended.
+                restoration: .after(record.reason, hasSavedState: restored != nil)
+            )
             self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
                 try lifecycle.launch(destination, now: now)
             } onError: { _ in }  // a not-running app can always be launched

@@ -148,15 +148,16 @@ extension AppManager {
     /// A post of a kind mapped to a background mode launches a stopped app into the background (through its
     /// launch unit, or when its process attaches), where the event reaches it after the launch's callbacks. An app
     /// already running holds the event until it runs code again; a launch already on its way is left as it is.
-    func launchForEvent(_ appName: AppName) {
+    /// Launches held after failures (``AppLifecycle/launchesHeld``) are not tried: the event waits in the inbox.
+    func launchForEvent(_ appName: AppName, kind: EventKind) {
         let start = self.state.withLock { state in
             guard let record = state.records[appName] else { return false }
-            return record.lifecycle.state == .notRunning && record.pendingLaunch == nil
+            return record.lifecycle.state == .notRunning && record.pendingLaunch == nil && !record.lifecycle.launchesHeld
         }
         guard start else { return }
         Task {
             do {
-                _ = try await self.launch(name: appName.value, destination: .background)
+                _ = try await self.launch(name: appName.value, destination: .background, reason: .event(kind: kind.value))
             } catch {
                 self.logger.warning(
                     "\(appName): could not launch it for an event",
@@ -276,7 +277,7 @@ extension AppManager {
         }
         if let answered { ticket.answer(answered, failure: self.writeRefused) }
         if flushes { self.scheduleFlush() }
-        if launches { self.launchForEvent(appName) }
+        if launches { self.launchForEvent(appName, kind: post.kind) }
         if wakes { self.wakeForEvents(appName) }
         return outcome
     }

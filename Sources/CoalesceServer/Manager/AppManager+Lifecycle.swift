@@ -145,6 +145,15 @@ extension AppManager {
                     state.outbox.add(.signal(process, .kill))
                 }
                 if let attachment = record.detach() { self.endStream(attachment, in: &state) }
+            case .launchesHeld(let failed):
+                log.append(
+                    LogEntry(
+                        level: .warning,
+                        message: "\(app): its last \(failed) launches ended before it finished launching; it is no longer "
+                            + "launched by the daemon until an operator launches it (coalescectl launch \(app))",
+                        metadata: ["app": "\(app)", "failed": "\(failed)", "message_id": "\(MessageID.launchesHeld)"]
+                    )
+                )
             case .terminate:
                 let process = record.process?.handle
                 if let attachment = record.detach() { self.endStream(attachment, in: &state) }

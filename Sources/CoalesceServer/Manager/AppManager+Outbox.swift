@@ -87,8 +87,6 @@ extension AppManager {
             self.carryOut(actions, of: appName, failure: failure)
         case .tellProtectedData(let news):
             self.tellProtectedData(news)
-        case .launchForEvent(let appName):
-            self.launchForEvent(appName)
         case .signal(let process, let signal):
             process.signal(signal)
         case .continueProcess(let process, let entry), .stopProcess(let process, let entry):

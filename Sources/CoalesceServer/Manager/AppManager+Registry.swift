@@ -25,6 +25,7 @@ extension AppManager {
         launchUnit: LaunchUnitChange,
         suspension: SuspensionChange = .keep,
         windowIDs: Set<String>? = nil,
+        opens: (schemes: Set<String>?, types: Set<String>?) = (nil, nil),
         declarations given: EventDeclarations,
         keeping: (kinds: Bool, posters: Bool, topics: Bool) = (false, false, false),
         uid: UInt32,
@@ -51,6 +52,10 @@ extension AppManager {
             case .set(let mode): registration.suspension = mode
             }
             registration.windowIDs = windowIDs ?? previous?.registration.windowIDs ?? []
+            registration.opens = URLHandlers.Opens(
+                schemes: opens.schemes ?? previous?.registration.opens.schemes ?? [],
+                types: opens.types ?? previous?.registration.opens.types ?? []
+            )
             if let previous {
                 guard previous.registration.mayBeActedFor(by: uid) else { throw .notOwner(app: name) }
                 registration.owner = previous.registration.owner

@@ -12,8 +12,10 @@ import Varlink
 extension AppManager {
     // MARK: The system side
 
-    /// Starts an app and returns once its process has attached and been launched.
-    func launch(name: String, destination: LaunchDestination) async throws(SystemError) -> Snapshot {
+    /// Starts an app and returns once its process has attached and been launched. `reason` is what its launch
+    /// options say: `.user` for an operator's Launch, which also lets go of launches held after failures; any other
+    /// is a launch the daemon makes by itself, refused (WrongState) while they are held.
+    func launch(name: String, destination: LaunchDestination, reason: LaunchReason = .user) async throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
         let timeout = self.daemon.configuration.launchTimeout
         let unit = try self.decide { state, _ throws(SystemError) -> String? in
@@ -25,13 +27,23 @@ extension AppManager {
                     reason: LifecycleError.alreadyRunning(record.lifecycle.state).description
                 )
             }
+            if reason == .user {
+                record.lifecycle.launchesAllowed()
+            } else if record.lifecycle.launchesHeld {
+                // The daemon's own launch (for an event, an answer, a URL): its caller logs this.
+                throw .wrongState(
+                    app: name, state: .notRunning,
+                    reason: "its last \(record.lifecycle.failedLaunches.inARow) launches failed; an operator's Launch lets it be launched again"
+                )
+            }
             if record.pendingLaunch == nil {
-                record.pendingLaunch = PendingLaunch(destination: destination)
+                record.pendingLaunch = PendingLaunch(destination: destination, reason: reason)
                 // LaunchTimeoutSec=infinity: the launch waits for the app as long as it takes.
                 if let timeout { state.outbox.add(self.arming(.launch(appName), after: timeout)) }
             } else {
-                // A second Launch while one waits joins it; the later destination wins.
+                // A second Launch while one waits joins it; the later destination and reason win.
                 record.pendingLaunch!.destination = destination
+                record.pendingLaunch!.reason = reason
             }
             state.records[appName] = record
             return record.registration.launchUnit
@@ -178,12 +190,17 @@ extension AppManager {
         )
     }
 
+    /// A launch never reached the app: its unit did not start, or no process attached in time. For an app with a
+    /// launch unit that is a launch that failed (crash-loop protection); one without waits for its user to start it.
     func failLaunch(_ appName: AppName, _ error: SystemError) {
-        self.decide { state, _ in
+        self.decide { state, log in
             guard let pending = state.records[appName]?.pendingLaunch else { return }
             state.outbox.add(self.arming(.launch(appName), after: nil))
             state.records[appName]!.pendingLaunch = nil
             state.outbox.add(.answerLaunch(pending.waiters, error))
+            if state.records[appName]!.registration.launchUnit != nil {
+                self.input(appName, in: &state, log: &log) { lifecycle in lifecycle.launchFailed() }
+            }
         }
     }
 }

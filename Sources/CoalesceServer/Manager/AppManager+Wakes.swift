@@ -22,8 +22,21 @@ extension AppManager {
             || record.declarations.wake(forAnyOf: record.inbox.undelivered.lazy.map(\.event.kind))
     }
 
-    func wake(_ appName: AppName, in state: inout State, log: inout [LogEntry]) {
+    func wake(_ appName: AppName, reason: TransitionReason = .eventWake, in state: inout State, log: inout [LogEntry]) {
         let now = self.now()
-        self.input(appName, in: &state, log: &log) { lifecycle in (try? lifecycle.wakeIntoBackground(now: now)) ?? [] }
+        self.input(appName, in: &state, log: &log) { lifecycle in
+            (try? lifecycle.wakeIntoBackground(now: now, reason: reason)) ?? []
+        }
+    }
+
+    /// Wakes a suspended app into the background for what was just sent it (a notification's background action, a
+    /// URL): it runs on its background budget until it has acknowledged what it holds. An app not suspended, or with
+    /// no process attached to run it, is left as it is: what was sent waits for its next run.
+    func wakeIntoBackground(_ appName: AppName, reason: TransitionReason) {
+        self.decide { state, log in
+            guard let record = state.records[appName], record.lifecycle.state == .suspended, record.attachment != nil
+            else { return }
+            self.wake(appName, reason: reason, in: &state, log: &log)
+        }
     }
 }

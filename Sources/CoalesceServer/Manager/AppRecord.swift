@@ -1,5 +1,6 @@
 import CoalesceCore
 import CoalesceStore
+import CoalesceWire
 import Varlink
 
 /// One app as the manager holds it: its registration, its lifecycle, its inbox, its process and stream, its hold
@@ -32,14 +33,24 @@ extension AppManager {
         var unsent: [JSONObject] = []
     }
 
-    /// What a launch hands the app with didFinishLaunching.
+    /// What a launch hands the app with didFinishLaunching: its launch options.
     struct LaunchContext {
         var destination: LaunchDestination
+        var reason: LaunchReason = .user
         var restoredState: String?
+        var restoration: LaunchRestoration = .pristine
+
+        /// Launch options as the App interface's LaunchOptions type has them.
+        var options: JSONObject {
+            LaunchOptionsForm(
+                destination: self.destination, reason: self.reason, restoration: self.restoration, restoredState: self.restoredState
+            ).wire
+        }
     }
 
     struct PendingLaunch {
         var destination: LaunchDestination
+        var reason: LaunchReason
         var waiters: [CheckedContinuation<Void, any Error>] = []
     }
 
@@ -136,9 +147,7 @@ extension AppManager.Record {
         var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
         if let task { event["task"] = .int(Int64(task)) }
         if callback == .didFinishLaunching {
-            var options: JSONObject = ["destination": .string((launch?.destination ?? .foreground).rawValue)]
-            if let restored = launch?.restoredState { options["restoredState"] = .string(restored) }
-            event["launchOptions"] = .object(options)
+            event["launchOptions"] = .object((launch ?? AppManager.LaunchContext(destination: .foreground)).options)
         }
         let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]
         if let attachment = self.attachment { return (attachment.responder, reply) }

@@ -179,7 +179,9 @@ extension NotificationCenter {
         case .notRunning:
             Task {
                 do {
-                    _ = try await self.apps.launch(name: app.value, destination: destination)
+                    _ = try await self.apps.launch(
+                        name: app.value, destination: destination, reason: .notification(id: id, action: action)
+                    )
                 } catch {
                     self.logger.warning("Cannot launch the app for a notification's response: \(error)", metadata: ["app": "\(app)"])
                 }

@@ -51,6 +51,8 @@ final class ManagerFixture: Sendable {
         posters: JSONValue? = nil,
         topics: JSONValue? = nil,
         windowIDs: Set<String>? = nil,
+        urlSchemes: Set<String>? = nil,
+        mimeTypes: Set<String>? = nil,
         uid: UInt32 = 0
     ) async throws -> AppManager.Snapshot {
         try await self.manager.register(
@@ -59,6 +61,7 @@ final class ManagerFixture: Sendable {
             launchUnit: launchUnit,
             suspension: suspension,
             windowIDs: windowIDs,
+            opens: (urlSchemes, mimeTypes),
             declarations: try EventDeclarations(kinds: kinds, posters: posters, topics: topics),
             keeping: (kinds: kinds == nil, posters: posters == nil, topics: topics == nil),
             uid: uid,
