@@ -36,7 +36,7 @@ public typealias LaunchReason = CoalesceCore.LaunchReason
 /// say: `pristine`, `launch`, `recover` (it crashed last time) or `restore` (the system ended it).
 public typealias LaunchRestoration = CoalesceCore.LaunchRestoration
 
-/// A URL opened with the app (``Delivery/openURL(_:)``, ``LaunchReason/url(_:)``): the URL, the uid that opened it,
+/// A URL opened with the app (``Delivery/openURL(_:)``, and `LaunchReason.url(_:)`): the URL, the uid that opened it,
 /// and the MIME type it was opened as, if named.
 public typealias OpenedURL = CoalesceCore.OpenedURL
 
