@@ -196,6 +196,8 @@ struct World {
                 default: break
                 }
             case .kill, .terminate: break
+            case .launchesHeld(let failed):
+                check(self.lifecycle.launchesHeld, "told launches are held (\(failed) failed) while they are not")
             }
         }
         check(self.lifecycle.state == self.tracked, "state \(self.lifecycle.state), transitions say \(self.tracked)")
