@@ -212,6 +212,7 @@ let package = Package(
         .executableTarget(
             name: "CoalesceBench",
             dependencies: [
+                "CoalesceCore",
                 "Varlink",
                 "Systemd",
                 "CoalesceTestSupport",

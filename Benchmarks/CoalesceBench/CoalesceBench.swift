@@ -10,7 +10,7 @@ struct CoalesceBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coalesced-bench",
         abstract: "Benchmark coalesced: start-up, idle memory, Varlink round trips against a bare socket echo.",
-        subcommands: [ScreenBenchmark.self]
+        subcommands: [ScreenBenchmark.self, RefreshSlotsBenchmark.self]
     )
 
     @Option(help: "How many times to start the daemon.")

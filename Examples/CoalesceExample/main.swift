@@ -151,12 +151,22 @@ final class ExampleDelegate: AppDelegate {
 
     func app(_ app: CoalescedApp, handle delivery: Delivery) async {
         switch delivery {
+        case .willFinishLaunching(let options):
+            await self.report("willFinishLaunching", app, "reason=\(Self.reason(options.reason))")
         case .didFinishLaunching(let options):
             await self.report(
                 "didFinishLaunching", app,
                 "destination=\(options.destination.rawValue) restored=\(options.restoredState ?? "-") "
                     + "reason=\(Self.reason(options.reason)) restoration=\(options.restoration.rawValue)"
             )
+        case .backgroundRefresh(let refresh):
+            say("backgroundRefresh id=\(refresh.id) budget=\(refresh.budget.components.seconds)")
+            do {
+                try await app.refreshDone(refresh, success: true)
+                say("refresh-done id=\(refresh.id)")
+            } catch {
+                say("refresh-done-failed id=\(refresh.id) \(error)")
+            }
         case .openURL(let opened):
             say("openURL url=\(opened.url) opener=\(opened.opener) type=\(opened.type ?? "-")")
         case .didBecomeActive: await self.report("didBecomeActive", app)
@@ -203,6 +213,7 @@ final class ExampleDelegate: AppDelegate {
         case .event(let kind): "event:\(kind)"
         case .notification(let id, let action): "notification:\(id):\(action)"
         case .url(let opened): "url:\(opened.url)"
+        case .refresh(let id): "refresh:\(id)"
         }
     }
 

@@ -4,6 +4,8 @@
 /// Every method has a default that does nothing; an app implements those it cares about. They are called one at
 /// a time, in the order the daemon sent the callbacks, and each callback is acknowledged when its method returns.
 public protocol AppDelegate: Sendable {
+    /// The launch has begun; didFinishLaunching follows, with the same options.
+    func app(_ app: CoalescedApp, willFinishLaunchingWith options: LaunchOptions) async
     func app(_ app: CoalescedApp, didFinishLaunchingWith options: LaunchOptions) async
     func appDidBecomeActive(_ app: CoalescedApp) async
     func appWillResignActive(_ app: CoalescedApp) async
@@ -19,6 +21,8 @@ public protocol AppDelegate: Sendable {
     func app(_ app: CoalescedApp, didReceive event: Event) async
     /// A URL was opened with the app (UIKit's `application(_:open:options:)`).
     func app(_ app: CoalescedApp, open url: OpenedURL) async
+    /// One of its scheduled refreshes came due: its work, then ``CoalescedApp/refreshDone(_:success:)``.
+    func app(_ app: CoalescedApp, performRefresh refresh: BackgroundRefresh) async
     /// One of the app's notifications fired while it is active (otherwise the desktop presents it).
     func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async
     /// The user answered one of the app's notifications.
@@ -31,6 +35,7 @@ public protocol AppDelegate: Sendable {
 }
 
 extension AppDelegate {
+    public func app(_ app: CoalescedApp, willFinishLaunchingWith options: LaunchOptions) async {}
     public func app(_ app: CoalescedApp, didFinishLaunchingWith options: LaunchOptions) async {}
     public func appDidBecomeActive(_ app: CoalescedApp) async {}
     public func appWillResignActive(_ app: CoalescedApp) async {}
@@ -41,12 +46,14 @@ extension AppDelegate {
     public func appBackgroundTimeWillExpire(_ app: CoalescedApp) async {}
     public func app(_ app: CoalescedApp, didReceive event: Event) async {}
     public func app(_ app: CoalescedApp, open url: OpenedURL) async {}
+    public func app(_ app: CoalescedApp, performRefresh refresh: BackgroundRefresh) async {}
     public func app(_ app: CoalescedApp, willPresent presentation: NotificationPresentation) async {}
     public func app(_ app: CoalescedApp, didReceive response: NotificationResponse) async {}
     public var sceneDelegate: (any SceneDelegate)? { nil }
 
     public func app(_ app: CoalescedApp, handle delivery: Delivery) async {
         switch delivery {
+        case .willFinishLaunching(let options): await self.app(app, willFinishLaunchingWith: options)
         case .didFinishLaunching(let options): await self.app(app, didFinishLaunchingWith: options)
         case .didBecomeActive: await self.appDidBecomeActive(app)
         case .willResignActive: await self.appWillResignActive(app)
@@ -57,6 +64,7 @@ extension AppDelegate {
         case .backgroundTimeWillExpire: await self.appBackgroundTimeWillExpire(app)
         case .event(let event): await self.app(app, didReceive: event)
         case .openURL(let url): await self.app(app, open: url)
+        case .backgroundRefresh(let refresh): await self.app(app, performRefresh: refresh)
         case .willPresent(let presentation): await self.app(app, willPresent: presentation)
         case .didReceiveResponse(let response): await self.app(app, didReceive: response)
         case .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,

@@ -183,6 +183,48 @@ public final class CoalescedApp: Service, Sendable {
         return reply["app"]?.stringValue ?? ""
     }
 
+    /// Schedules a background refresh (App.ScheduleRefresh): the daemon sends ``Delivery/backgroundRefresh(_:)`` no
+    /// earlier than `after` from now, within `flex` after that at a time shared with other apps, once `requires`
+    /// holds, and again `every` period if given; the app is woken or launched into the background for it, for
+    /// `budget`. An id already scheduled is replaced, or with `keep` kept.
+    /// - Throws: ``CoalescedError`` (`InvalidRefresh` past the daemon's `[Refresh]` limits, `TooManyRefreshes`).
+    public func scheduleRefresh(
+        _ id: String,
+        after: Duration = .zero,
+        every interval: Duration? = nil,
+        flex: Duration? = nil,
+        requires: Set<RefreshCondition> = [],
+        budget: Duration? = nil,
+        late: RefreshLatePolicy = .runOnce,
+        keep: Bool = false
+    ) async throws(CoalescedError) {
+        func seconds(_ duration: Duration) -> JSONValue {
+            let (seconds, attoseconds) = duration.components
+            return .double(Double(seconds) + Double(attoseconds) / 1e18)
+        }
+        var parameters: JSONObject = [
+            "id": .string(id), "after": seconds(after), "requires": .array(requires.sorted().map { .string($0.rawValue) }),
+            "late": .string(late.rawValue), "keep": .bool(keep),
+        ]
+        if let interval { parameters["intervalSec"] = seconds(interval) }
+        if let flex { parameters["flexSec"] = seconds(flex) }
+        if let budget { parameters["budgetSec"] = seconds(budget) }
+        _ = try await self.request("io.coalesced.App.ScheduleRefresh", parameters, includesApp: true)
+    }
+
+    /// Cancels a scheduled refresh.
+    public func cancelRefresh(_ id: String) async throws(CoalescedError) {
+        _ = try await self.request("io.coalesced.App.CancelRefresh", ["id": .string(id)], includesApp: true)
+    }
+
+    /// Says how a run of a refresh went: a done one is due again a period later; a failed one is tried again after a
+    /// backoff.
+    public func refreshDone(_ refresh: BackgroundRefresh, success: Bool) async throws(CoalescedError) {
+        _ = try await self.request(
+            "io.coalesced.App.RefreshDone", ["id": .string(refresh.id), "success": .bool(success)], includesApp: true
+        )
+    }
+
     /// Closes a background task.
     public func endBackgroundTask(_ task: BackgroundTask) async throws(CoalescedError) {
         _ = self.shared.withLock { $0.tasks.removeValue(forKey: task.id) }

@@ -67,6 +67,14 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
     case ambiguousHandler(url: String, apps: [String])
     /// Open: the app would be launched, but its last `failed` launches ended before it finished launching.
     case launchesHeld(app: String, failed: Int)
+    /// ScheduleRefresh: the request is not one the daemon takes, and why (a budget or period past its limits).
+    case invalidRefresh(app: String, id: String, reason: String)
+    /// ScheduleRefresh: the app has as many refreshes scheduled as the daemon allows.
+    case tooManyRefreshes(app: String, limit: Int)
+    /// The app has no refresh of that id.
+    case noSuchRefresh(app: String, id: String)
+    /// RefreshDone for a refresh that is not running.
+    case refreshNotRunning(app: String, id: String)
     /// A coalescing policy that is not one, for the reason given (a kind's declaration, or a post's policy).
     case invalidPolicy(kind: String, reason: String)
     /// A topic name that does not follow the grammar.
@@ -143,6 +151,10 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .ambiguousHandler(_, let apps): return "several apps open the URL (\(apps.joined(separator: ", "))): name one"
         case .launchesHeld(let app, let failed):
             return "\(app)'s last \(failed) launches failed; an operator must launch it (coalescectl launch \(app))"
+        case .invalidRefresh(let app, let id, let reason): return "refresh \(id) of \(app): \(reason)"
+        case .tooManyRefreshes(let app, let limit): return "\(app) has \(limit) refreshes scheduled, as many as allowed"
+        case .noSuchRefresh(let app, let id): return "\(app) has no refresh \(id)"
+        case .refreshNotRunning(let app, let id): return "refresh \(id) of \(app) is not running"
         case .invalidPolicy(let kind, let reason): return "the policy of \(kind): \(reason)"
         case .invalidTopic(let topic, let reason): return "'\(topic)' is not a topic: \(reason)"
         case .invalidPosters(let reason): return "posters: \(reason)"
@@ -196,6 +208,10 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .noHandler: return AppErrorName.noHandler.qualified
         case .ambiguousHandler: return AppErrorName.ambiguousHandler.qualified
         case .launchesHeld: return AppErrorName.launchesHeld.qualified
+        case .invalidRefresh: return AppErrorName.invalidRefresh.qualified
+        case .tooManyRefreshes: return AppErrorName.tooManyRefreshes.qualified
+        case .noSuchRefresh: return AppErrorName.noSuchRefresh.qualified
+        case .refreshNotRunning: return AppErrorName.refreshNotRunning.qualified
         case .invalidPolicy: return AppErrorName.invalidPolicy.qualified
         case .invalidTopic: return AppErrorName.invalidTopic.qualified
         case .invalidPosters: return AppErrorName.invalidPosters.qualified
@@ -299,6 +315,15 @@ public enum CoalescedError: Error, Sendable, Hashable, CustomStringConvertible {
         case .launchesHeld:
             guard let app = string(.app), let failed = int(.failed) else { return nil }
             return .launchesHeld(app: app, failed: failed)
+        case .invalidRefresh:
+            guard let app = string(.app), let id = string(.id) else { return nil }
+            return .invalidRefresh(app: app, id: id, reason: string(.reason) ?? "")
+        case .tooManyRefreshes:
+            guard let app = string(.app), let limit = int(.limit) else { return nil }
+            return .tooManyRefreshes(app: app, limit: limit)
+        case .noSuchRefresh, .refreshNotRunning:
+            guard let app = string(.app), let id = string(.id) else { return nil }
+            return error == .noSuchRefresh ? .noSuchRefresh(app: app, id: id) : .refreshNotRunning(app: app, id: id)
         }
     }
 

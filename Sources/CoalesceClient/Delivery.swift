@@ -6,7 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// What didFinishLaunching hands the app.
+/// What willFinishLaunching and didFinishLaunching hand the app.
 public struct LaunchOptions: Sendable, Hashable {
     /// Where the launch put the app.
     public var destination: LaunchDestination
@@ -27,6 +27,17 @@ public struct LaunchOptions: Sendable, Hashable {
         self.reason = reason
         self.restoration = restoration
         self.restoredState = restoredState
+    }
+}
+
+/// A run of a scheduled refresh: its id, and how long the app runs for it.
+public struct BackgroundRefresh: Sendable, Hashable {
+    public var id: String
+    public var budget: Duration
+
+    public init(id: String, budget: Duration) {
+        self.id = id
+        self.budget = budget
     }
 }
 
@@ -102,6 +113,8 @@ public struct Event: Sendable, Hashable {
 /// One thing the daemon tells the app on its stream: a lifecycle callback or an event. ``CoalescedApp/events``
 /// delivers them in the order the daemon sent them.
 public enum Delivery: Sendable, Hashable {
+    /// The app is being launched: sent just before didFinishLaunching, with the same options.
+    case willFinishLaunching(LaunchOptions)
     /// The app was launched. Until it is acknowledged the launch's deadline runs.
     case didFinishLaunching(LaunchOptions)
     case didBecomeActive
@@ -123,6 +136,9 @@ public enum Delivery: Sendable, Hashable {
     case significantTimeChange
     case protectedDataWillBecomeUnavailable
     case protectedDataDidBecomeAvailable
+    /// One of the app's scheduled refreshes came due (the event `lifecycle.backgroundRefresh`): do its work within
+    /// its budget, then say how it went (``CoalescedApp/refreshDone(_:success:)``).
+    case backgroundRefresh(BackgroundRefresh)
     /// A URL was opened with the app (the event `lifecycle.openURL`): at once while it runs code, after its
     /// launch's or wake's callbacks otherwise.
     case openURL(OpenedURL)

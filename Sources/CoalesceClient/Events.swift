@@ -174,13 +174,22 @@ struct Received: Sendable {
             return
         }
         switch kind.dropFirst(prefix.count) {
-        case "didFinishLaunching":
+        case "willFinishLaunching", "didFinishLaunching":
             let form = LaunchOptionsForm(wire: callback["launchOptions"])
             let options = LaunchOptions(
                 destination: form.destination, reason: form.reason, restoration: form.restoration,
                 restoredState: form.restoredState
             )
-            self.delivery = .didFinishLaunching(options)
+            self.delivery = kind.hasSuffix(".willFinishLaunching") ? .willFinishLaunching(options) : .didFinishLaunching(options)
+        case "backgroundRefresh":
+            // An event the daemon posts: acknowledged with its burst, as events are.
+            self.acknowledgement = .burst
+            let payload = callback["payload"]
+            self.delivery = payload?["id"]?.stringValue.map { id in
+                Delivery.backgroundRefresh(
+                    BackgroundRefresh(id: id, budget: .milliseconds(Int64((payload?["budgetSec"]?.doubleValue ?? 0) * 1000)))
+                )
+            }
         case "openURL":
             // An event the daemon posts: acknowledged with its burst, as events are.
             self.acknowledgement = .burst

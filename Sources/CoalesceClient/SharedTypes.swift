@@ -11,6 +11,8 @@
 @_exported public import enum CoalesceCore.LaunchReason
 @_exported public import enum CoalesceCore.LaunchRestoration
 @_exported public import struct CoalesceCore.OpenedURL
+@_exported public import enum CoalesceCore.RefreshCondition
+@_exported public import enum CoalesceCore.RefreshLatePolicy
 @_exported public import struct CoalesceCore.PolicyTextError
 @_exported public import enum CoalesceCore.SuspensionMode
 @_exported public import struct CoalesceWire.KindDeclaration
@@ -39,6 +41,14 @@ public typealias LaunchRestoration = CoalesceCore.LaunchRestoration
 /// A URL opened with the app (``Delivery/openURL(_:)``, and `LaunchReason.url(_:)`): the URL, the uid that opened it,
 /// and the MIME type it was opened as, if named.
 public typealias OpenedURL = CoalesceCore.OpenedURL
+
+/// A condition a background refresh may wait for (``CoalescedApp/scheduleRefresh(_:after:every:flex:requires:budget:late:keep:)``):
+/// `acPower`, `notOnBattery`, `network` or `idle`.
+public typealias RefreshCondition = CoalesceCore.RefreshCondition
+
+/// What becomes of a refresh's runs missed while the daemon was down or the machine slept: `runOnce` (they come to
+/// one) or `skip` (a run whose window passed is skipped).
+public typealias RefreshLatePolicy = CoalesceCore.RefreshLatePolicy
 
 /// How the posts of one kind are folded while the app is suspended: `latest` (the default), `first`, `count`,
 /// `sum(field:)`, `merge`, `netChange` or `queue(bound:)`. `init(parsing:)` reads the form command lines write

@@ -14,7 +14,7 @@ struct Coalescectl: ParsableCommand {
             """,
         version: CoalescedVersion.string,
         subcommands: [
-            Status.self, Apps.self, App.self, Explain.self, Scenes.self, Launch.self, Open.self, Activate.self, Deactivate.self, Interrupt.self,
+            Status.self, Apps.self, App.self, Explain.self, Scenes.self, Launch.self, Open.self, Refreshes.self, Activate.self, Deactivate.self, Interrupt.self,
             Terminate.self, Purge.self, Monitor.self, Post.self, Queue.self, Notify.self, Watch.self, Introspect.self,
             Call.self,
         ]

@@ -51,6 +51,14 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
     case ambiguousHandler(url: String, apps: [String])
     /// Open: the app would have to be launched, but its launches failed `failed` times in a row.
     case launchesHeld(app: String, failed: Int)
+    /// ScheduleRefresh: the request is not one the daemon takes, and why.
+    case invalidRefresh(app: String, id: String, reason: String)
+    /// ScheduleRefresh: the app has as many refreshes scheduled as `[Refresh] MaxRefreshes=` allows.
+    case tooManyRefreshes(app: String, limit: Int)
+    /// The app has no refresh of that id.
+    case noSuchRefresh(app: String, id: String)
+    /// RefreshDone for a refresh that is not running.
+    case refreshNotRunning(app: String, id: String)
 
     static let interface = AppErrorName.interface
 
@@ -88,6 +96,10 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .noHandler: .noHandler
         case .ambiguousHandler: .ambiguousHandler
         case .launchesHeld: .launchesHeld
+        case .invalidRefresh: .invalidRefresh
+        case .tooManyRefreshes: .tooManyRefreshes
+        case .noSuchRefresh: .noSuchRefresh
+        case .refreshNotRunning: .refreshNotRunning
         }
     }
 
@@ -131,6 +143,11 @@ enum AppError: Error, VarlinkErrorConvertible, Hashable {
         case .ambiguousHandler(let url, let apps):
             ErrorParameter.object([.url: .string(url), .apps: .array(apps.map { .string($0) })])
         case .launchesHeld(let app, let failed): ErrorParameter.object([.app: .string(app), .failed: .int(Int64(failed))])
+        case .invalidRefresh(let app, let id, let reason):
+            ErrorParameter.object([.app: .string(app), .id: .string(id), .reason: .string(reason)])
+        case .tooManyRefreshes(let app, let limit): ErrorParameter.object([.app: .string(app), .limit: .int(Int64(limit))])
+        case .noSuchRefresh(let app, let id), .refreshNotRunning(let app, let id):
+            ErrorParameter.object([.app: .string(app), .id: .string(id)])
         }
     }
 

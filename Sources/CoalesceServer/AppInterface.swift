@@ -8,7 +8,7 @@ enum AppInterface {
     static let maximumModeLength = 64
     static let maximumTaskNameLength = 64
 
-    static func make(apps: AppManager, daemon: DaemonState) -> VarlinkInterface {
+    static func make(apps: AppManager, daemon: DaemonState, refreshes: RefreshScheduler) -> VarlinkInterface {
         VarlinkInterface(
             text: InterfaceText.ioCoalescedApp,
             methods: [
@@ -204,7 +204,7 @@ enum AppInterface {
                     try await apps.saveSceneState(name: try request.string("app"), uid: peer.uid, scene: scene, data: data)
                     responder.finish()
                 },
-            ],
+            ].merging(Self.refreshMethods(refreshes, wall: apps.wall)) { own, _ in own },
             // A post's payload is stored and sent on as it came.
             parametersKeptAsText: ["Post": ["payload"]]
         )
@@ -268,7 +268,7 @@ enum AppInterface {
         } ?? []
     }
 
-    private static func flag(_ value: JSONValue?, _ name: String) throws(VarlinkError) -> Bool {
+    static func flag(_ value: JSONValue?, _ name: String) throws(VarlinkError) -> Bool {
         guard let value, value != .null else { return false }
         guard let flag = value.boolValue else { throw .invalidParameter(name, reason: "expected a bool") }
         return flag

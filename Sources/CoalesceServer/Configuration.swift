@@ -58,6 +58,8 @@ public struct Configuration: Sendable, Hashable {
     public var memory = MemorySettings()
     /// `[Journal]` and `[JournalWatch NAME]`: the journal watches.
     public var journal = JournalSettings()
+    /// `[Refresh]`: the budgets background refreshes get.
+    public var refresh = RefreshSettings()
 
     public init() {}
 
@@ -122,6 +124,18 @@ public struct NotificationSettings: Sendable, Hashable {
 }
 
 /// `[System]`: the system around the apps that the daemon follows.
+/// `[Refresh]`: what background refreshes may ask for, published (Stats, coalescectl status), not secret.
+public struct RefreshSettings: Sendable, Hashable {
+    /// The longest budget a run may ask for, and the budget of one that asks for none (`MaxBudgetSec=`).
+    public var maxBudget: Duration = .seconds(30)
+    /// The shortest period a repeating refresh may ask for (`MinIntervalSec=`).
+    public var minInterval: Duration = .seconds(900)
+    /// How many refreshes an app may have scheduled at once (`MaxRefreshes=`).
+    public var maxPerApp = 16
+
+    public init() {}
+}
+
 public struct SystemSettings: Sendable, Hashable {
     /// `FollowSleep=`: hold a logind delay inhibitor, interrupt the active app before sleep, save, resume after.
     public var followsSleep = true

@@ -177,6 +177,20 @@ enum ConfigurationKey {
                 configuration.system.followsLocale = value.isEmpty ? true : try parseBoolean(value)
             },
         ],
+        "Refresh": [
+            "MaxBudgetSec": { configuration, value throws(ConfigurationValueError) in
+                let budget = value.isEmpty ? RefreshSettings().maxBudget : try parseTimeSpan(value, allowZero: false)
+                guard budget <= .seconds(600) else { throw ConfigurationValueError(reason: "at most 10min") }
+                configuration.refresh.maxBudget = budget
+            },
+            "MinIntervalSec": { configuration, value throws(ConfigurationValueError) in
+                configuration.refresh.minInterval =
+                    value.isEmpty ? RefreshSettings().minInterval : try parseTimeSpan(value, allowZero: false)
+            },
+            "MaxRefreshes": { configuration, value throws(ConfigurationValueError) in
+                configuration.refresh.maxPerApp = value.isEmpty ? RefreshSettings().maxPerApp : try parseInteger(value, in: 1...1024)
+            },
+        ],
         "Memory": memoryKeys,
         "Journal": journalKeys,
         "Varlink": [

@@ -90,6 +90,7 @@ struct DaemonStartUp {
         let apps: AppManager
         let notifications: NotificationCenter
         let system: SystemFollower
+        let refreshes: RefreshScheduler
         do {
             // Everything accepted before is recovered before READY=1; a large store may take a while.
             SystemdNotifier().extendTimeout(by: .seconds(90), status: "Recovering the store in \(options.stateDirectory)")
@@ -107,9 +108,10 @@ struct DaemonStartUp {
             // Requests the store kept are taken up, and what came due while the daemon was down presented, before
             // READY=1.
             notifications = try NotificationCenter(store: store, apps: apps, daemon: state, logger: logger)
+            refreshes = try RefreshScheduler(apps: apps, logger: logger)
             system = SystemFollower(
                 settings: self.configuration.system, scope: busScope, bus: bus, busProblem: busProblem,
-                apps: apps, notifications: notifications, logger: logger
+                apps: apps, notifications: notifications, refreshes: refreshes, logger: logger
             )
             try await notifications.start()
             if !apps.store.isWritable {
@@ -141,7 +143,7 @@ struct DaemonStartUp {
                     daemon: state, statistics: statistics, apps: apps, notifications: notifications, system: system,
                     pressure: pressure, journal: journal
                 ),
-                AppInterface.make(apps: apps, daemon: state),
+                AppInterface.make(apps: apps, daemon: state, refreshes: refreshes),
                 NotificationsInterface.make(center: notifications),
                 ScreenInterface.make(apps: apps),
                 ProtocolInterface.make(),

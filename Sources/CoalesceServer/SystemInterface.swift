@@ -187,7 +187,9 @@ enum SystemInterface {
                 },
                 "Explain": .immediate { request in
                     try admin(request)
-                    let explained = try apps.explain(name: try request.string("app"))
+                    let name = try request.string("app")
+                    let refreshes = (try? AppName(name)).map { system.refreshes.facts(of: $0, wall: apps.wall()) } ?? []
+                    let explained = try apps.explain(name: name, refreshes: refreshes)
                     var reply: JSONObject = [
                         "app": .string(try request.string("app")), "state": .string(explained.explanation.state.rawValue),
                         "since": .double(explained.since),

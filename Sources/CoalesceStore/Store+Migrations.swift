@@ -165,6 +165,26 @@ extension Store {
                 table.add(column: "mimeTypes", .text).notNull().defaults(to: "")
             }
         }
+        migrator.registerMigration("14: refreshes") { db in
+            // Each app's scheduled background refreshes (ScheduleRefresh): the request, and how it stands (when its
+            // window next opens, its failures in a row, its last run), kept across restarts as notification requests
+            // are. Times in seconds since the epoch; requires is the conditions' names, sorted, newline-separated.
+            try db.create(table: "refresh") { table in
+                table.column("app", .text).notNull().references("app", onDelete: .cascade)
+                table.column("id", .text).notNull()
+                table.column("earliest", .double).notNull()
+                table.column("intervalSec", .double)
+                table.column("flexSec", .double).notNull()
+                table.column("requires", .text).notNull()
+                table.column("budgetSec", .double).notNull()
+                table.column("late", .text).notNull()
+                table.column("due", .double).notNull()
+                table.column("failures", .integer).notNull()
+                table.column("lastRun", .double)
+                table.column("lastOutcome", .text)
+                table.primaryKey(["app", "id"])
+            }
+        }
         return migrator
     }
 }

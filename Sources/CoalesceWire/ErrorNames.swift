@@ -45,6 +45,10 @@ public enum AppErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIt
     case noHandler = "NoHandler"
     case ambiguousHandler = "AmbiguousHandler"
     case launchesHeld = "LaunchesHeld"
+    case invalidRefresh = "InvalidRefresh"
+    case tooManyRefreshes = "TooManyRefreshes"
+    case noSuchRefresh = "NoSuchRefresh"
+    case refreshNotRunning = "RefreshNotRunning"
 
     public static let interface = "io.coalesced.App"
 
@@ -75,6 +79,9 @@ public enum AppErrorName: String, InterfaceErrorName, Sendable, Hashable, CaseIt
         case .noHandler: [.url, .reason]
         case .ambiguousHandler: [.url, .apps]
         case .launchesHeld: [.app, .failed]
+        case .invalidRefresh: [.app, .id, .reason]
+        case .tooManyRefreshes: [.app, .limit]
+        case .noSuchRefresh, .refreshNotRunning: [.app, .id]
         }
     }
 }

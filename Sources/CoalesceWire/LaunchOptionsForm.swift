@@ -1,7 +1,7 @@
 public import CoalesceCore
 public import Varlink
 
-/// Launch options as didFinishLaunching carries them (the App interface's LaunchOptions): the
+/// Launch options as willFinishLaunching and didFinishLaunching carry them (the App interface's LaunchOptions): the
 /// daemon writes them, the client library reads them.
 public struct LaunchOptionsForm: Sendable, Hashable {
     public var destination: LaunchDestination
@@ -39,6 +39,8 @@ public struct LaunchOptionsForm: Sendable, Hashable {
             }
         case "url":
             self.reason = OpenedURLForm.read(wire?["url"]).map { .url($0) } ?? .user
+        case "refresh":
+            self.reason = wire?["refresh"]?.stringValue.map { .refresh(id: $0) } ?? .user
         default:
             self.reason = .user
         }
@@ -55,6 +57,7 @@ public struct LaunchOptionsForm: Sendable, Hashable {
         case .event(let kind): options["event"] = .string(kind)
         case .notification(let id, let action): options["notification"] = ["id": .string(id), "action": .string(action)]
         case .url(let opened): options["url"] = .object(OpenedURLForm.wire(opened))
+        case .refresh(let id): options["refresh"] = .string(id)
         }
         return options
     }

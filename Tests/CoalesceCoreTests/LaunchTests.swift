@@ -9,16 +9,18 @@ import Testing
 
     func at(_ seconds: Double) -> TestInstant { self.t0.advanced(by: .milliseconds(Int64(seconds * 1000))) }
 
-    @Test func aLaunchIsFinishingUntilDidFinishLaunchingIsAcknowledged() throws {
+    @Test func aLaunchSaysWillFinishLaunchingThenDidFinishLaunchingAndFinishesWhenThatIsAcknowledged() throws {
         var app = Lifecycle()
         let effects = try app.launch(.foreground, now: self.t0)
         let callbacks = effects.compactMap { effect -> LifecycleCallback? in
             if case .deliver(let callback, _, _) = effect { return callback }
             return nil
         }
-        #expect(callbacks == [.didFinishLaunching, .didBecomeActive])
+        #expect(callbacks == [.willFinishLaunching, .didFinishLaunching, .didBecomeActive])
         #expect(app.isFinishingLaunch)
         _ = app.acknowledge(upTo: 1, now: self.t0)
+        #expect(app.isFinishingLaunch, "willFinishLaunching acknowledged is not the launch finished")
+        _ = app.acknowledge(upTo: 2, now: self.t0)
         #expect(!app.isFinishingLaunch)
     }
 

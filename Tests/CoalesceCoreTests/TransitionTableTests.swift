@@ -25,14 +25,14 @@ import Testing
     @Test func launchToForeground() throws {
         var app = Lifecycle()
         let effects = try app.launch(.foreground, now: self.t0)
-        #expect(effects.callbacks == [.didFinishLaunching, .didBecomeActive])
+        #expect(effects.callbacks == [.willFinishLaunching, .didFinishLaunching, .didBecomeActive])
         #expect(effects.states == [.notRunning, .inactive, .active])
     }
 
     @Test func launchToBackgroundThenSuspendedOnceNoTaskRemains() throws {
         var app = Lifecycle()
         let effects = try app.launch(.background, now: self.t0)
-        #expect(effects.callbacks == [.didFinishLaunching, .didEnterBackground])
+        #expect(effects.callbacks == [.willFinishLaunching, .didFinishLaunching, .didEnterBackground])
         #expect(effects.states == [.notRunning, .inactive, .background])
         let acknowledged = app.acknowledge(upTo: effects.lastSequence!, now: self.t0)
         #expect(acknowledged.states == [.background, .suspended])
@@ -118,7 +118,7 @@ import Testing
         var app = try self.suspendedApp()
         _ = try app.purge(now: self.t0)
         let effects = try app.launch(.foreground, now: self.t0)
-        #expect(effects.callbacks == [.didFinishLaunching, .didBecomeActive])
+        #expect(effects.callbacks == [.willFinishLaunching, .didFinishLaunching, .didBecomeActive])
         #expect(effects.states == [.notRunning, .inactive, .active])
     }
 

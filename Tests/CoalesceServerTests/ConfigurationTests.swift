@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Journal], [JournalWatch NAME], [Memory], [Notifications], [Quotas], [System], [Varlink]"),
+        ("[Nope]\n", "f0.conf:1: unknown section [Nope]; known sections: [Apps], [Daemon], [Events], [Journal], [JournalWatch NAME], [Memory], [Notifications], [Quotas], [Refresh], [System], [Varlink]"),
         (
             "[Apps]\nAcknowledgeTimeoutSec=soon\n",
             "f0.conf:2: bad value 'soon' for AcknowledgeTimeoutSec=: expected a time span such as 5s, 500ms or 2min, or infinity (or 0) for none"

@@ -100,7 +100,7 @@ import Varlink
         let server = VarlinkServer(
             service: VarlinkService(
                 info: VarlinkServiceInfo(vendor: "v", product: "p", version: "1", url: "u"),
-                interfaces: [AppInterface.make(apps: manager, daemon: daemon)],
+                interfaces: [AppInterface.make(apps: manager, daemon: daemon, refreshes: try RefreshScheduler(apps: manager, logger: logger))],
                 protocolErrorInterface: ProtocolInterface.name
             ),
             limits: VarlinkServerLimits(),

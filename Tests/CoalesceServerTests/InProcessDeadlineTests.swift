@@ -26,7 +26,7 @@ import Glibc
     static func sentHome(_ fixture: ManagerFixture) async throws -> (TestApp, [JSONValue], states: [JSONValue?]) {
         try await fixture.register(Self.mail)
         let app = try await fixture.attach(Self.mail)
-        #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
         _ = try fixture.manager.deactivate(name: nil)
         let replies = try await app.replies()
@@ -49,7 +49,7 @@ import Glibc
             try await fixture.register(Self.mail)
             // As the example app with --stall-on didFinishLaunching: it reads its launch and acknowledges nothing.
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks.first == "didFinishLaunching")
+            #expect(try await app.sent().callbacks.first == "willFinishLaunching")
             await fixture.clock.advance(to: .milliseconds(999))
             #expect(app.process.signals.isEmpty)
             #expect(try app.state == .active)
@@ -157,7 +157,7 @@ import Glibc
         try await withManager(configuration: configuration) { (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             _ = try fixture.manager.terminate(name: Self.mail)
             // As the example app with --stall-on willTerminate --ignore-sigterm: it never acknowledges, and a

@@ -23,7 +23,7 @@ import Varlink
     static func launched(_ fixture: ManagerFixture, process: FakeProcess? = nil) async throws -> TestApp {
         let app = try await fixture.attach(Self.mail, process: process)
         let launch = try await app.sent().callbacks
-        #expect(launch == ["didFinishLaunching", "didBecomeActive"])
+        #expect(launch == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
         return app
     }
@@ -72,7 +72,7 @@ import Varlink
         return "\(kind) count=\(count) \(payload)"
     }
 
-    static let launch = ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"]
+    static let launch = ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"]
 
     /// Held events outlive the daemon and the app; an app that dies before acknowledging them gets them again at
     /// its next launch, numbered past what it was sent; acknowledged, they never come again.
@@ -205,7 +205,7 @@ import Varlink
             try await fixture.post(Self.mail, "mail.received", ["id": 1])
             let app = try await fixture.attach(Self.mail)
             let launch = try await app.sent(untilEvents: 1)
-            #expect(launch.callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(launch.callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             #expect(launch.events == [#"event mail.received count=1 payload={"id":1}"#])
             try app.acknowledge()
             let later = try await Self.eventsBeforeAMarker(app, fixture)

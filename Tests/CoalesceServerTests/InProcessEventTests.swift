@@ -22,7 +22,7 @@ import Varlink
         ]
         try await fixture.register(Self.mail, kinds: kinds)
         let app = try await fixture.attach(Self.mail)
-        #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
         return app
     }
@@ -81,7 +81,7 @@ import Varlink
         try await withManager { (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail, traits: AppTraits(backgroundModes: ["audio"]))
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             _ = try fixture.manager.interrupt(name: nil, begins: true)
             #expect(try await app.sent().callbacks == ["willResignActive"])
@@ -136,7 +136,7 @@ import Varlink
         try await withManager(configuration: try configuration(noDeadlines)) { (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             let posts = (0..<5000).map { (kind: "tick", payload: JSONValue.object(["n": .int(Int64($0))])) }
             let sentAtOnce = try await fixture.post(Self.mail, each: posts).count { $0 }
@@ -182,7 +182,7 @@ import Varlink
             // The declaration itself is durable.
             let app = try await fixture.attach(Self.mail)
             let launched = try await app.sent(untilEvents: 1)
-            #expect(launched.callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(launched.callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             #expect(launched.events == ["event mail count=1 payload=-"])
             try app.acknowledge()
             #expect(try await fixture.post(Self.mail, "cursor", ["x": 3]) == true)
@@ -204,7 +204,7 @@ import Varlink
             (fixture: ManagerFixture) async throws -> [UInt64] in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail, process: process)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             #expect(try await fixture.post(Self.mail, "mail.received", ["id": 1]) == true)
             #expect(try await fixture.post(Self.mail, "badge", ["unread": 2]) == true)

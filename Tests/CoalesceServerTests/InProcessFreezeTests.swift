@@ -35,7 +35,7 @@ import Glibc
         try await fixture.register(Self.mail, launchUnit: .set(Self.unit, byAdmin: true))
         let app = try await fixture.attach(Self.mail, process: fixture.processes.spawn(unit: Self.unit))
         let launched = try await app.sent().callbacks
-        #expect(launched == ["didFinishLaunching", "didBecomeActive"])
+        #expect(launched == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
         _ = try fixture.manager.deactivate(name: Self.mail)
         let home = try await app.sent().callbacks

@@ -20,7 +20,7 @@ import Glibc
     static func opened(_ name: String, _ fixture: ManagerFixture, traits: AppTraits = AppTraits()) async throws -> TestApp {
         try await fixture.register(name, traits: traits)
         let app = try await fixture.attach(name)
-        #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
         return app
     }
@@ -31,7 +31,7 @@ import Glibc
             let app = try await fixture.attach(Self.mail)
             // Launched by its user: an app that attaches on its own goes to the foreground.
             let launched = try await app.callbacks()
-            #expect(launched.map { $0["kind"] } == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
+            #expect(launched.map { $0["kind"] } == ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
             #expect(
                 launched.first?["launchOptions"] == ["destination": "foreground", "reason": "user", "restoration": "pristine"],
                 "nothing restored"
@@ -125,7 +125,7 @@ import Glibc
             let launch = try await fixture.launch(Self.mail)
             let second = try await fixture.attach(Self.mail)
             let launched = try await second.callbacks()
-            #expect(launched.map { $0["kind"] } == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
+            #expect(launched.map { $0["kind"] } == ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
             #expect(launched.first?["launchOptions"] == ["destination": "foreground", "reason": "user", "restoration": "restore", "restoredState": "draft=42"])
             #expect(try await launch.value.state == .active)
         }
@@ -137,7 +137,7 @@ import Glibc
             let waiting = try await fixture.launch(Self.mail, destination: .background)
             let app = try await fixture.attach(Self.mail)
             let launched = try await app.callbacks()
-            #expect(launched.map { $0["kind"] } == ["lifecycle.didFinishLaunching", "lifecycle.didEnterBackground"])
+            #expect(launched.map { $0["kind"] } == ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didEnterBackground"])
             #expect(launched.first?["launchOptions"] == ["destination": "background", "reason": "user", "restoration": "pristine"])
             #expect(try await waiting.value.registration.name.value == Self.mail)
             try app.acknowledge()

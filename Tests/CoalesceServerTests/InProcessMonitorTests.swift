@@ -29,7 +29,7 @@ import Varlink
             let monitor = try await fixture.monitor()
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             // The process ends (kill -9): its connection closes.
             app.process.exit()
@@ -54,8 +54,8 @@ import Varlink
             for name in [Self.mail, Self.maps] { try await fixture.register(name) }
             let mail = try await fixture.attach(Self.mail)
             let maps = try await fixture.attach(Self.maps)
-            #expect(try await mail.sent().callbacks == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])
-            #expect(try await maps.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await mail.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])
+            #expect(try await maps.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try mail.acknowledge()
             try maps.acknowledge()
             // Its client stops reading after the first reply: what it is sent piles up unwritten. Each Activate is four
@@ -91,7 +91,7 @@ import Varlink
             let transitions = try await fixture.monitor()
 
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             let pid = Int64(app.process.pid)
             _ = try fixture.manager.deactivate(name: nil)

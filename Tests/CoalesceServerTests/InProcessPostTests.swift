@@ -136,7 +136,7 @@ import Glibc
             try await fixture.register(Self.mail, kinds: ["badge": ["policy": "sum", "field": "unread"]])
             let app = try await fixture.attach(Self.mail)
             let launched = try await app.sent().callbacks
-            #expect(launched == ["didFinishLaunching", "didBecomeActive"])
+            #expect(launched == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             _ = try fixture.manager.deactivate(name: Self.mail)
             let home = try await app.sent().callbacks
@@ -169,7 +169,7 @@ import Glibc
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
             let launched = try await app.sent().callbacks
-            #expect(launched == ["didFinishLaunching", "didBecomeActive"])
+            #expect(launched == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             let answers = try await withThrowingTaskGroup(of: [String].self) { group in
                 for producer in 0..<producers {

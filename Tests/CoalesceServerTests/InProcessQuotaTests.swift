@@ -90,7 +90,7 @@ import Varlink
             for name in ["org.nobody.a", "org.nobody.b"] {
                 try await fixture.register(name, uid: Self.nobody)
                 let app = try await fixture.attach(name, uid: Self.nobody)
-                #expect(try await app.sent().callbacks.first == "didFinishLaunching")
+                #expect(try await app.sent().callbacks.first == "willFinishLaunching")
             }
             await #expect {
                 try await fixture.register("org.nobody.c", uid: Self.nobody)

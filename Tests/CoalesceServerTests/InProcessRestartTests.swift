@@ -24,7 +24,7 @@ import Glibc
             (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail, process: process)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
         }
     }
@@ -57,7 +57,7 @@ import Glibc
                 "\(fixture.logs.entries.map(\.message))"
             )
             let relaunched = try await fixture.attach(Self.mail)
-            #expect(try await relaunched.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await relaunched.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         }
         #expect(process.signals.isEmpty, "the process that did not attach again was left alone")
     }
@@ -94,7 +94,7 @@ import Glibc
         ) { (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail, process: process)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             _ = try fixture.manager.deactivate(name: nil)
             #expect(try await app.sent().callbacks == ["willResignActive", "didEnterBackground"])

@@ -129,7 +129,7 @@ import Varlink
             #expect(manager.reportWindows([try Self.window("w", of: Self.mail, .focused)], source: .wayland, uid: 0) == [.notRunning(name)])
             let mail = try await fixture.attach(Self.mail)
             #expect(try await mail.sent().callbacks == [
-                "didFinishLaunching", "didBecomeActive", "w willConnect", "w willEnterForeground", "w didBecomeActive",
+                "willFinishLaunching", "didFinishLaunching", "didBecomeActive", "w willConnect", "w willEnterForeground", "w didBecomeActive",
             ])
             try mail.acknowledge()
 
@@ -138,7 +138,7 @@ import Varlink
             try await waitUntil("\(Self.mail) not running") { try mail.state == .notRunning }
             let again = try await fixture.attach(Self.mail)
             #expect(try await again.sent().callbacks == [
-                "didFinishLaunching", "didBecomeActive", "w willConnect", "w willEnterForeground", "w didBecomeActive",
+                "willFinishLaunching", "didFinishLaunching", "didBecomeActive", "w willConnect", "w willEnterForeground", "w didBecomeActive",
             ])
         }
     }

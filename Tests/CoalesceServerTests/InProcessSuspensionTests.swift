@@ -25,7 +25,7 @@ import Glibc
             (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             _ = try fixture.manager.deactivate(name: Self.mail)
             #expect(try await app.sent().callbacks == ["willResignActive", "didEnterBackground"])
@@ -59,7 +59,7 @@ import Glibc
             try await fixture.register(news)
             let suspended = try await fixture.attach(news)
             let launched = try await suspended.sent().callbacks
-            #expect(launched == ["didFinishLaunching", "didBecomeActive"])
+            #expect(launched == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try suspended.acknowledge()
             _ = try fixture.manager.deactivate(name: news)
             let home = try await suspended.sent().callbacks
@@ -69,7 +69,7 @@ import Glibc
             try await fixture.register(Self.mail)
             let running = try await fixture.attach(Self.mail)
             let started = try await running.sent().callbacks
-            #expect(started == ["didFinishLaunching", "didBecomeActive"])
+            #expect(started == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try running.acknowledge()
 
             let follower = ClockZoneLocaleFollower(

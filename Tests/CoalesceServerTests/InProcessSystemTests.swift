@@ -20,7 +20,7 @@ import Glibc
     func activeApp(_ name: String, _ fixture: ManagerFixture) async throws -> TestApp {
         try await fixture.register(name)
         let app = try await fixture.attach(name)
-        #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try app.acknowledge()
         return app
     }

@@ -107,7 +107,7 @@ import Varlink
             let launch = try await app.replies(atLeast: 5).compactMap { $0["parameters"]?["callback"] }
             #expect(
                 launch.compactMap { $0["kind"]?.stringValue } == [
-                    "lifecycle.didFinishLaunching", "lifecycle.didEnterBackground", "mail.received", "voip.call",
+                    "lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didEnterBackground", "mail.received", "voip.call",
                 ]
             )
             #expect(launch.first?["launchOptions"]?["destination"] == "background")

@@ -24,7 +24,7 @@ import Glibc
             (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail, kinds: Self.kinds)
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.sent().callbacks == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try await app.sent().callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try app.acknowledge()
             _ = try fixture.manager.deactivate(name: Self.mail)
             #expect(try await app.sent().callbacks == ["willResignActive", "didEnterBackground"])

@@ -56,6 +56,8 @@ import Varlink
         .invalidTopic(topic: "", reason: ""), .invalidPosters(reason: ""), .invalidBackgroundMode(mode: "", reason: ""),
         .invalidLaunchUnit(unit: "", reason: ""), .tooManyDeclared(parameter: "kinds", count: 2, limit: 1),
         .noHandler(url: "x:", reason: ""), .ambiguousHandler(url: "x:", apps: ["a", "b"]), .launchesHeld(app: "a", failed: 3),
+        .invalidRefresh(app: "a", id: "r", reason: ""), .tooManyRefreshes(app: "a", limit: 16), .noSuchRefresh(app: "a", id: "r"),
+        .refreshNotRunning(app: "a", id: "r"),
     ]
     static let systemErrors: [SystemError] = [
         .noSuchApp(app: ""), .wrongState(app: "", state: .active, reason: ""), .noForegroundApp,

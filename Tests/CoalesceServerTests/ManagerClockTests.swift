@@ -17,7 +17,7 @@ import Glibc
         try await withManager { (fixture: ManagerFixture) async throws in
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
-            #expect(try await app.kinds() == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
+            #expect(try await app.kinds() == ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
             #expect(try app.state == .active)
             await fixture.clock.advance(by: .milliseconds(4_999))
             #expect(try app.state == .active, "its deadline has not passed")
@@ -53,7 +53,7 @@ import Glibc
             try await fixture.register(Self.mail)
             let app = try await fixture.attach(Self.mail)
             let manager = fixture.manager
-            #expect(try await app.kinds() == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
+            #expect(try await app.kinds() == ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
             await fixture.clock.advance(by: .seconds(366 * 24 * 3600))
             #expect(try app.state == .active, "no deadline to acknowledge the launch by")
             let task = try manager.beginBackgroundTask(name: Self.mail, uid: 0, taskName: "upload")

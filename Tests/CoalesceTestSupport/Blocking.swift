@@ -77,9 +77,10 @@ public func attachedFromThisProcess(_ socket: String, app: String) throws -> Var
     _ = try requests.call("io.coalesced.App.Register", ["name": .string(app)])
     let stream = try testClient(socket)
     try stream.send(VarlinkCall(method: "io.coalesced.App.Attach", parameters: ["app": .string(app)], more: true))
-    let kinds = try (0..<3).map { _ in try stream.receiveReply().parameters["callback"] }
-    guard kinds.map({ $0?["kind"]?.stringValue }) == [nil, "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"],
-        let active = kinds[2]?["seq"]
+    let kinds = try (0..<4).map { _ in try stream.receiveReply().parameters["callback"] }
+    guard kinds.map({ $0?["kind"]?.stringValue })
+        == [nil, "lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"],
+        let active = kinds[3]?["seq"]
     else { throw SupportError("\(app) was not launched by its attach: \(kinds)") }
     _ = try requests.call("io.coalesced.App.Ack", ["app": .string(app), "seq": active])
     return stream

@@ -180,7 +180,7 @@ import Varlink
         try await onThread { try daemon.waitUntilReady() }
         let mail = try ExampleApp(socket: daemon.socketPath, name: "org.example.mail", arguments: ["--task-on-background", "sync"])
         let socket = daemon.socketPath
-        #expect(try await onThread { try mail.nextCallbacks(2) } == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try await onThread { try mail.nextCallbacks(3) } == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         let notOwner = #"io.coalesced.App.NotOwner {"app":"org.example.mail"}"#
         for (method, parameters) in [
             ("Ack", #"{"app":"org.example.mail","seq":2}"#),
@@ -213,7 +213,7 @@ import Varlink
         }
         try await onThread {
             let root = try testClient(socket)
-            #expect(try own.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try own.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"], "one foreground app")
             #expect(try root.call("io.coalesced.System.GetApp", ["app": "org.example.nobody"])["app"]?["owner"] == 65534)
             _ = try root.call("io.coalesced.System.Terminate", ["app": "org.example.nobody"])

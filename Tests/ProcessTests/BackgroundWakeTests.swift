@@ -24,7 +24,7 @@ import Varlink
             #expect(shown.stdout.contains("mail.unread: sum:n, wakes it from suspension"), "\(shown.stdout)")
 
             let mail = try ExampleApp(socket: daemon.socketPath, name: Self.mail)
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try mail.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try SuspensionTests.sendHome(mail, system)
             try SuspensionTests.waitForState(mail, stopped: true)
 
@@ -54,7 +54,7 @@ import Varlink
             try waitForApp(system, Self.mail, "state", "suspended")
             try SuspensionTests.waitForState(mail, stopped: true)
             #expect(daemon.output.contains("\(Self.mail): background → suspended (backgroundWorkDone)"))
-            #expect(mail.output.filter { $0.hasPrefix("callback ") }.count == 4, "\(mail.output)")
+            #expect(mail.output.filter { $0.hasPrefix("callback ") }.count == 5, "\(mail.output)")
             mail.kill()
         }
     }

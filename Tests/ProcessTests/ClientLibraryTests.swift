@@ -78,6 +78,7 @@ import Varlink
             receiving.finish()
         }
         let deliveries = Deliveries(received)
+        #expect(await deliveries.next() == .willFinishLaunching(LaunchOptions(destination: .foreground)))
         #expect(await deliveries.next() == .didFinishLaunching(LaunchOptions(destination: .foreground)))
         #expect(await deliveries.next() == .didBecomeActive)
         try await device.waitForState("active")
@@ -135,6 +136,7 @@ import Varlink
             for try await delivery in app.events { receiving.yield(delivery) }
         }
         let deliveries = Deliveries(received)
+        #expect(await deliveries.next() == .willFinishLaunching(LaunchOptions(destination: .foreground)))
         #expect(await deliveries.next() == .didFinishLaunching(LaunchOptions(destination: .foreground)))
         try await app.saveState("page=7")
         let task = try await app.beginBackgroundTask("upload")
@@ -152,9 +154,10 @@ import Varlink
         // The next launch hands the saved state back.
         let relaunched = device.app()
         var again = relaunched.events.makeAsyncIterator()
-        let launch = try await again.next()
         // Its last process ended on its own (the loop closed its stream), unasked: recover what it saved.
-        #expect(launch == .didFinishLaunching(LaunchOptions(destination: .foreground, restoration: .recover, restoredState: "page=7")))
+        let options = LaunchOptions(destination: .foreground, restoration: .recover, restoredState: "page=7")
+        #expect(try await again.next() == .willFinishLaunching(options))
+        #expect(try await again.next() == .didFinishLaunching(options))
     }
 
     @Test func errorsAreTypedWithTheirParameters() async throws {
@@ -215,8 +218,11 @@ import Varlink
         let group = ServiceGroup(services: [app], logger: Logger(label: "test"))
         let running = Task { try await group.run() }
         // Waited for, then compared: what arrived shows if it is not the launch's two callbacks.
-        try await waitUntil("the delegate to be launched", timeout: .seconds(60)) { recorder.deliveries.withLock { $0.count } >= 2 }
-        #expect(recorder.deliveries.withLock { $0 } == [.didFinishLaunching(LaunchOptions(destination: .foreground)), .didBecomeActive])
+        try await waitUntil("the delegate to be launched", timeout: .seconds(60)) { recorder.deliveries.withLock { $0.count } >= 3 }
+        #expect(recorder.deliveries.withLock { $0 } == [
+            .willFinishLaunching(LaunchOptions(destination: .foreground)), .didFinishLaunching(LaunchOptions(destination: .foreground)),
+            .didBecomeActive,
+        ])
         try await device.waitForState("active")
         await group.triggerGracefulShutdown()
         try await running.value

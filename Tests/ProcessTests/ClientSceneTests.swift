@@ -27,7 +27,7 @@ import Varlink
         try await onThread {
             try daemon.waitUntilReady()
             let mail = try ExampleApp(socket: daemon.socketPath, name: Self.mail, arguments: ["--save-scene-state", "draft 7"])
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try mail.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             let screen = try VarlinkClient(path: daemon.socketPath)
             let window: JSONValue = [
                 "id": "0x00400007", "appId": .string(Self.mail), "pid": .int(Int64(mail.child.pid)), "presentation": "focused",

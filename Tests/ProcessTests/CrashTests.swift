@@ -42,7 +42,7 @@ import Varlink
                     ["name": .string(name), "kinds": .object(JSONObject(Self.kinds.map { ($0, ["policy": "count"]) }))]
                 )
                 let app = try ExampleApp(socket: socket, name: name)
-                #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+                #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
                 apps[name] = app
             }
             for name in Self.sleepers {

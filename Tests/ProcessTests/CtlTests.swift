@@ -33,7 +33,7 @@ import Varlink
             let monitor = try WatchedProcess(BuildProducts.path(of: "coalescectl"), ["monitor", "--socket", socket])
             try monitor.waitForLine("Monitoring app transitions; press Ctrl-C to stop.")
             let app = try ExampleApp(socket: socket, name: "org.example.mail")
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             let ctl = BuildProducts.path(of: "coalescectl")
             #expect(try runProcess(ctl, ["deactivate", "--socket", socket]).stdout == "org.example.mail: background\n")
             #expect(try app.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])

@@ -32,7 +32,7 @@ import Varlink
     /// Starts the app again (after the daemon or the app died) and checks that it is launched into the foreground.
     func relaunched(_ socket: String, arguments: [String] = []) throws -> ExampleApp {
         let app = try ExampleApp(socket: socket, name: Self.mail, arguments: arguments)
-        #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         return app
     }
 
@@ -51,7 +51,7 @@ import Varlink
             ]
         )
         let app = try ExampleApp(socket: daemon.socketPath, name: Self.mail)
-        #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         return app
     }
 
@@ -66,7 +66,7 @@ import Varlink
                 socket: daemon.socketPath, name: Self.mail,
                 arguments: ["--kind", "log.error=count", "--kind", "badge=sum:unread", "--kind", "chat=queue:2", "--topic", "news"]
             )
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             #expect(try post(client, "topic:news", "headline", ["text": "hello"]) == true, "subscribed to news")
             #expect(try app.events(atLeast: 1) == [#"event headline count=1 payload={"text":"hello"}"#])
 

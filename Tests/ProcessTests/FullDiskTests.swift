@@ -145,7 +145,7 @@ import Varlink
             let big = JSONValue.object(["data": .string(String(repeating: "y", count: 16 << 10))])
             for _ in 0..<50 where try self.accepted(client, "filler", big) {}  // whatever room the store had left
             let app = try ExampleApp(socket: first.socketPath, name: Self.app)
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try waitUntil("the store to refuse the wake's delivery") { restarted.output.contains("could not deliver what it held") }
             let early = app.eventSequences.count
             let refused = restarted.output.contains("could not deliver what it held")

@@ -17,11 +17,11 @@ import Varlink
     static func mailSuspendedAndMapsActive(_ socket: String) throws -> (mail: ExampleApp, maps: ExampleApp) {
         let system = try testClient(socket)
         let mail = try ExampleApp(socket: socket, name: Self.mail)
-        #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try mail.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         _ = try system.call("io.coalesced.System.Deactivate")
         #expect(try mail.nextCallbacks(2) == ["willResignActive", "didEnterBackground"])
         let maps = try ExampleApp(socket: socket, name: Self.maps)
-        #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+        #expect(try maps.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try waitForApp(system, Self.mail, "state", "suspended")
         return (mail, maps)
     }

@@ -55,7 +55,7 @@ import Varlink
             }
             #expect(try post(client, Self.other, "badge", ["unread": 1]) == false)
             let app = try ExampleApp(socket: socket, name: Self.mail)
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             #expect(try post(client, Self.mail, "badge", ["unread": 4]) == true)
             let events = try app.events(atLeast: 2)
             let seq = try #require(events.firstIndex { $0.hasPrefix("event badge") }.map { app.eventSequences[$0] }, "\(events)")

@@ -433,7 +433,7 @@ final class DesktopEvents {
             // starts gets it after its launch.
             try mock.emit("ActionInvoked", signature: "us", ["<uint32 1>", "<'default'>"])
             let app = try ExampleApp(socket: daemon.socketPath, name: Self.app)
-            #expect(try app.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try app.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             let response = try app.waitForLine("notification didReceiveResponse")
             #expect(response == #"notification didReceiveResponse id=lunch action=default text=- userInfo={"note":7}"#)
             agent.child.signal(SIGTERM)

@@ -62,9 +62,9 @@ import Varlink
             let mail = try WaylandApp(sway, socket: daemon.socketPath, app: Self.mail, titles: ["Inbox", "Draft"])
             try Self.waitForState(daemon, Self.mail, "active")
             try Self.name(mail, in: sway)
-            let launched = try mail.callbacks(6)
-            #expect(Array(launched.prefix(2)) == ["didFinishLaunching", "didBecomeActive"])
-            #expect(Set(launched.dropFirst(2)) == ["Inbox willConnect", "Inbox willEnterForeground", "Draft willConnect", "Draft willEnterForeground"])
+            let launched = try mail.callbacks(7)
+            #expect(Array(launched.prefix(3)) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
+            #expect(Set(launched.dropFirst(3)) == ["Inbox willConnect", "Inbox willEnterForeground", "Draft willConnect", "Draft willEnterForeground"])
             let mailFocused = try mail.callbacks(1)
             #expect(mailFocused == ["Draft didBecomeActive"])
             // The operator sees them, by sway's ids, with their titles.
@@ -81,8 +81,8 @@ import Varlink
             let mailResigned = try mail.callbacks(2)
             #expect(mailResigned == ["Draft willResignActive", "willResignActive"])
             try Self.waitForState(daemon, Self.mail, "inactive")
-            let mapsOpened = try maps.callbacks(5)
-            #expect(mapsOpened == ["didFinishLaunching", "didBecomeActive", "Map willConnect", "Map willEnterForeground", "Map didBecomeActive"])
+            let mapsOpened = try maps.callbacks(6)
+            #expect(mapsOpened == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive", "Map willConnect", "Map willEnterForeground", "Map didBecomeActive"])
 
             // The user focuses mail's inbox.
             try sway.command(#"[title="^Inbox$"] focus"#)
@@ -116,8 +116,8 @@ import Varlink
             let mail = try WaylandApp(sway, socket: daemon.socketPath, app: Self.mail, titles: ["Inbox"])
             try Self.waitForState(daemon, Self.mail, "active")
             try Self.name(mail, in: sway)
-            let opened = try mail.callbacks(5)
-            #expect(opened == ["didFinishLaunching", "didBecomeActive", "Inbox willConnect", "Inbox willEnterForeground", "Inbox didBecomeActive"])
+            let opened = try mail.callbacks(6)
+            #expect(opened == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive", "Inbox willConnect", "Inbox willEnterForeground", "Inbox didBecomeActive"])
 
             // Another process opens a window with mail's app id: it takes the focus, as any window would, but it is
             // no scene of mail's.

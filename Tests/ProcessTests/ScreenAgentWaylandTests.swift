@@ -25,9 +25,9 @@ import Varlink
             // Mail opens two windows (the compositor activates the newest) and attaches.
             let mail = try WaylandApp(sway, socket: daemon.socketPath, app: Self.mail, titles: ["Inbox", "Draft"])
             try ScreenAgentSwayTests.waitForState(daemon, Self.mail, "active")
-            let launched = try mail.callbacks(6)
-            #expect(Array(launched.prefix(2)) == ["didFinishLaunching", "didBecomeActive"])
-            #expect(Set(launched.dropFirst(2)) == ["Inbox willConnect", "Inbox willEnterForeground", "Draft willConnect", "Draft willEnterForeground"])
+            let launched = try mail.callbacks(7)
+            #expect(Array(launched.prefix(3)) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
+            #expect(Set(launched.dropFirst(3)) == ["Inbox willConnect", "Inbox willEnterForeground", "Draft willConnect", "Draft willEnterForeground"])
             let mailFocused = try mail.callbacks(1)
             #expect(mailFocused == ["Draft didBecomeActive"])
             let listed = try runProcess(BuildProducts.path(of: "coalescectl"), ["--socket", daemon.socketPath, "--no-legend", "scenes", Self.mail])
@@ -39,8 +39,8 @@ import Varlink
             try ScreenAgentSwayTests.waitForState(daemon, Self.maps, "active")
             let mailResigned = try mail.callbacks(2)
             #expect(mailResigned == ["Draft willResignActive", "willResignActive"])
-            let mapsOpened = try maps.callbacks(5)
-            #expect(mapsOpened == ["didFinishLaunching", "didBecomeActive", "Map willConnect", "Map willEnterForeground", "Map didBecomeActive"])
+            let mapsOpened = try maps.callbacks(6)
+            #expect(mapsOpened == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive", "Map willConnect", "Map willEnterForeground", "Map didBecomeActive"])
 
             // The user focuses mail's inbox.
             try sway.command(#"[title="^Inbox$"] focus"#)
@@ -63,7 +63,7 @@ import Varlink
             _ = try VarlinkClient(path: daemon.socketPath).call("io.coalesced.App.Register", ["name": .string(Self.mail)])
             let mail = try WaylandApp(sway, socket: daemon.socketPath, app: Self.mail, titles: ["Inbox"])
             try ScreenAgentSwayTests.waitForState(daemon, Self.mail, "active")
-            let opened = try mail.callbacks(5)
+            let opened = try mail.callbacks(6)
             #expect(opened.suffix(3) == ["Inbox willConnect", "Inbox willEnterForeground", "Inbox didBecomeActive"])
 
             try? sway.command("exit")
@@ -92,11 +92,11 @@ import Varlink
             for app in [Self.mail, Self.maps] { _ = try registrar.call("io.coalesced.App.Register", ["name": .string(app)]) }
             let mail = try WaylandApp(sway, socket: daemon.socketPath, app: Self.mail, titles: ["Inbox"])
             try ScreenAgentSwayTests.waitForState(daemon, Self.mail, "active")
-            _ = try mail.callbacks(5)
+            _ = try mail.callbacks(6)
             let maps = try WaylandApp(sway, socket: daemon.socketPath, app: Self.maps, titles: ["Map"])
             try ScreenAgentSwayTests.waitForState(daemon, Self.maps, "active")
             _ = try mail.callbacks(2)
-            _ = try maps.callbacks(5)
+            _ = try maps.callbacks(6)
             let inbox = try Self.scene(daemon, Self.mail, titled: "Inbox")
 
             let coalescectl = BuildProducts.path(of: "coalescectl")

@@ -42,8 +42,8 @@ import Varlink
         requests: VarlinkClient, deactivated: Bool = true
     ) throws -> X11App {
         let process = try X11App(app, titles, on: session, socket: daemon.socketPath, options: iconic ? ["--iconic"] : [])
-        let launch = try process.nextCallbacks(2)
-        #expect(launch.callbacks == ["didFinishLaunching", "didBecomeActive"])
+        let launch = try process.nextCallbacks(3)
+        #expect(launch.callbacks == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
         try Self.acknowledge(process, launch.seq, requests)
         guard deactivated else { return process }
         _ = try requests.call("io.coalesced.System.Deactivate", ["app": .string(app)])

@@ -51,12 +51,12 @@ import Varlink
             // maps asks to be left running; its example app registers without a mode, which keeps this one.
             _ = try system.call("io.coalesced.App.Register", ["name": .string(Self.maps), "suspension": "cooperative"])
             let maps = try ExampleApp(socket: daemon.socketPath, name: Self.maps)
-            #expect(try maps.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try maps.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             try Self.sendHome(maps, system)
             #expect(try appInfo(system, Self.maps)["suspension"] == "cooperative")
 
             let mail = try ExampleApp(socket: daemon.socketPath, name: Self.mail)
-            #expect(try mail.nextCallbacks(2) == ["didFinishLaunching", "didBecomeActive"])
+            #expect(try mail.nextCallbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
             #expect(Self.processState(mail.child.pid) != "T")
             try Self.sendHome(mail, system)
             try Self.waitForState(mail, stopped: true)

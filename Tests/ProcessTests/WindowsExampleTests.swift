@@ -27,7 +27,7 @@ import Varlink
             // Launched by its user, its windows already up: both connect, and the one openbox focused last is active
             // (which one that is depends on which window it mapped last).
             let launched = try lines(from: 0, until: "scene.willConnect Inbox")
-            #expect(Array(launched.prefix(2)) == ["lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
+            #expect(Array(launched.prefix(3)) == ["lifecycle.willFinishLaunching", "lifecycle.didFinishLaunching", "lifecycle.didBecomeActive"])
             let requests = try testClient(daemon.socketPath)
             let focused = try waitUntil("one of the example's scenes active, and the app told so") { () throws -> String? in
                 let scenes = try requests.call("io.coalesced.System.GetApp", ["app": "org.example.notes"])["app"]?["scenes"]?.arrayValue ?? []

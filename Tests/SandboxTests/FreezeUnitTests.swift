@@ -29,12 +29,12 @@ import Varlink
             #expect(apps.contains("suspended (frozen)"), "\(apps)\n\(journal)")
             #expect(try sandbox.run("coalescectl", "post", "org.example.mail", "mail.new", #"{"n":1}"#).status == 0)
             #expect(try sandbox.run("coalescectl", "post", "org.example.mail", "mail.new", #"{"n":2}"#).status == 0)
-            #expect(try sandbox.callbacks(ofUnit: "example-mail.service") == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])
+            #expect(try sandbox.callbacks(ofUnit: "example-mail.service") == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"])
 
             // Woken: thawed, then its callbacks and the one event the two posts became.
             #expect(try sandbox.run("coalescectl", "activate", "org.example.mail").status == 0)
             try waitUntil("the wake's callbacks in example-mail.service's journal", timeout: .seconds(20), poll: .milliseconds(50)) {
-                try sandbox.callbacks(ofUnit: "example-mail.service").count == 6
+                try sandbox.callbacks(ofUnit: "example-mail.service").count == 7
             }
             #expect(try sandbox.property("example-mail.service", "FreezerState") == "running")
             #expect(try sandbox.callbacks(ofUnit: "example-mail.service").suffix(2) == ["willEnterForeground", "didBecomeActive"])

@@ -136,21 +136,21 @@ def wait_for_calls(system, count, timeout=20):
 def test_a_python_app_lives_its_whole_lifecycle(address):
     with varlink.Client(address=address) as client, client.open("io.coalesced.System") as system:
         first = AppProcess(address, "page=7")
-        assert first.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert first.callbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
         assert first.lines[0] == "state notRunning"
         wait_for_state(system, "active")
 
         assert system.Interrupt(phase="begin")["app"]["state"] == "inactive"
         system.Interrupt(phase="end")
-        assert first.callbacks(4)[2:] == ["willResignActive", "didBecomeActive"]
+        assert first.callbacks(5)[3:] == ["willResignActive", "didBecomeActive"]
 
         system.Deactivate()
-        assert first.callbacks(6)[4:] == ["willResignActive", "didEnterBackground"]
+        assert first.callbacks(7)[5:] == ["willResignActive", "didEnterBackground"]
         wait_for_state(system, "suspended")
 
         assert system.Purge()["purged"] == [APP]
         assert first.process.wait(timeout=10) == -signal.SIGKILL
-        assert len(first.callbacks(6)) == 6 and not any("willTerminate" in l for l in first.lines)
+        assert len(first.callbacks(7)) == 7 and not any("willTerminate" in l for l in first.lines)
 
         launched = {}
         with varlink.Client(address=address) as other, other.open("io.coalesced.System") as launcher:
@@ -161,13 +161,13 @@ def test_a_python_app_lives_its_whole_lifecycle(address):
             # already, and the Launch refused.
             wait_for_calls(system, before + 1)
             second = AppProcess(address, "unused")
-            assert second.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+            assert second.callbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
             assert second.lines[1].endswith(" page=7"), second.lines
             waiter.join(timeout=20)
         assert launched["app"]["state"] == "active"
 
         assert system.Terminate(APP)["app"]["state"] == "notRunning"
-        assert second.callbacks(3)[2] == "willTerminate"
+        assert second.callbacks(4)[3] == "willTerminate"
         assert second.process.wait(timeout=10) == 0
         assert second.lines[-1] == "stream ended"
 
@@ -183,7 +183,7 @@ def test_events_are_held_while_suspended_and_arrive_coalesced(address):
         app_side.Register(name=APP, kinds={"badge": {"policy": "sum", "field": "unread"},
                                            "log.error": {"policy": "count"}})
         app = AppProcess(address, "-")
-        assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert app.callbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
         assert app_side.Post(target=APP, kind="mail.received", payload={"id": 1})["delivered"] is True
         system.Deactivate()
         wait_for_state(system, "suspended")
@@ -195,8 +195,8 @@ def test_events_are_held_while_suspended_and_arrive_coalesced(address):
         assert [(h["kind"], h["count"]) for h in held["held"]] == [("badge", 3), ("log.error", 2)]
 
         system.Activate(APP)
-        names = app.callbacks(9)
-        assert names[2:] == ["mail.received", "willResignActive", "didEnterBackground", "willEnterForeground",
+        names = app.callbacks(10)
+        assert names[3:] == ["mail.received", "willResignActive", "didEnterBackground", "willEnterForeground",
                              "didBecomeActive", "badge", "log.error"]
         lines = [l for l in app.lines if l.startswith("callback badge") or l.startswith("callback log.error")]
         assert lines == ['callback badge active {"unread":6}', "callback log.error active null"]
@@ -214,9 +214,9 @@ def test_a_graceful_restart_leaves_a_python_app_in_its_state():
                 client.open("io.coalesced.System") as system:
             app = AppProcess(address, None, source=RECONNECTING_APP_SOURCE)
             try:
-                assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+                assert app.callbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
                 system.Deactivate()
-                assert app.callbacks(4)[2:] == ["willResignActive", "didEnterBackground"]
+                assert app.callbacks(5)[3:] == ["willResignActive", "didEnterBackground"]
                 wait_for_state(system, "suspended")
                 deadline = time.monotonic() + 20
                 while system.GetApp(APP)["app"].get("suspendedAs") != "stopped":
@@ -233,8 +233,8 @@ def test_a_graceful_restart_leaves_a_python_app_in_its_state():
                 system.Activate(APP)
                 # Attached again once continued, after the wake: its first reply says the state it woke into.
                 assert app.states(2) == ["notRunning", "active"]
-                assert app.callbacks(6)[4:] == ["willEnterForeground", "didBecomeActive"]
-                assert "didFinishLaunching" not in app.callbacks(6)[1:]
+                assert app.callbacks(7)[5:] == ["willEnterForeground", "didBecomeActive"]
+                assert "didFinishLaunching" not in app.callbacks(7)[2:]
         finally:
             app.process.kill()
 
@@ -283,14 +283,14 @@ def test_a_monitor_streams_an_apps_traffic_to_python(address):
         app_side.Register(name="org.example.elsewhere")
         monitor = MonitorRecords(client, apps=[APP], watch=["transitions", "traffic"])
         app = AppProcess(address, "-")
-        assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert app.callbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
         system.Deactivate()
         wait_for_state(system, "suspended")
         for unread in (1, 2):
             assert app_side.Post(target=APP, kind="badge", payload={"unread": unread})["delivered"] is False
         app_side.Post(target="org.example.elsewhere", kind="badge", payload={"unread": 9})
         system.Activate(APP)
-        assert app.callbacks(7)[6] == "badge"
+        assert app.callbacks(8)[7] == "badge"
         system.Terminate(APP)
         assert app.process.wait(timeout=10) == 0
 
@@ -318,7 +318,7 @@ def test_a_waking_kind_wakes_a_suspended_python_app_into_the_background(address)
         app_side.Register(name=APP, kinds={"badge": {"policy": "sum", "field": "unread", "wakes": "background"},
                                            "log.error": {"policy": "count"}})
         app = AppProcess(address, "-")
-        assert app.callbacks(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert app.callbacks(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
         assert app_side.GetBackgroundTimeRemaining(APP)["remainingSec"] == 30.0
         system.Deactivate()
         wait_for_state(system, "suspended")
@@ -333,9 +333,10 @@ def test_a_waking_kind_wakes_a_suspended_python_app_into_the_background(address)
         assert "badge" in explained["because"][2]["text"]
 
         app_side.Post(target=APP, kind="badge", payload={"unread": 2})
-        woken = app.callbacks(6)
-        assert woken[:4] == ["didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground"]
-        assert sorted(woken[4:]) == ["badge", "log.error"]
+        woken = app.callbacks(7)
+        assert woken[:5] == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive", "willResignActive",
+                             "didEnterBackground"]
+        assert sorted(woken[5:]) == ["badge", "log.error"]
         lines = [l for l in app.lines if l.startswith("callback badge") or l.startswith("callback log.error")]
         assert sorted(lines) == ['callback badge background {"unread":2}', "callback log.error background null"]
         wait_for_state(system, "suspended")

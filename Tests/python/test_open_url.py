@@ -79,15 +79,15 @@ def test_a_url_reaches_the_app_that_declares_its_scheme_active_suspended_and_not
 
         app = OpeningApp(address)
         try:
-            assert app.heard(2) == ["didFinishLaunching user -", "didBecomeActive -"]
+            assert app.heard(3) == ["willFinishLaunching user -", "didFinishLaunching user -", "didBecomeActive -"]
             opened = app_side.Open(url="x-pyapp:active")
             assert (opened["app"], opened["state"], opened["launching"]) == (APP, "active", False)
-            assert app.heard(3)[2] == "openURL x-pyapp:active 0"
+            assert app.heard(4)[3] == "openURL x-pyapp:active 0"
 
             system.Deactivate(APP)
             wait_for_state(system, "suspended")
             app_side.Open(url="X-PyApp:suspended")
-            assert app.heard(8)[3:] == ["willResignActive -", "didEnterBackground -", "willEnterForeground -",
+            assert app.heard(9)[4:] == ["willResignActive -", "didEnterBackground -", "willEnterForeground -",
                                         "didBecomeActive -", "openURL X-PyApp:suspended 0"]
 
             system.Terminate(APP)
@@ -100,7 +100,7 @@ def test_a_url_reaches_the_app_that_declares_its_scheme_active_suspended_and_not
         assert (opened["app"], opened["launching"]) == (APP, True)
         relaunched = OpeningApp(address)
         try:
-            assert relaunched.heard(3) == ["didFinishLaunching url x-pyapp:stopped",
+            assert relaunched.heard(4) == ["willFinishLaunching url x-pyapp:stopped", "didFinishLaunching url x-pyapp:stopped",
                                            "didBecomeActive -", "openURL x-pyapp:stopped 0"]
         finally:
             relaunched.process.kill()

@@ -67,14 +67,14 @@ def test_windows_reported_drive_a_python_apps_scenes_and_the_app(address):
     with varlink.Client(address=address) as client, client.open("io.coalesced.Screen") as screen, \
             client.open("io.coalesced.System") as system, client.open("io.coalesced.App") as app_side:
         app = SceneApp(address)
-        assert app.heard(2) == ["didFinishLaunching", "didBecomeActive"]
+        assert app.heard(3) == ["willFinishLaunching", "didFinishLaunching", "didBecomeActive"]
         system.Deactivate()
         wait_for_state(system, "suspended")
         pid = app.process.pid
 
         matched = screen.ReportWindows("wayland", [window("w1", "focused", pid), window("w2", "shown")])
         assert matched["windows"] == [{"window": "w1", "app": APP}, {"window": "w2", "app": APP}]
-        assert app.heard(11)[4:] == [
+        assert app.heard(12)[5:] == [
             "willEnterForeground", "w1 willConnect", "w1 willEnterForeground", "didBecomeActive", "w1 didBecomeActive",
             "w2 willConnect", "w2 willEnterForeground",
         ]
@@ -83,14 +83,14 @@ def test_windows_reported_drive_a_python_apps_scenes_and_the_app(address):
         # What the app saves for w1 comes back when w1 connects again.
         app_side.SaveSceneState(APP, "w1", "draft-3")
         screen.ReportWindows("wayland", [window("w2", "hidden")])
-        assert app.heard(17)[11:] == [
+        assert app.heard(18)[12:] == [
             "w1 willResignActive", "willResignActive", "w1 didEnterBackground", "w1 didDisconnect",
             "w2 didEnterBackground", "didEnterBackground",
         ]
         wait_for_state(system, "suspended")
         # Held while it runs no code: what its scenes were told meanwhile comes after the wake's own callback.
         screen.ReportWindows("wayland", [window("w1", "focused", pid)])
-        assert app.heard(23)[17:] == [
+        assert app.heard(24)[18:] == [
             "willEnterForeground", "w2 didDisconnect", "w1 willConnect", "w1 willEnterForeground", "didBecomeActive",
             "w1 didBecomeActive",
         ]

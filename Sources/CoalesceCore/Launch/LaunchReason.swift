@@ -1,4 +1,5 @@
-/// Why an app is launched: what its launch options say with didFinishLaunching (UIKit's launch options keys).
+/// Why an app is launched: what its launch options say with willFinishLaunching and didFinishLaunching (UIKit's
+/// launch options keys).
 public enum LaunchReason: Sendable, Hashable {
     /// A person opened it: its process started on its own and attached, or an operator's Launch.
     case user
@@ -8,6 +9,8 @@ public enum LaunchReason: Sendable, Hashable {
     case notification(id: String, action: String)
     /// A URL was opened with it (App.Open).
     case url(OpenedURL)
+    /// Its scheduled background refresh of this id came due (ScheduleRefresh).
+    case refresh(id: String)
 
     /// The word launch options carry for it.
     public var word: String {
@@ -16,6 +19,7 @@ public enum LaunchReason: Sendable, Hashable {
         case .event: "event"
         case .notification: "notification"
         case .url: "url"
+        case .refresh: "refresh"
         }
     }
 }

@@ -141,10 +141,12 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
 
     // MARK: Requests
 
-    /// Starts the app: didFinishLaunching, then didBecomeActive (foreground) or didEnterBackground (background).
+    /// Starts the app: willFinishLaunching and didFinishLaunching, then didBecomeActive (foreground) or
+    /// didEnterBackground (background). Only didFinishLaunching is awaited: its deadline covers both.
     public mutating func launch(_ destination: LaunchDestination, now: Instant) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state == .notRunning else { throw .alreadyRunning(self.state) }
         var effects = self.move(to: .inactive, reason: .launch)
+        effects.append(self.deliver(.willFinishLaunching))
         effects.append(self.deliver(.didFinishLaunching, awaited: .some(self.timings.launchAcknowledgement.map(now.advanced(by:)))))
         switch destination {
         case .foreground:
@@ -169,15 +171,18 @@ public struct AppLifecycle<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// Wakes a suspended app into the background for what it was sent while it ran no code, as iOS wakes an app for a
     /// content-available notification: no callback (it does not come to the foreground), the held events follow, and
     /// the background budget runs from now, with backgroundTaskWillExpire before it ends.
+    /// - Parameter budget: how long it runs for this wake (a refresh's own budget); the background task budget when
+    ///   `nil`.
     public mutating func wakeIntoBackground(
         now: Instant,
-        reason: TransitionReason = .eventWake
+        reason: TransitionReason = .eventWake,
+        budget: Duration? = nil
     ) throws(LifecycleError) -> [LifecycleEffect] {
         guard self.state == .suspended else { throw .notSuspended(self.state) }
         let effects = self.move(to: .background, reason: reason)
         self.woken = true
         self.wokenAtSequence = self.nextSequence
-        self.budgetEnds = self.timings.backgroundTaskBudget.map(now.advanced(by:))
+        self.budgetEnds = (budget ?? self.timings.backgroundTaskBudget).map(now.advanced(by:))
         self.expiryWarned = false
         return effects
     }

@@ -21,6 +21,9 @@ public enum AppState: String, Sendable, Hashable, CaseIterable {
 /// What an app is told, in the order it happens. The raw value is the callback's name; the event kind on the wire
 /// is ``kind``.
 public enum LifecycleCallback: String, Sendable, Hashable, CaseIterable {
+    /// The launch has begun (UIKit's willFinishLaunchingWithOptions): sent just before didFinishLaunching, with the
+    /// same launch options, so that the app can set itself up before it handles what it was launched for.
+    case willFinishLaunching
     case didFinishLaunching
     case didBecomeActive
     case willResignActive
@@ -67,6 +70,10 @@ public enum TransitionReason: String, Sendable, Hashable {
     case eventWake
     /// A URL was opened with the app (Open): it was launched, brought forward or woken for it.
     case openURL
+    /// Its user answered one of its notifications with an action that runs in the background: it was woken for it.
+    case notificationAction
+    /// One of its scheduled background refreshes came due: it was woken for it.
+    case refresh
     /// The app's scenes moved it: one of its windows was focused, shown, hidden or closed (``AppScenes``).
     case scenes
 }

@@ -29,6 +29,8 @@ public struct AppExplanation: Sendable, Hashable {
         case notAttached(pid: Int32)
         /// Its last launches ended before it finished launching: the daemon launches it no more by itself.
         case launchesHeld(failed: Int)
+        /// One of its scheduled background refreshes: when it runs, what it waits for, or how long its run has left.
+        case refresh(RefreshFact)
 
         /// A name for the reason, for scripts.
         public var code: String {
@@ -46,6 +48,7 @@ public struct AppExplanation: Sendable, Hashable {
             case .wakesOn: "wakesOn"
             case .notAttached: "notAttached"
             case .launchesHeld: "launchesHeld"
+            case .refresh: "refresh"
             }
         }
 
@@ -90,6 +93,17 @@ public struct AppExplanation: Sendable, Hashable {
                 return "A post of \(Self.list(kinds)) wakes it into the background; otherwise it runs again when it is activated."
             case .notAttached(let pid):
                 return "Its process (pid \(pid)) outlived a restart of the daemon and has not attached again."
+            case .refresh(let refresh):
+                if let left = refresh.runLeft {
+                    return "Its refresh \(refresh.id) runs, with \(Self.seconds(left)) of its budget left."
+                }
+                let when = refresh.dueIn > .zero ? "in \(Self.seconds(refresh.dueIn))" : "now"
+                let failures = refresh.failures > 0 ? " after \(refresh.failures) failed \(refresh.failures == 1 ? "run" : "runs") (a backoff)" : ""
+                guard refresh.unmet.isEmpty else {
+                    return "Its refresh \(refresh.id) is due \(when)\(failures) and waits for \(Self.list(refresh.unmet)) to hold."
+                }
+                return "Its refresh \(refresh.id) is due \(when)\(failures), and runs by \(Self.seconds(refresh.dueIn + refresh.flex)) from now, "
+                    + "with other apps' refreshes due then."
             case .launchesHeld(let failed):
                 return "Its last \(failed) launches ended before it finished launching (it crashed, or did not acknowledge "
                     + "didFinishLaunching in time): events, answers and URLs do not launch it until an operator launches it."
@@ -120,8 +134,32 @@ public struct AppExplanation: Sendable, Hashable {
         }
     }
 
+    /// One scheduled refresh, as the shell sees it now.
+    public struct RefreshFact: Sendable, Hashable {
+        public var id: String
+        /// How long until its window opens (zero or less: open).
+        public var dueIn: Duration
+        public var flex: Duration
+        public var failures: Int
+        /// The conditions it requires that do not hold.
+        public var unmet: [String]
+        /// While it runs: what is left of its budget.
+        public var runLeft: Duration?
+
+        public init(id: String, dueIn: Duration, flex: Duration, failures: Int, unmet: [String], runLeft: Duration?) {
+            self.id = id
+            self.dueIn = dueIn
+            self.flex = flex
+            self.failures = failures
+            self.unmet = unmet
+            self.runLeft = runLeft
+        }
+    }
+
     /// What the shell knows of the app besides its lifecycle.
     public struct Facts: Sendable, Hashable {
+        /// Its scheduled background refreshes.
+        public var refreshes: [RefreshFact] = []
         /// Its windows on screen, as its scenes say.
         public var focusedScenes = 0
         public var shownScenes = 0
@@ -177,6 +215,7 @@ extension AppLifecycle {
             reasons.append(.wakesOn(facts.wakingKinds))
         }
         if let pid = facts.unattachedPid, self.state.isRunning { reasons.append(.notAttached(pid: pid)) }
+        reasons += facts.refreshes.map { .refresh($0) }
         return AppExplanation(state: self.state, reasons: reasons)
     }
 }

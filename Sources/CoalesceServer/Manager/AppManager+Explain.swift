@@ -12,12 +12,14 @@ extension AppManager {
         var reason: TransitionReason?
     }
 
-    func explain(name: String) throws(SystemError) -> Explained {
+    /// - Parameter refreshes: its scheduled refreshes, as the ``RefreshScheduler`` has them.
+    func explain(name: String, refreshes: [AppExplanation.RefreshFact] = []) throws(SystemError) -> Explained {
         let appName = try Self.systemAppName(name)
         let now = self.now()
         return try self.state.withLock { state throws(SystemError) in
             guard let record = state.records[appName] else { throw .noSuchApp(app: name) }
             var facts = AppExplanation.Facts()
+            facts.refreshes = refreshes
             for scene in record.scenes.scenes.values {
                 switch scene.state {
                 case .foregroundActive: facts.focusedScenes += 1

@@ -18,7 +18,7 @@ extension AppManager {
     func launch(name: String, destination: LaunchDestination, reason: LaunchReason = .user) async throws(SystemError) -> Snapshot {
         let appName = try Self.systemAppName(name)
         let timeout = self.daemon.configuration.launchTimeout
-        let unit = try self.decide { state, _ throws(SystemError) -> String? in
+        let unit = try self.decide { state, log throws(SystemError) -> String? in
             guard var record = state.records[appName] else { throw .noSuchApp(app: name) }
             guard record.lifecycle.state == .notRunning else {
                 throw .wrongState(
@@ -28,6 +28,15 @@ extension AppManager {
                 )
             }
             if reason == .user {
+                if record.lifecycle.launchesHeld {
+                    log.append(
+                        LogEntry(
+                            level: .notice,
+                            message: "\(appName): no longer held back: an operator launched it",
+                            metadata: ["app": "\(appName)"]
+                        )
+                    )
+                }
                 record.lifecycle.launchesAllowed()
             } else if record.lifecycle.launchesHeld {
                 // The daemon's own launch (for an event, an answer, a URL): its caller logs this.

@@ -22,10 +22,12 @@ extension AppManager {
             || record.declarations.wake(forAnyOf: record.inbox.undelivered.lazy.map(\.event.kind))
     }
 
-    func wake(_ appName: AppName, reason: TransitionReason = .eventWake, in state: inout State, log: inout [LogEntry]) {
+    func wake(
+        _ appName: AppName, reason: TransitionReason = .eventWake, budget: Duration? = nil, in state: inout State, log: inout [LogEntry]
+    ) {
         let now = self.now()
         self.input(appName, in: &state, log: &log) { lifecycle in
-            (try? lifecycle.wakeIntoBackground(now: now, reason: reason)) ?? []
+            (try? lifecycle.wakeIntoBackground(now: now, reason: reason, budget: budget)) ?? []
         }
     }
 

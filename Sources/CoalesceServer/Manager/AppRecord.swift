@@ -33,7 +33,7 @@ extension AppManager {
         var unsent: [JSONObject] = []
     }
 
-    /// What a launch hands the app with didFinishLaunching: its launch options.
+    /// What a launch hands the app with willFinishLaunching and didFinishLaunching: its launch options.
     struct LaunchContext {
         var destination: LaunchDestination
         var reason: LaunchReason = .user
@@ -69,6 +69,8 @@ extension AppManager {
         var termination: Termination?
         /// Running by the state recorded before a restart of the daemon, waiting for its process to attach again.
         var restored: RestoredProcess?
+        /// The background task each running refresh holds it by, by the refresh's id.
+        var refreshTasks: [String: Int] = [:]
 
         /// The process that runs the app: the attached one, or the one taken up after a restart that has not
         /// attached again.
@@ -146,7 +148,7 @@ extension AppManager.Record {
         guard self.attachment != nil || self.restored != nil else { return nil }
         var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
         if let task { event["task"] = .int(Int64(task)) }
-        if callback == .didFinishLaunching {
+        if callback == .willFinishLaunching || callback == .didFinishLaunching {
             event["launchOptions"] = .object((launch ?? AppManager.LaunchContext(destination: .foreground)).options)
         }
         let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]

@@ -192,6 +192,9 @@ extension NotificationCenter {
             } catch {
                 self.logger.info("The app answered was not brought forward: \(error)", metadata: ["app": "\(app)"])
             }
+        case .suspended:
+            // An action that runs in the background wakes the app for it, as iOS does for a background action.
+            self.apps.wakeIntoBackground(app, reason: .notificationAction)
         default:
             break
         }

@@ -11,6 +11,9 @@ final class SystemFollower: Sendable {
     let place: ClockZoneLocaleFollower
     let sleep: SleepFollower?
     let lock: LockFollower?
+    /// What background refreshes may require (power, network, idle).
+    let conditions: ConditionsFollower?
+    let refreshes: RefreshScheduler
     let bus: BusConnection?
     private let settings: SystemSettings
     private let logger: Logger
@@ -26,8 +29,11 @@ final class SystemFollower: Sendable {
         busProblem: String?,
         apps: AppManager,
         notifications: NotificationCenter,
+        refreshes: RefreshScheduler,
         logger: Logger
     ) {
+        self.refreshes = refreshes
+        self.conditions = bus.map { ConditionsFollower(bus: $0, refreshes: refreshes, logger: logger) }
         self.settings = settings
         self.logger = logger
         let place = ClockZoneLocaleFollower(apps: apps, logger: logger)
@@ -61,6 +67,13 @@ final class SystemFollower: Sendable {
         await withTaskGroup(of: Void.self) { group in
             if let sleep = self.sleep { group.addTask { await sleep.run() } }
             if let lock = self.lock { group.addTask { await lock.run() } }
+            if let conditions = self.conditions {
+                // Its first reading decides what is due: a refresh waiting for the network does not run at start
+                // before the daemon knows whether there is one.
+                group.addTask { await conditions.run() }
+            } else {
+                group.addTask { self.refreshes.reconsider() }
+            }
         }
     }
 
@@ -69,6 +82,8 @@ final class SystemFollower: Sendable {
     func stop() {
         self.sleep?.stop()
         self.lock?.stop()
+        self.conditions?.stop()
+        self.refreshes.stop()
         self.place.stop()
     }
 
@@ -107,6 +122,10 @@ final class SystemFollower: Sendable {
         system["clockChanges"] = .int(Int64(place.clockChanges))
         system["timeZone"] = place.timeZone.map(JSONValue.string) ?? .null
         system["locale"] = place.locale.map { .array($0.map(JSONValue.string)) } ?? .null
+        let conditions = self.refreshes.conditions
+        system["refreshConditions"] = .object(
+            JSONObject(RefreshCondition.allCases.map { ($0.rawValue, conditions.known[$0].map(JSONValue.bool) ?? .null) })
+        )
         system["bus"] = self.bus == nil ? .string(self.busProblem ?? "not used") : .string("connected")
         return system
     }

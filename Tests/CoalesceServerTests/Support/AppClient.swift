@@ -102,7 +102,13 @@ func withAppClient<T>(
 ) async throws -> T {
     let service = VarlinkService(
         info: VarlinkServiceInfo(vendor: "coalesced", product: "coalesced", version: "test", url: "-"),
-        interfaces: [AppInterface.make(apps: fixture.manager, daemon: fixture.daemon), ProtocolInterface.make()],
+        interfaces: [
+            AppInterface.make(
+                apps: fixture.manager, daemon: fixture.daemon,
+                refreshes: try RefreshScheduler(apps: fixture.manager, logger: Logger(label: "test", factory: { _ in fixture.logs }))
+            ),
+            ProtocolInterface.make(),
+        ],
         protocolErrorInterface: ProtocolInterface.name
     )
     let calls = VarlinkCalls()

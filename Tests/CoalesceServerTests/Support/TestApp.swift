@@ -121,6 +121,17 @@ final class TestApp: Sendable {
         try await self.replies().compactMap { $0["parameters"]?["callback"] }
     }
 
+    /// The callbacks and events sent since the last read, waiting until there are at least `count` (what is sent on
+    /// another thread after the call that caused it returned).
+    func callbacks(atLeast count: Int) async throws -> [JSONValue] {
+        var sent: [JSONValue] = []
+        try await waitUntil("\(count) callbacks of \(self.name) (\(sent.count) so far)") { () async throws -> Bool in
+            sent += try await self.callbacks()
+            return sent.count >= count
+        }
+        return sent
+    }
+
     /// The kinds of the callbacks and events sent since the last read, in order.
     func kinds() async throws -> [String] {
         try await self.callbacks().compactMap { $0["kind"]?.stringValue }
