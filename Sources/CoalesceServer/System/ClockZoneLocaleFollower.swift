@@ -36,6 +36,9 @@ final class ClockZoneLocaleFollower: Sendable {
     private let logger: Logger
     private let state = Mutex(State())
     private let dayBoundaries: DayBoundaryWatch
+    /// Told when time jumped (a wake from sleep, the wall clock set): timers on the monotonic clock, which stands still
+    /// while the machine sleeps, are read again (``onTimeJump(_:)``).
+    private let timeJumps = Mutex<[@Sendable () -> Void]>([])
 
     init(apps: AppManager, logger: Logger, zone: @escaping @Sendable () -> ZoneRules = { ZoneDatabase().local() }) {
         self.apps = apps
@@ -79,6 +82,12 @@ final class ClockZoneLocaleFollower: Sendable {
     func didWake() {
         self.state.withLock { $0.filter.didWake(now: .now) }
         self.dayBoundaries.rearm()
+        for told in self.timeJumps.withLock({ $0 }) { told() }
+    }
+
+    /// Calls `told` at each wake from sleep and each setting of the wall clock.
+    func onTimeJump(_ told: @escaping @Sendable () -> Void) {
+        self.timeJumps.withLock { $0.append(told) }
     }
 
     /// The wall clock was set (or the kernel reported a resume as one, which ``ClockChangeFilter`` leaves out).
@@ -89,6 +98,7 @@ final class ClockZoneLocaleFollower: Sendable {
             return news
         }
         self.dayBoundaries.rearm()
+        for told in self.timeJumps.withLock({ $0 }) { told() }
         guard news else { return }
         let now = wallClock()
         let count = self.apps.postToRunningApps(

@@ -5,7 +5,8 @@ import Systemd
 
 /// What the system says of the conditions background refreshes may require, read over the daemon's bus and read
 /// again at each PropertiesChanged of the objects that tell: logind's `OnExternalPower` and `IdleHint` (acPower,
-/// idle), UPower's `OnBattery` (notOnBattery), NetworkManager's `Connectivity` (network: full, 4). A service not on
+/// idle), UPower's `OnBattery` (notOnBattery), NetworkManager's `Connectivity` (network: full, 4), or where it does
+/// not run systemd-networkd's `OperationalState` (network: routable). A service not on
 /// the bus leaves its condition unknown, which counts as holding (``SystemConditions``). The
 /// ``RefreshScheduler`` hears each change.
 final class ConditionsFollower: Sendable {
@@ -35,6 +36,12 @@ final class ConditionsFollower: Sendable {
         Source(
             condition: .network, destination: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
             interface: "org.freedesktop.NetworkManager", property: "Connectivity", holds: { $0.uintValue.map { $0 == 4 } }
+        ),
+        // Where NetworkManager does not run: systemd-networkd's view of the links.
+        Source(
+            condition: .network, destination: "org.freedesktop.network1", path: "/org/freedesktop/network1",
+            interface: "org.freedesktop.network1.Manager", property: "OperationalState",
+            holds: { $0.stringValue.map { $0 == "routable" } }
         ),
     ]
 
@@ -89,10 +96,11 @@ final class ConditionsFollower: Sendable {
         self.changeSink.finish()
     }
 
-    /// Reads every source; one that cannot be read (its service is not there) is unknown.
+    /// Reads every source; one that cannot be read (its service is not there) is unknown. Of two sources of one
+    /// condition, the first that answers tells.
     private func read() async {
         var known: [RefreshCondition: Bool] = [:]
-        for source in Self.sources {
+        for source in Self.sources where known[source.condition] == nil {
             guard
                 let value = try? await self.bus.property(
                     destination: source.destination, path: source.path, interface: source.interface, name: source.property,

@@ -38,6 +38,8 @@ final class SystemFollower: Sendable {
         self.logger = logger
         let place = ClockZoneLocaleFollower(apps: apps, logger: logger)
         self.place = place
+        // A refresh due while the machine slept, or before a clock set, is looked at again at once.
+        place.onTimeJump { refreshes.reconsider() }
         self.bus = bus
         self.busProblem = busProblem
         self.sleep = bus.flatMap { bus in
