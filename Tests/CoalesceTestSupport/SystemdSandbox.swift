@@ -38,8 +38,8 @@ public final class SystemdSandbox: @unchecked Sendable {
             // Gone again when the boot tore the sandbox down right after it came up: its log says why.
             guard let pidText = try? String(contentsOfFile: self.directory.file("pid"), encoding: .utf8) else {
                 let log = (try? String(contentsOfFile: self.directory.file("boot.log"), encoding: .utf8)) ?? ""
-                throw SupportError(
-                    "the systemd sandbox came up and went: no \(self.directory.file("pid")); boot.log ends:\n"
+                throw CameUpAndWent(
+                    description: "the systemd sandbox came up and went: no \(self.directory.file("pid")); boot.log ends:\n"
                         + log.split(separator: "\n").suffix(20).joined(separator: "\n")
                 )
             }
@@ -51,6 +51,12 @@ public final class SystemdSandbox: @unchecked Sendable {
             self.stop()
             throw error
         }
+    }
+
+    /// The sandbox's systemd exited right after it was started, before anything of a test ran. It happens now and then
+    /// on this machine, for a reason its boot log has not shown yet.
+    public struct CameUpAndWent: Error, CustomStringConvertible {
+        public var description: String
     }
 
     @available(*, noasync, message: "it blocks its thread: from async code, call it through onThread { }")
@@ -183,7 +189,15 @@ public func withSystemdSandbox<T: Sendable>(
     _ body: @escaping @Sendable (SystemdSandbox) throws -> T
 ) async throws -> T {
     try await onThread {
-        let sandbox = try SystemdSandbox(binaries: binaries)
+        let sandbox: SystemdSandbox
+        do {
+            sandbox = try SystemdSandbox(binaries: binaries)
+        } catch let lost as SystemdSandbox.CameUpAndWent {
+            // Nothing of the test has run: it gets a sandbox booted again, and the first boot's log is kept in the
+            // test's output.
+            print("withSystemdSandbox: booting again after \(lost)")
+            sandbox = try SystemdSandbox(binaries: binaries)
+        }
         defer { sandbox.stop() }
         return try body(sandbox)
     }
