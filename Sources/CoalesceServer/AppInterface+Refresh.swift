@@ -16,12 +16,20 @@ extension AppInterface {
                 let parameters = request.call.parameters
                 let id = try self.refreshID(request)
                 let earliest: Double
+                let now = wall()
+                let year = 366.0 * 86_400
                 switch (parameters["earliest"]?.doubleValue, parameters["after"]?.doubleValue) {
-                case (let at?, nil): earliest = at
+                case (let at?, nil):
+                    guard at.isFinite, abs(at - now) <= year else {
+                        throw VarlinkError.invalidParameter("earliest", reason: "seconds since the epoch, within a year of now")
+                    }
+                    earliest = at
                 case (nil, let after?):
-                    guard after >= 0 else { throw VarlinkError.invalidParameter("after", reason: "must not be negative") }
-                    earliest = wall() + after
-                case (nil, nil): earliest = wall()
+                    guard after.isFinite, after >= 0, after <= year else {
+                        throw VarlinkError.invalidParameter("after", reason: "seconds from now, 0 to a year")
+                    }
+                    earliest = now + after
+                case (nil, nil): earliest = now
                 case (_?, _?): throw VarlinkError.invalidParameter("after", reason: "give earliest or after, not both")
                 }
                 let interval = try self.seconds(parameters["intervalSec"], "intervalSec", allowZero: false)
@@ -105,6 +113,7 @@ extension AppInterface {
         }
         let duration = Duration.milliseconds(Int64((min(seconds, 1e12) * 1000).rounded()))
         guard duration <= atMost else { throw .invalidParameter(name, reason: "at most \(atMost.components.seconds) s") }
+        guard allowZero || duration > .zero else { throw .invalidParameter(name, reason: "at least a millisecond") }
         return duration
     }
 

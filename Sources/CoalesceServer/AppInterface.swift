@@ -182,6 +182,7 @@ enum AppInterface {
                         target: URLHandlers.Target(scheme: scheme, type: type),
                         named: named,
                         background: try self.flag(request.call.parameters["background"], "background"),
+                        admin: Authorization.isAdmin(peer, group: daemon.configuration.adminGroup),
                         desktopDirectories: DesktopFiles.directories(userInstance: CurrentProcess.effectiveUserID != 0)
                     )
                     responder.finish([

@@ -88,6 +88,15 @@ import Testing
         #expect(plan.tasks[Plan.Key(app: "mail", id: "gone")] == nil)
     }
 
+    /// The slot's timer fires just after the window's end: a `skip` refresh alone still runs then.
+    @Test func aSkipRefreshRunsAtItsOwnSlotJustAfterItsWindowsEnd() {
+        var plan = Plan()
+        plan.schedule(RefreshRequest(id: "s", earliest: 10, flex: .seconds(60), late: .skip), for: "mail")
+        #expect(plan.due(now: 0, conditions: Self.online).next == 70)
+        let slot = plan.due(now: 70.001, conditions: Self.online)
+        #expect(slot.runs.map(\.id) == ["s"] && slot.skipped.isEmpty)
+    }
+
     @Test func scheduleReplacesOrKeepsAnIdAndCancelRemovesIt() {
         var plan = Plan()
         plan.schedule(RefreshRequest(id: "sync", earliest: 100), for: "mail")

@@ -69,6 +69,12 @@ def test_a_running_app_gets_its_refresh_at_once_and_says_it_is_done(address):
             assert refused.value.error() == "org.varlink.service.InvalidParameter"
             assert refused.value.parameters()["parameter"] == "requires[0]"
             with pytest.raises(varlink.VarlinkError) as refused:
+                requests.ScheduleRefresh(app=APP, id="sync", earliest=1e300)
+            assert refused.value.parameters()["parameter"] == "earliest"
+            with pytest.raises(varlink.VarlinkError) as refused:
+                requests.ScheduleRefresh(app=APP, id="sync", budgetSec=0.0001)
+            assert refused.value.parameters()["parameter"] == "budgetSec"
+            with pytest.raises(varlink.VarlinkError) as refused:
                 requests.ScheduleRefresh(app=APP, id="sync", intervalSec=60)
             assert refused.value.error() == "io.coalesced.App.InvalidRefresh"
             assert "MinIntervalSec=" in refused.value.parameters()["reason"]

@@ -52,6 +52,9 @@ public struct RefreshPlan<App: Hashable & Comparable & Sendable>: Sendable {
         case keep
     }
 
+    /// How long after its window closed a `skip` refresh whose conditions hold may still run.
+    public static var skipGrace: Double { 60 }
+
     public private(set) var tasks: [Key: RefreshTask] = [:]
     public private(set) var running: [Key: Run] = [:]
 
@@ -95,7 +98,10 @@ public struct RefreshPlan<App: Hashable & Comparable & Sendable>: Sendable {
             _ = self.finished(key, .expired, now: now)
         }
         for key in self.tasks.keys.sorted() where self.running[key] == nil {
-            guard var task = self.tasks[key], task.request.late == .skip, task.deadline < now else { continue }
+            // A window that closed a moment ago (the slot's own timer fires just after its end) still runs, if it can.
+            guard var task = self.tasks[key], task.request.late == .skip, task.deadline < now,
+                now - task.deadline > Self.skipGrace || !conditions.unmet(task.request.requires).isEmpty
+            else { continue }
             slot.skipped.append(key)
             guard let interval = task.request.interval.map(RefreshTask.seconds), interval > 0 else {
                 self.tasks[key] = nil

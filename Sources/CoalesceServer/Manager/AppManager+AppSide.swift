@@ -119,6 +119,8 @@ extension AppManager {
                 state.outbox.add(self.arming(.launch(appName), after: nil))
                 state.records[appName]!.pendingLaunch = nil
                 state.outbox.add(.answerLaunch(pending.waiters, nil))
+                // Launched for a refresh: held for it from the launch on, before it can acknowledge anything.
+                if case .refresh(let id) = pending.reason { self.holdForRefresh(appName, id: id, in: &state) }
             }
             self.matchReportedWindows(of: appName, in: &state, log: &log)
             return id

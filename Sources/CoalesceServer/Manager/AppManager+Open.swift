@@ -19,13 +19,15 @@ extension AppManager {
     /// Opens `opened` with the app that handles it among those its opener's uid may act for (root: every app): the
     /// one `named`, or the only one. Replies once the URL is kept: a running app has it at once; a suspended one is
     /// brought forward (`background`: woken into the background) and has it after its callbacks; a stopped one is
-    /// launched with it in its launch options, and has it after its launch's callbacks.
+    /// launched with it in its launch options, and has it after its launch's callbacks. An opener who is no
+    /// administrator (`admin`) brings the app forward only when every app on screen is its own.
     /// - Parameter desktopDirectories: where desktop files are looked for (``DesktopFiles``).
     func open(
         _ opened: OpenedURL,
         target: URLHandlers.Target,
         named: String?,
         background: Bool,
+        admin: Bool = false,
         desktopDirectories: [String]
     ) async throws(AppError) -> Opened {
         let named = try named.map { name throws(AppError) in try Self.appName(name) }
@@ -74,7 +76,12 @@ extension AppManager {
                 "message_id": "\(MessageID.urlOpened)",
             ]
         )
-        let launching = self.bringUp(appName, for: opened, background: background)
+        // Only an administrator, or the user whose apps are all that is on screen, takes the foreground from what is
+        // there: another user's URL goes to its app in the background.
+        let mayComeForward = admin || self.state.withLock { state in
+            state.onScreen.allSatisfy { state.records[$0]?.registration.owner == opened.opener }
+        }
+        let launching = self.bringUp(appName, for: opened, background: background || !mayComeForward)
         let snapshot = self.state.withLock { $0.records[appName]?.snapshot }
         guard let snapshot else { throw .noHandler(url: opened.url, reason: "\(appName) is no longer registered") }
         return Opened(snapshot: snapshot, launching: launching)

@@ -20,6 +20,22 @@ extension AppManager {
     /// BGAppRefreshTask keeps an app running until it is completed: the app is not suspended because it has
     /// acknowledged the event, only once it says the run is done (``refreshEnded(_:id:)``) or the budget runs out.
     func runRefresh(_ appName: AppName, id: String, budget: Duration) {
+        // Whether the run can reach the app at all: an event is posted only for a run that can.
+        let reachable = self.state.withLock { state -> Bool in
+            guard let record = state.records[appName] else { return false }
+            switch record.lifecycle.state {
+            case .notRunning: return !record.lifecycle.launchesHeld
+            case .suspended: return record.attachment != nil
+            case .inactive, .active, .background: return true
+            }
+        }
+        guard reachable else {
+            self.logger.info(
+                "\(appName): its refresh \(id) cannot reach it (its launches are held back, or its process has not attached)",
+                metadata: ["app": "\(appName)", "refresh": "\(id)"]
+            )
+            return
+        }
         let (seconds, attoseconds) = budget.components
         let payload: JSONValue = ["id": .string(id), "budgetSec": .double(Double(seconds) + Double(attoseconds) / 1e18)]
         _ = self.postFromDaemon(appName, kind: RefreshScheduler.backgroundRefresh, payload: payload) { _, failure in
@@ -35,7 +51,8 @@ extension AppManager {
                 self.holdForRefresh(appName, id: id, in: &state)
                 return false
             case .notRunning:
-                return record.pendingLaunch == nil && !record.lifecycle.launchesHeld
+                // The hold begins as the launch is applied (``attach``), in the same decision.
+                return !record.lifecycle.launchesHeld
             case .suspended:
                 return false
             case .inactive, .active, .background:
@@ -47,7 +64,6 @@ extension AppManager {
         Task {
             do {
                 _ = try await self.launch(name: appName.value, destination: .background, reason: .refresh(id: id))
-                self.decide { state, _ in self.holdForRefresh(appName, id: id, in: &state) }
             } catch {
                 self.logger.warning("\(appName): could not launch it for its refresh \(id)", metadata: ["app": "\(appName)", "reason": "\(error)"])
             }
@@ -65,7 +81,8 @@ extension AppManager {
         }
     }
 
-    private func holdForRefresh(_ appName: AppName, id: String, in state: inout State) {
+    /// Begins the background task that holds the app for its refresh `id` (ending one it held for an earlier run).
+    func holdForRefresh(_ appName: AppName, id: String, in state: inout State) {
         guard var record = state.records[appName], record.lifecycle.receivesAtOnce else { return }
         let now = self.now()
         guard let task = try? record.lifecycle.beginBackgroundTask(name: "refresh \(id)", now: now) else { return }

@@ -25,6 +25,8 @@ final class RefreshScheduler: Sendable {
         var conditions = SystemConditions()
         /// Whether the conditions were ever told (the first reading decides even when it finds nothing known).
         var heardConditions = false
+        /// Whether a follower reads them: then nothing runs before its first reading.
+        var awaitsConditions = false
         var timer: Scheduled<Void>?
         var armedFor: Double?
     }
@@ -93,18 +95,18 @@ final class RefreshScheduler: Sendable {
                 reason: "intervalSec is less than [Refresh] MinIntervalSec= (\(settings.minInterval.components.seconds) s) allows"
             )
         }
-        let decided = try self.state.withLock { state throws(AppError) -> (RefreshTask, Bool) in
+        let decided = try await self.decideAndWrite { state throws(AppError) -> ((RefreshTask, Bool), Write?) in
             let count = state.plan.refreshes(of: app).count
             if state.plan.tasks[Key(app: app, id: request.id)] == nil, count >= settings.maxPerApp {
                 throw AppError.tooManyRefreshes(app: name, limit: settings.maxPerApp)
             }
             let scheduled = state.plan.schedule(request, for: app, keeping: keep ? .keep : .replace)
-            return (scheduled.task, scheduled.new)
+            guard scheduled.new else { return ((scheduled.task, false), nil) }
+            return ((scheduled.task, true), Write(app: app, changed: [scheduled.task], removed: []))
         }
         if decided.1 {
             // A run of the one it replaces, if any, ends with it.
             self.apps.refreshEnded(app, id: request.id)
-            try await self.written(app, changed: [decided.0], removed: [])
             self.logger.info("\(app): refresh \(request.id) scheduled", metadata: ["app": "\(app)", "refresh": "\(request.id)"])
         }
         self.reconsider()
@@ -113,10 +115,11 @@ final class RefreshScheduler: Sendable {
 
     func cancel(app name: String, uid: UInt32, id: String) async throws(AppError) {
         let app = try self.apps.actingFor(name, uid: uid)
-        let cancelled = self.state.withLock { $0.plan.cancel(id, of: app) }
-        guard cancelled else { throw AppError.noSuchRefresh(app: name, id: id) }
+        try await self.decideAndWrite { state throws(AppError) -> (Void, Write?) in
+            guard state.plan.cancel(id, of: app) else { throw AppError.noSuchRefresh(app: name, id: id) }
+            return ((), Write(app: app, changed: [], removed: [id]))
+        }
         self.apps.refreshEnded(app, id: id)
-        try await self.written(app, changed: [], removed: [id])
         self.reconsider()
     }
 
@@ -130,21 +133,27 @@ final class RefreshScheduler: Sendable {
         let app = try self.apps.actingFor(name, uid: uid)
         let now = self.apps.wall()
         let key = Key(app: app, id: id)
-        let remaining = try self.state.withLock { state throws(AppError) -> RefreshTask? in
+        try await self.decideAndWrite { state throws(AppError) -> (Void, Write?) in
             guard state.plan.running[key] != nil else {
                 throw state.plan.tasks[key] == nil ? .noSuchRefresh(app: name, id: id) : .refreshNotRunning(app: name, id: id)
             }
-            return state.plan.finished(key, success ? .done : .failed, now: now)
+            let remaining = state.plan.finished(key, success ? .done : .failed, now: now)
+            return ((), Write(app: app, changed: remaining.map { [$0] } ?? [], removed: remaining == nil ? [id] : []))
         }
         self.apps.refreshEnded(app, id: id)
         self.logger.info(
             "\(app): refresh \(id) \(success ? "done" : "failed")", metadata: ["app": "\(app)", "refresh": "\(id)"]
         )
-        try await self.written(app, changed: remaining.map { [$0] } ?? [], removed: remaining == nil ? [id] : [])
         self.reconsider()
     }
 
     // MARK: The system
+
+    /// A follower reads the conditions: nothing runs before its first reading, so that a refresh that requires the
+    /// network does not run at start before the daemon knows whether there is one.
+    func awaitConditions() {
+        self.state.withLock { $0.awaitsConditions = true }
+    }
 
     /// What the system says of the conditions changed (or was read for the first time).
     func conditionsChanged(_ conditions: SystemConditions) {
@@ -164,7 +173,8 @@ final class RefreshScheduler: Sendable {
     /// slot.
     func reconsider() {
         let now = self.apps.wall()
-        let slot = self.state.withLock { state -> RefreshPlan<AppName>.Slot in
+        let slot = self.state.withLock { state -> RefreshPlan<AppName>.Slot? in
+            guard state.heardConditions || !state.awaitsConditions else { return nil }
             let slot = state.plan.due(now: now, conditions: state.conditions)
             var written: [AppName: ([RefreshTask], [String])] = [:]
             for key in slot.expired + slot.skipped {
@@ -180,6 +190,7 @@ final class RefreshScheduler: Sendable {
             self.arm(&state, for: slot.next, now: now)
             return slot
         }
+        guard let slot else { return }
         for key in slot.expired {
             self.apps.refreshEnded(key.app, id: key.id)
             self.logger.notice(
@@ -204,7 +215,8 @@ final class RefreshScheduler: Sendable {
         state.timer = nil
         state.armedFor = next
         guard let next else { return }
-        let delay = max(0, next - now)
+        // At most a day at a time: a later slot is looked at again then (and a date far off never overflows).
+        let delay = min(max(0, next - now), 86_400)
         state.timer = self.apps.eventLoop.scheduleTask(in: .milliseconds(Int64((delay * 1000).rounded(.up)))) { [weak self] in
             guard let self else { return }
             self.state.withLock { $0.armedFor = nil }
@@ -212,12 +224,31 @@ final class RefreshScheduler: Sendable {
         }
     }
 
-    /// Submits a write of the app's refreshes and waits for it.
-    private func written(_ app: AppName, changed: [RefreshTask], removed: [String]) async throws(AppError) {
-        let failure = await withCheckedContinuation { (continuation: CheckedContinuation<StoreError?, Never>) in
-            self.writes.yield(Write(app: app, changed: changed, removed: removed) { continuation.resume(returning: $0) })
+    /// Decides under the lock and hands the write the decision makes to the writer under the same lock, so that writes
+    /// commit in the order they were decided; returns once it is on disk.
+    private func decideAndWrite<T: Sendable>(
+        _ body: (inout State) throws(AppError) -> (T, Write?)
+    ) async throws(AppError) -> T {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, AppError>, Never>) in
+            do throws(AppError) {
+                try self.state.withLock { state throws(AppError) in
+                    let (value, write) = try body(&state)
+                    guard var write else {
+                        continuation.resume(returning: .success(value))
+                        return
+                    }
+                    write.finished = { failure in
+                        continuation.resume(returning: failure.map { .failure(.storageFailed(reason: $0.description)) } ?? .success(value))
+                    }
+                    if case .terminated = self.writes.yield(write) {
+                        continuation.resume(returning: .failure(.storageFailed(reason: "the daemon is stopping")))
+                    }
+                }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
         }
-        if let failure { throw AppError.storageFailed(reason: failure.description) }
+        return try outcome.get()
     }
 
     // MARK: What it shows
@@ -247,7 +278,7 @@ final class RefreshScheduler: Sendable {
         self.statuses(of: app).map { status in
             AppExplanation.RefreshFact(
                 id: status.task.request.id,
-                dueIn: .milliseconds(Int64(((status.task.due - wall) * 1000).rounded())),
+                dueIn: .milliseconds(Int64((min(max(status.task.due - wall, -1e9), 1e9) * 1000).rounded())),
                 flex: status.task.request.flex,
                 failures: status.task.failures,
                 unmet: status.unmet.map(\.rawValue),

@@ -45,6 +45,9 @@ final class ConditionsFollower: Sendable {
         ),
     ]
 
+    /// How often the conditions are read again besides their signals.
+    static let pollInterval = Duration.seconds(60)
+
     private let bus: BusConnection
     private let refreshes: RefreshScheduler
     private let logger: Logger
@@ -86,6 +89,14 @@ final class ConditionsFollower: Sendable {
         }
         self.bus.onReconnect { sink.yield() }
         sink.yield()
+        // logind announces no change of OnExternalPower: every condition is read again now and then as well.
+        let poll = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.pollInterval)
+                sink.yield()
+            }
+        }
+        defer { poll.cancel() }
         for await _ in self.changes {
             await self.read()
         }

@@ -34,6 +34,7 @@ final class SystemFollower: Sendable {
     ) {
         self.refreshes = refreshes
         self.conditions = bus.map { ConditionsFollower(bus: $0, refreshes: refreshes, logger: logger) }
+        if self.conditions != nil { refreshes.awaitConditions() }
         self.settings = settings
         self.logger = logger
         let place = ClockZoneLocaleFollower(apps: apps, logger: logger)
