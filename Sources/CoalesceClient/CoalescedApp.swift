@@ -231,7 +231,7 @@ public final class CoalescedApp: Service, Sendable {
         _ = try await self.request("io.coalesced.App.EndBackgroundTask", ["id": .int(Int64(task.id))], includesApp: true)
     }
 
-    /// Keeps `data` for the next launch, whose ``LaunchOptions/restoredState`` hands it back (`nil` forgets it);
+    /// Keeps `data` for the next launch, whose `LaunchOptions.restoredState` hands it back (`nil` forgets it);
     /// it is on the daemon's disk when this returns.
     public func saveState(_ data: String?) async throws(CoalescedError) {
         _ = try await self.request("io.coalesced.App.SaveState", ["data": data.map { .string($0) } ?? .null], includesApp: true)

@@ -6,30 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// What willFinishLaunching and didFinishLaunching hand the app.
-public struct LaunchOptions: Sendable, Hashable {
-    /// Where the launch put the app.
-    public var destination: LaunchDestination
-    /// Why it was launched.
-    public var reason: LaunchReason
-    /// How much of ``restoredState`` to bring back.
-    public var restoration: LaunchRestoration
-    /// What the app last kept with ``CoalescedApp/saveState(_:)``, if anything.
-    public var restoredState: String?
-
-    public init(
-        destination: LaunchDestination,
-        reason: LaunchReason = .user,
-        restoration: LaunchRestoration = .pristine,
-        restoredState: String? = nil
-    ) {
-        self.destination = destination
-        self.reason = reason
-        self.restoration = restoration
-        self.restoredState = restoredState
-    }
-}
-
 /// A run of a scheduled refresh: its id, and how long the app runs for it.
 public struct BackgroundRefresh: Sendable, Hashable {
     public var id: String

@@ -175,11 +175,7 @@ struct Received: Sendable {
         }
         switch kind.dropFirst(prefix.count) {
         case "willFinishLaunching", "didFinishLaunching":
-            let form = LaunchOptionsForm(wire: callback["launchOptions"])
-            let options = LaunchOptions(
-                destination: form.destination, reason: form.reason, restoration: form.restoration,
-                restoredState: form.restoredState
-            )
+            let options = LaunchOptions(wire: callback["launchOptions"])
             self.delivery = kind.hasSuffix(".willFinishLaunching") ? .willFinishLaunching(options) : .didFinishLaunching(options)
         case "backgroundRefresh":
             // An event the daemon posts: acknowledged with its burst, as events are.

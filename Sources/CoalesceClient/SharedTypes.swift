@@ -16,6 +16,7 @@
 @_exported public import struct CoalesceCore.PolicyTextError
 @_exported public import enum CoalesceCore.SuspensionMode
 @_exported public import struct CoalesceWire.KindDeclaration
+@_exported public import struct CoalesceWire.LaunchOptions
 @_exported public import struct CoalesceWire.Posters
 
 // The aliases give each type its page in this library's documentation, which shows only its own symbols.
@@ -25,16 +26,16 @@
 /// policy.
 public typealias AppState = CoalesceCore.AppState
 
-/// Where a launch put the app (``LaunchOptions/destination``): `foreground` when the user or an operator opened
+/// Where a launch put the app (`LaunchOptions.destination`): `foreground` when the user or an operator opened
 /// it, `background` when a post of a kind mapped to a background mode, or a background launch, woke it.
 public typealias LaunchDestination = CoalesceCore.LaunchDestination
 
-/// Why the app was launched (``LaunchOptions/reason``): `user` (its process started on its own, or an operator's
+/// Why the app was launched (`LaunchOptions.reason`): `user` (its process started on its own, or an operator's
 /// Launch), `event(kind:)`, `notification(id:action:)` (its user answered one), or `url(_:)` (a URL was opened with
 /// it).
 public typealias LaunchReason = CoalesceCore.LaunchReason
 
-/// How much of its saved state the app should bring back (``LaunchOptions/restoration``), as GTK's restore reasons
+/// How much of its saved state the app should bring back (`LaunchOptions.restoration`), as GTK's restore reasons
 /// say: `pristine`, `launch`, `recover` (it crashed last time) or `restore` (the system ended it).
 public typealias LaunchRestoration = CoalesceCore.LaunchRestoration
 
@@ -58,6 +59,11 @@ public typealias CoalescingPolicy = CoalesceCore.CoalescingPolicy
 /// Text that is not a policy, for `CoalescingPolicy(parsing:)`: the `text` given and the `reason`, which says what
 /// a policy looks like.
 public typealias PolicyTextError = CoalesceCore.PolicyTextError
+
+/// What willFinishLaunching and didFinishLaunching hand the app: its `destination`, the `reason` it was launched for,
+/// its `restoration` (how much of what it saved to bring back) and its `restoredState`, what it last kept with
+/// ``CoalescedApp/saveState(_:)``.
+public typealias LaunchOptions = CoalesceWire.LaunchOptions
 
 /// What an app declares about one kind of event (``AppDeclaration/kinds``): its ``CoalescingPolicy``, whether its
 /// posts are `volatile` (held in memory only, answered without waiting for the disk, lost if the daemon stops),

@@ -77,14 +77,14 @@ extension AppInterface {
             "id": .string(request.id),
             "earliest": .double(request.earliest),
             "due": .double(status.task.due),
-            "flexSec": .double(Self.seconds(request.flex)),
+            "flexSec": .double(request.flex.seconds),
             "requires": .array(request.requires.sorted().map { .string($0.rawValue) }),
-            "budgetSec": .double(Self.seconds(request.budget)),
+            "budgetSec": .double(request.budget.seconds),
             "late": .string(request.late.rawValue),
             "failures": .int(Int64(status.task.failures)),
             "waitingFor": .array(status.unmet.map { .string($0.rawValue) }),
         ]
-        if let interval = request.interval { object["intervalSec"] = .double(Self.seconds(interval)) }
+        if let interval = request.interval { object["intervalSec"] = .double(interval.seconds) }
         if let lastRun = status.task.lastRun { object["lastRun"] = .double(lastRun) }
         if let outcome = status.task.lastOutcome { object["lastOutcome"] = .string(outcome.rawValue) }
         if let ends = status.runEnds { object["runningUntil"] = .double(ends) }
@@ -111,7 +111,7 @@ extension AppInterface {
         guard seconds > 0 || (allowZero && seconds == 0) else {
             throw .invalidParameter(name, reason: allowZero ? "must not be negative" : "must be more than zero")
         }
-        let duration = Duration.milliseconds(Int64((min(seconds, 1e12) * 1000).rounded()))
+        let duration = RefreshTask.duration(seconds: seconds)
         guard duration <= atMost else { throw .invalidParameter(name, reason: "at most \(atMost.components.seconds) s") }
         guard allowZero || duration > .zero else { throw .invalidParameter(name, reason: "at least a millisecond") }
         return duration
@@ -138,10 +138,5 @@ extension AppInterface {
             throw .invalidParameter("late", reason: "expected runOnce or skip")
         }
         return policy
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -3,26 +3,29 @@ import GRDB
 
 extension Store {
     /// Every app's scheduled refreshes, as they stood when last written. A row this version cannot read (a condition
-    /// or a late policy it does not know) is left out rather than failing the start.
+    /// or a late policy it does not know, a time that is no number) is left out rather than failing the start.
     public func refreshes() throws(StoreError) -> [(app: String, task: RefreshTask)] {
         try self.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM refresh ORDER BY app, id").compactMap { row -> (app: String, task: RefreshTask)? in
                 let requiresText: String = row["requires"]
                 let requires = requiresText.split(separator: "\n").map { RefreshCondition(rawValue: String($0)) }
-                guard !requires.contains(nil), let late = RefreshLatePolicy(rawValue: row["late"]) else { return nil }
+                let earliest: Double = row["earliest"]
+                let due: Double = row["due"]
+                guard !requires.contains(nil), let late = RefreshLatePolicy(rawValue: row["late"]), earliest.isFinite, due.isFinite
+                else { return nil }
                 let interval: Double? = row["intervalSec"]
                 let request = RefreshRequest(
                     id: row["id"],
-                    earliest: row["earliest"],
-                    interval: interval.map { Self.duration($0) },
-                    flex: Self.duration(row["flexSec"]),
+                    earliest: earliest,
+                    interval: interval.map { RefreshTask.duration(seconds: $0) },
+                    flex: RefreshTask.duration(seconds: row["flexSec"]),
                     requires: Set(requires.compactMap { $0 }),
-                    budget: Self.duration(row["budgetSec"]),
+                    budget: RefreshTask.duration(seconds: row["budgetSec"]),
                     late: late
                 )
                 let outcome: String? = row["lastOutcome"]
                 let task = RefreshTask(
-                    request: request, due: row["due"], failures: row["failures"], lastRun: row["lastRun"],
+                    request: request, due: due, failures: row["failures"], lastRun: row["lastRun"],
                     lastOutcome: outcome.flatMap(RefreshOutcome.init(rawValue:))
                 )
                 return (app: row["app"], task: task)
@@ -48,21 +51,12 @@ extension Store {
                         lastOutcome = excluded.lastOutcome
                     """,
                     [
-                        app.value, request.id, request.earliest, request.interval.map(Self.seconds), Self.seconds(request.flex),
-                        request.requires.sorted().map(\.rawValue).joined(separator: "\n"), Self.seconds(request.budget),
+                        app.value, request.id, request.earliest, request.interval.map(RefreshTask.seconds), RefreshTask.seconds(request.flex),
+                        request.requires.sorted().map(\.rawValue).joined(separator: "\n"), RefreshTask.seconds(request.budget),
                         request.late.rawValue, task.due, task.failures, task.lastRun, task.lastOutcome?.rawValue,
                     ]
                 )
             }
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    private static func duration(_ seconds: Double) -> Duration {
-        .milliseconds(Int64((seconds * 1000).rounded()))
     }
 }

@@ -18,26 +18,10 @@ import Varlink
         try RefreshScheduler(apps: fixture.manager, logger: Logger(label: "test", factory: { _ in fixture.logs }))
     }
 
-    /// Launched, sent home and suspended, everything acknowledged.
+    /// Registered, launched, sent home and suspended, everything acknowledged.
     static func suspendedApp(_ fixture: ManagerFixture) async throws -> TestApp {
         try await fixture.register(Self.mail)
-        let app = try await fixture.attach(Self.mail)
-        _ = try await app.sent()
-        try app.acknowledge()
-        _ = try fixture.manager.deactivate(name: Self.mail)
-        _ = try await app.sent()
-        try app.acknowledge()
-        #expect(try app.state == .suspended)
-        return app
-    }
-
-    static func callbacks(of app: TestApp, atLeast count: Int) async throws -> [String] {
-        var seen: [String] = []
-        try await waitUntil("\(count) callbacks of \(app.name)") { () async throws -> Bool in
-            seen += try await app.sent().callbacks
-            return seen.count >= count
-        }
-        return seen
+        return try await fixture.attachSuspended(Self.mail)
     }
 
     @Test func aSuspendedAppIsWokenForItsRefreshAtItsWindowsEndOnItsBudgetAndItRunsAgainAPeriodLater() async throws {
@@ -54,7 +38,7 @@ import Varlink
             await fixture.clock.advance(by: .seconds(89))
             #expect(try app.state == .suspended, "not before its window's end")
             await fixture.clock.advance(by: .seconds(1))
-            #expect(try await Self.callbacks(of: app, atLeast: 1) == ["backgroundRefresh"], "no willEnterForeground")
+            #expect(try await app.callbacks(atLeast: 1).map { $0["kind"] } == ["lifecycle.backgroundRefresh"], "no willEnterForeground")
             #expect(try app.state == .background)
             #expect(fixture.manager.state.withLock { $0.records[try! AppName(Self.mail)]?.reason } == .refresh)
             #expect(try fixture.manager.backgroundTimeRemaining(name: Self.mail, uid: 0) == .seconds(10), "the refresh's budget")
@@ -90,7 +74,7 @@ import Varlink
             #expect(explained.explanation.reasons.contains { $0.code == "refresh" && $0.text.contains("waits for network") })
 
             refreshes.conditionsChanged(SystemConditions([.network: true]))
-            #expect(try await Self.callbacks(of: app, atLeast: 1) == ["backgroundRefresh"])
+            #expect(try await app.callbacks(atLeast: 1).map { $0["kind"] } == ["lifecycle.backgroundRefresh"])
             // The app acknowledges the event but never says the run is done: its budget runs out.
             try app.acknowledge()
             await fixture.clock.advance(by: .seconds(10))

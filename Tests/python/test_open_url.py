@@ -2,18 +2,13 @@
 daemon: the app that declares the scheme gets it at once while active, after its wake's callbacks while suspended,
 and after its launch's callbacks, with the URL in its launch options, when it was not running."""
 
-import subprocess
-import sys
 import textwrap
-import threading
 
 import pytest
 import varlink
 
-from test_lifecycle_scenario import wait_for_state
+from test_lifecycle_scenario import APP, AppProcess, wait_for_state
 from test_varlink_client import running_daemon
-
-APP = "org.example.pyapp"
 
 # The app: declares the x-pyapp scheme, prints each callback with its launch reason or its URL, acknowledges each.
 OPENING_APP_SOURCE = textwrap.dedent(
@@ -42,18 +37,9 @@ OPENING_APP_SOURCE = textwrap.dedent(
 )
 
 
-class OpeningApp:
+class OpeningApp(AppProcess):
     def __init__(self, address):
-        self.process = subprocess.Popen([sys.executable, "-c", OPENING_APP_SOURCE, address, APP], stdout=subprocess.PIPE, text=True)
-        self.lines = []
-        self.ready = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.process.stdout:
-            with self.ready:
-                self.lines.append(line.rstrip("\n"))
-                self.ready.notify_all()
+        super().__init__(address, None, source=OPENING_APP_SOURCE)
 
     def heard(self, count, timeout=20):
         with self.ready:

@@ -2,18 +2,14 @@
 package against the real daemon: a running app gets its refresh's event at once, says it is done, and the schedule
 says what became of it; bad requests are refused with the parameter and why."""
 
-import subprocess
-import sys
 import textwrap
-import threading
 import time
 
 import pytest
 import varlink
 
+from test_lifecycle_scenario import APP, AppProcess
 from test_varlink_client import running_daemon
-
-APP = "org.example.pyrefresh"
 
 # The app: prints each event's kind and payload id, says each refresh is done, acknowledges everything.
 REFRESHING_APP_SOURCE = textwrap.dedent(
@@ -43,17 +39,7 @@ def address():
 
 
 def test_a_running_app_gets_its_refresh_at_once_and_says_it_is_done(address):
-    app = subprocess.Popen([sys.executable, "-c", REFRESHING_APP_SOURCE, address, APP], stdout=subprocess.PIPE, text=True)
-    lines = []
-    ready = threading.Condition()
-
-    def read():
-        for line in app.stdout:
-            with ready:
-                lines.append(line.rstrip("\n"))
-                ready.notify_all()
-
-    threading.Thread(target=read, daemon=True).start()
+    app = AppProcess(address, None, source=REFRESHING_APP_SOURCE)
     try:
         with varlink.Client(address=address) as client, client.open("io.coalesced.App") as requests:
             deadline = time.monotonic() + 20
@@ -81,8 +67,8 @@ def test_a_running_app_gets_its_refresh_at_once_and_says_it_is_done(address):
 
             scheduled = requests.ScheduleRefresh(app=APP, id="sync", after=0, flexSec=0, budgetSec=7)["refresh"]
             assert (scheduled["id"], scheduled["budgetSec"], scheduled["waitingFor"]) == ("sync", 7, [])
-            with ready:
-                assert ready.wait_for(lambda: "refresh sync 7" in lines, 20), lines
+            with app.ready:
+                assert app.ready.wait_for(lambda: "refresh sync 7" in app.lines, 20), app.lines
             deadline = time.monotonic() + 20
             while requests.ListRefreshes(APP)["refreshes"]:
                 assert time.monotonic() < deadline, "the done refresh stayed"
@@ -91,4 +77,4 @@ def test_a_running_app_gets_its_refresh_at_once_and_says_it_is_done(address):
                 requests.RefreshDone(APP, "sync", True)
             assert refused.value.error() == "io.coalesced.App.NoSuchRefresh"
     finally:
-        app.kill()
+        app.process.kill()

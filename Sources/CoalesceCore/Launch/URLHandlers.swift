@@ -64,8 +64,6 @@ public enum URLHandlers {
             self = opens
         }
 
-        public var isEmpty: Bool { self.schemes.isEmpty && self.types.isEmpty }
-
         public func union(_ other: Opens) -> Opens {
             Opens(schemes: self.schemes.union(other.schemes), types: self.types.union(other.types))
         }

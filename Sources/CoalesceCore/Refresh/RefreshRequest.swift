@@ -116,8 +116,16 @@ public struct RefreshTask: Sendable, Hashable {
         return .milliseconds(Int64(seconds * 1000))
     }
 
-    static func seconds(_ duration: Duration) -> Double {
+    /// A duration in seconds, as the store and the interface give them.
+    public static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// Seconds as a duration, to the millisecond; what is not a number reads as zero, and the span is bounded (a row
+    /// of a damaged store never traps).
+    public static func duration(seconds: Double) -> Duration {
+        guard seconds.isFinite else { return .zero }
+        return .milliseconds(Int64((min(max(seconds, -1e12), 1e12) * 1000).rounded()))
     }
 }

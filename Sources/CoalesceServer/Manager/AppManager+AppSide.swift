@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -105,12 +106,12 @@ extension AppManager {
             let destination = pending?.destination ?? .foreground
             let now = self.now()
             if destination == .foreground { self.clearForeground(except: appName, now: now, in: &state, log: &log) }
-            let launch = LaunchContext(
+            let launch = LaunchOptions(
                 destination: destination,
                 reason: pending?.reason ?? .user,
-                restoredState: restored,
                 // Not running: its reason is why its last process ended.
-                restoration: .after(record.reason, hasSavedState: restored != nil)
+                restoration: .after(record.reason, hasSavedState: restored != nil),
+                restoredState: restored
             )
             self.input(appName, in: &state, log: &log, launch: launch) { lifecycle throws(LifecycleError) in
                 try lifecycle.launch(destination, now: now)

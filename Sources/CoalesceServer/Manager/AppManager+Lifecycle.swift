@@ -1,4 +1,5 @@
 import CoalesceCore
+import CoalesceWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -29,7 +30,7 @@ extension AppManager {
         _ appName: AppName,
         in state: inout State,
         log: inout [LogEntry],
-        launch: LaunchContext?,
+        launch: LaunchOptions?,
         _ body: (inout AppLifecycle<Instant>) throws(LifecycleError) -> [LifecycleEffect],
         onError: (LifecycleError) throws(Failure) -> Void
     ) throws(Failure) {
@@ -97,7 +98,7 @@ extension AppManager {
         record: inout Record,
         state: inout State,
         log: inout [LogEntry],
-        launch: LaunchContext?
+        launch: LaunchOptions?
     ) {
         var current = effects.first.flatMap { effect -> AppState? in
             if case .transition(let from, _, _) = effect { return from }

@@ -36,8 +36,7 @@ extension AppManager {
             )
             return
         }
-        let (seconds, attoseconds) = budget.components
-        let payload: JSONValue = ["id": .string(id), "budgetSec": .double(Double(seconds) + Double(attoseconds) / 1e18)]
+        let payload: JSONValue = ["id": .string(id), "budgetSec": .double(budget.seconds)]
         _ = self.postFromDaemon(appName, kind: RefreshScheduler.backgroundRefresh, payload: payload) { _, failure in
             if let failure {
                 self.logger.warning("\(appName): its refresh \(id) was not kept: \(failure)", metadata: ["app": "\(appName)"])

@@ -33,21 +33,6 @@ extension AppManager {
         var unsent: [JSONObject] = []
     }
 
-    /// What a launch hands the app with willFinishLaunching and didFinishLaunching: its launch options.
-    struct LaunchContext {
-        var destination: LaunchDestination
-        var reason: LaunchReason = .user
-        var restoredState: String?
-        var restoration: LaunchRestoration = .pristine
-
-        /// Launch options as the App interface's LaunchOptions type has them.
-        var options: JSONObject {
-            LaunchOptionsForm(
-                destination: self.destination, reason: self.reason, restoration: self.restoration, restoredState: self.restoredState
-            ).wire
-        }
-    }
-
     struct PendingLaunch {
         var destination: LaunchDestination
         var reason: LaunchReason
@@ -143,13 +128,13 @@ extension AppManager.Record {
         sequence: UInt64,
         task: Int?,
         in current: AppState,
-        launch: AppManager.LaunchContext?
+        launch: LaunchOptions?
     ) -> (stream: VarlinkResponder, reply: JSONObject)? {
         guard self.attachment != nil || self.restored != nil else { return nil }
         var event: JSONObject = ["seq": .int(Int64(sequence)), "kind": .string(callback.kind)]
         if let task { event["task"] = .int(Int64(task)) }
         if callback == .willFinishLaunching || callback == .didFinishLaunching {
-            event["launchOptions"] = .object((launch ?? AppManager.LaunchContext(destination: .foreground)).options)
+            event["launchOptions"] = .object((launch ?? LaunchOptions(destination: .foreground)).wire)
         }
         let reply: JSONObject = ["state": .string(current.rawValue), "callback": .object(event)]
         if let attachment = self.attachment { return (attachment.responder, reply) }

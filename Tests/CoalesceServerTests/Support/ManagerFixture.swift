@@ -78,6 +78,19 @@ final class ManagerFixture: Sendable {
         return app
     }
 
+    /// Attaches a process as the app `name` (registered already), acknowledges its launch, sends it home and
+    /// acknowledges that: returns it suspended, with nothing left unread.
+    func attachSuspended(_ name: String, uid: UInt32 = 0) async throws -> TestApp {
+        let app = try await self.attach(name, uid: uid)
+        _ = try await app.sent()
+        try app.acknowledge()
+        _ = try self.manager.deactivate(name: name)
+        _ = try await app.sent()
+        try app.acknowledge()
+        try await waitUntil("\(name) to be suspended") { try app.state == .suspended }
+        return app
+    }
+
     /// Starts a monitor (`io.coalesced.System.Monitor`) of what `filter` asks for; returns once it is in place.
     /// Unless `reading`, its client stops reading after the first reply (``MonitorStream/resumeReading()``).
     func monitor(_ filter: MonitorFilter = MonitorFilter(), reading: Bool = true) async throws -> MonitorStream {

@@ -1,12 +1,16 @@
 public import CoalesceCore
 public import Varlink
 
-/// Launch options as willFinishLaunching and didFinishLaunching carry them (the App interface's LaunchOptions): the
-/// daemon writes them, the client library reads them.
-public struct LaunchOptionsForm: Sendable, Hashable {
+/// What willFinishLaunching and didFinishLaunching hand the app (the App interface's LaunchOptions): the daemon
+/// writes them, the client library reads them.
+public struct LaunchOptions: Sendable, Hashable {
+    /// Where the launch put the app.
     public var destination: LaunchDestination
+    /// Why it was launched.
     public var reason: LaunchReason
+    /// How much of ``restoredState`` to bring back.
     public var restoration: LaunchRestoration
+    /// What the app last kept with SaveState, if anything.
     public var restoredState: String?
 
     public init(
